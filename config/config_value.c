@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Value parsers and formatters, one pair per schema type. A parser either
+ * stores a valid value or explains, as "why; allowed ...", what it expected.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config_schema.h"
+#include "rn_config.h"
+
+#define BOOL_ALLOWED "allowed 0, 1, true, false, on, off"
+#define NAME_ALLOWED "allowed 1 to 31 characters of A-Z a-z 0-9 _ -"
+#define ADDRESS_ALLOWED "allowed an IPv4 or IPv6 literal such as 127.0.0.1 or ::1"
+#define LCORES_ALLOWED \
+	"allowed ascending lcore ids 0..127 as 'A', 'A-B' or a comma list " \
+	"of those, at least 2 (the first runs the control thread)"
+
+/* Strict decimal: digits only, no sign, no spaces, no trailing junk. */
+static int
+parse_decimal(const char *text, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (*text == '\0')
+		return -EINVAL;
+	for (const char *p = text; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*p - '0');
+		if (v > max)
+			return -ERANGE;
+	}
+	*out = v;
+	return 0;
+}
+
+static int
+parse_uint(const struct rn_config_key *key, const char *text, uint32_t *field,
+	   char *why, size_t len)
+{
+	uint64_t v;
+	int rc = parse_decimal(text, key->max, &v);
+
+	if (rc == 0 && v < key->min)
+		rc = -ERANGE;
+	if (rc != 0) {
+		snprintf(why, len, "%s; allowed %u..%u",
+			 rc == -ERANGE ? "out of range" : "not a decimal number",
+			 key->min, key->max);
+		return -EINVAL;
+	}
+	*field = (uint32_t)v;
+	return 0;
+}
+
+int
+rn_config_bool_parse(const char *text, bool *out)
+{
+	static const char *const yes[] = { "1", "true", "on" };
+	static const char *const no[] = { "0", "false", "off" };
+
+	for (unsigned int i = 0; i < 3; i++) {
+		if (strcmp(text, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcmp(text, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int
+parse_enum(const struct rn_config_key *key, const char *text, int *field,
+	   char *why, size_t len)
+{
+	size_t used;
+
+	for (int i = 0; key->names[i] != NULL; i++) {
+		if (strcmp(text, key->names[i]) == 0) {
+			*field = i;
+			return 0;
+		}
+	}
+	used = (size_t)snprintf(why, len, "unknown value; allowed");
+	for (int i = 0; key->names[i] != NULL && used < len; i++)
+		used += (size_t)snprintf(why + used, len - used, "%s %s",
+					 i == 0 ? "" : ",", key->names[i]);
+	return -EINVAL;
+}
+
+bool
+rn_config_name_valid(const char *text)
+{
+	size_t n = strlen(text);
+
+	if (n == 0 || n >= RN_CONFIG_NAME_MAX)
+		return false;
+	return strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			    "0123456789_-") == n;
+}
+
+static int
+parse_text(const char *text, char *field, char *why, size_t len)
+{
+	if (*text == '\0' || strlen(text) >= RN_CONFIG_TEXT_MAX) {
+		snprintf(why, len, "%s; allowed 1 to %d characters",
+			 *text == '\0' ? "empty value" : "too long",
+			 RN_CONFIG_TEXT_MAX - 1);
+		return -EINVAL;
+	}
+	strcpy(field, text);
+	return 0;
+}
+
+static int
+parse_address(const char *text, char *field, char *why, size_t len)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+
+	if (inet_pton(AF_INET, text, buf) != 1 &&
+	    inet_pton(AF_INET6, text, buf) != 1) {
+		snprintf(why, len, "not an IP address; " ADDRESS_ALLOWED);
+		return -EINVAL;
+	}
+	strcpy(field, text); /* inet_pton bounds it below INET6_ADDRSTRLEN */
+	return 0;
+}
+
+/* "A", "A-B", comma separated, strictly ascending, ids < RN_CONFIG_MAX_LCORES. */
+static int
+parse_lcores(const char *text, struct rn_lcore_list *field)
+{
+	struct rn_lcore_list list = { .count = 0 };
+	char copy[RN_CONFIG_TEXT_MAX * 4];
+	char *save = NULL;
+	int next_min = 0;
+
+	if (strlen(text) >= sizeof(copy))
+		return -EINVAL;
+	strcpy(copy, text);
+	if (copy[0] == ',' || copy[strlen(copy) - 1] == ',' ||
+	    strstr(copy, ",,") != NULL)
+		return -EINVAL;
+	for (char *item = strtok_r(copy, ",", &save); item != NULL;
+	     item = strtok_r(NULL, ",", &save)) {
+		char *dash = strchr(item, '-');
+		uint64_t lo, hi;
+
+		if (dash != NULL)
+			*dash = '\0';
+		if (parse_decimal(item, RN_CONFIG_MAX_LCORES - 1, &lo) != 0)
+			return -EINVAL;
+		hi = lo;
+		if (dash != NULL &&
+		    parse_decimal(dash + 1, RN_CONFIG_MAX_LCORES - 1, &hi) != 0)
+			return -EINVAL;
+		if ((int)lo < next_min || hi < lo)
+			return -EINVAL;
+		for (uint64_t id = lo; id <= hi; id++)
+			list.ids[list.count++] = (uint16_t)id;
+		next_min = (int)hi + 1;
+	}
+	if (list.count < 2)
+		return -EINVAL;
+	*field = list;
+	return 0;
+}
+
+int
+rn_config_value_parse(const struct rn_config_key *key, const char *text,
+		      void *field, char *why, size_t why_len)
+{
+	switch (key->type) {
+	case RN_CFG_UINT:
+		return parse_uint(key, text, field, why, why_len);
+	case RN_CFG_BOOL:
+		if (rn_config_bool_parse(text, field) == 0)
+			return 0;
+		snprintf(why, why_len, "not a boolean; " BOOL_ALLOWED);
+		return -EINVAL;
+	case RN_CFG_ENUM:
+		return parse_enum(key, text, field, why, why_len);
+	case RN_CFG_NAME:
+		if (rn_config_name_valid(text)) {
+			strcpy(field, text);
+			return 0;
+		}
+		snprintf(why, why_len, "not a valid name; " NAME_ALLOWED);
+		return -EINVAL;
+	case RN_CFG_TEXT:
+		return parse_text(text, field, why, why_len);
+	case RN_CFG_ADDRESS:
+		return parse_address(text, field, why, why_len);
+	case RN_CFG_LCORES:
+		if (parse_lcores(text, field) == 0)
+			return 0;
+		snprintf(why, why_len, "not an lcore list; " LCORES_ALLOWED);
+		return -EINVAL;
+	}
+	return -EINVAL;
+}
+
+/* Print an lcore list compactly, merging runs into ranges: "0-3,6". */
+static void
+format_lcores(const struct rn_lcore_list *list, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < list->count && used < len;) {
+		uint32_t j = i;
+
+		while (j + 1 < list->count && list->ids[j + 1] == list->ids[j] + 1)
+			j++;
+		used += (size_t)snprintf(buf + used, len - used, "%s%u",
+					 i == 0 ? "" : ",", list->ids[i]);
+		if (j > i && used < len)
+			used += (size_t)snprintf(buf + used, len - used, "-%u",
+						 list->ids[j]);
+		i = j + 1;
+	}
+}
+
+void
+rn_config_value_format(const struct rn_config_key *key, const void *field,
+		       char *buf, size_t len)
+{
+	switch (key->type) {
+	case RN_CFG_UINT:
+		snprintf(buf, len, "%u", *(const uint32_t *)field);
+		return;
+	case RN_CFG_BOOL:
+		snprintf(buf, len, "%s", *(const bool *)field ? "true" : "false");
+		return;
+	case RN_CFG_ENUM:
+		snprintf(buf, len, "%s", key->names[*(const int *)field]);
+		return;
+	case RN_CFG_NAME:
+	case RN_CFG_TEXT:
+	case RN_CFG_ADDRESS:
+		snprintf(buf, len, "%s", (const char *)field);
+		return;
+	case RN_CFG_LCORES:
+		format_lcores(field, buf, len);
+		return;
+	}
+}

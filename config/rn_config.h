@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_CONFIG_H
+#define RN_CONFIG_H
+
+/*
+ * rnotifyd configuration: one INI file, parsed with DPDK's rte_cfgfile,
+ * validated against the schema in config_schema.c, then overridden by the
+ * only two environment variables the process reads (see rn_config_load()).
+ * docs/configuration.md lists every key, its default and its range.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RN_CONFIG_NAME_MAX 32     /* names: [A-Za-z0-9_-], 1..31 bytes */
+#define RN_CONFIG_TEXT_MAX 64     /* device names, addresses */
+#define RN_CONFIG_MAX_PEERS 256
+#define RN_CONFIG_MAX_LCORES 128  /* RTE_MAX_LCORE of Debian's DPDK */
+#define RN_CONFIG_ERROR_MAX 512
+
+enum rn_hugepages_mode {
+	RN_HUGEPAGES_AUTO,  /* use them when the machine has enough free */
+	RN_HUGEPAGES_ON,    /* required: start-up fails without them */
+	RN_HUGEPAGES_OFF,   /* ordinary memory (EAL --no-huge) */
+};
+
+enum rn_idle_policy {
+	RN_IDLE_BUSY,       /* poll forever: lowest latency, one core per lcore */
+	RN_IDLE_ADAPTIVE,   /* after idle_polls empty polls, sleep until woken */
+};
+
+enum rn_nic_provider {
+	RN_NIC_SIM,         /* the project's software mlx5 device */
+	RN_NIC_MLX5,        /* a ConnectX NIC through rdma-core's mlx5 provider */
+};
+
+/* Ascending lcore ids; the first runs the control thread, the rest workers. */
+struct rn_lcore_list {
+	uint32_t count;
+	uint16_t ids[RN_CONFIG_MAX_LCORES];
+};
+
+struct rn_dataplane_config {
+	char name[RN_CONFIG_NAME_MAX];  /* EAL file prefix rnotify-<name> */
+	struct rn_lcore_list lcores;
+	enum rn_hugepages_mode hugepages;
+	uint32_t memory_mb;
+	enum rn_idle_policy idle;
+	uint32_t idle_polls;
+	uint32_t idle_sleep_us;         /* longest sleep, so timers still run */
+};
+
+struct rn_nic_config {
+	enum rn_nic_provider provider;
+	char device[RN_CONFIG_TEXT_MAX];
+	uint32_t port;
+	uint32_t gid_index;
+};
+
+struct rn_notify_config {
+	bool enabled;         /* false: no notification QPs, all over TCP */
+	bool oob_fallback;    /* true: no native channel or too big -> TCP */
+	uint32_t slots;       /* receive slots (and send slots) per endpoint */
+	uint32_t slot_size;   /* bytes; name + msg <= slot_size - 8 */
+	uint32_t max_inline;  /* notifications up to this size go inline */
+};
+
+struct rn_control_config {
+	char listen[RN_CONFIG_TEXT_MAX]; /* IPv4 or IPv6 literal */
+	uint32_t port;                   /* 0: any free port */
+	uint32_t connect_timeout_ms;
+	uint32_t heartbeat_ms;
+	uint32_t dead_after_ms;          /* silence that declares a peer dead */
+};
+
+struct rn_peer_config {
+	char name[RN_CONFIG_NAME_MAX];
+	char address[RN_CONFIG_TEXT_MAX];
+	uint32_t port;
+};
+
+struct rn_telemetry_config {
+	bool enabled;
+};
+
+struct rn_config {
+	struct rn_dataplane_config dataplane;
+	struct rn_nic_config nic;
+	struct rn_notify_config notify;
+	struct rn_control_config control;
+	struct rn_telemetry_config telemetry;
+	uint32_t n_peers;
+	struct rn_peer_config peers[RN_CONFIG_MAX_PEERS];
+};
+
+/* One line, "what failed: why", ready to print. */
+struct rn_config_error {
+	char text[RN_CONFIG_ERROR_MAX];
+};
+
+/* Environment variables that override [notify]; no others are read. */
+#define RN_ENV_NOTIFY_ENABLED      "MC_RDMA_NOTIFY_ENABLED"
+#define RN_ENV_NOTIFY_OOB_FALLBACK "MC_RDMA_NOTIFY_OOB_FALLBACK"
+
+/*
+ * Fill cfg with every key's default. Peers: none.
+ */
+void rn_config_defaults(struct rn_config *cfg);
+
+/*
+ * Load path over the defaults, then apply the environment overrides.
+ * On failure cfg is unspecified and err holds one line naming the file, the
+ * line or section, the key, the bad value and what is allowed.
+ * Returns:
+ *   0        success
+ *   -ENOENT, -EACCES, -EISDIR, ...  the file cannot be read
+ *   -EINVAL  the file or an override is invalid
+ *   -ENOMEM  out of memory
+ */
+int rn_config_load(const char *path, struct rn_config *cfg,
+		   struct rn_config_error *err);
+
+/*
+ * Write cfg to out as an INI file that rn_config_load() reads back to the
+ * same configuration. Returns 0 or -EIO.
+ */
+int rn_config_print(const struct rn_config *cfg, FILE *out);
+
+/* Names of enum values, as written in the file. */
+const char *rn_hugepages_mode_name(enum rn_hugepages_mode mode);
+const char *rn_idle_policy_name(enum rn_idle_policy policy);
+const char *rn_nic_provider_name(enum rn_nic_provider provider);
+
+#endif /* RN_CONFIG_H */

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Bring-up and teardown of rnotifyd. Start-up order: signals blocked, EAL,
+ * event ring, workers, telemetry, control loop; teardown undoes it in
+ * reverse. Each unwind label is named after what it undoes.
+ */
+#include <errno.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "rn_daemon.h"
+#include "rn_eal.h"
+#include "rn_version.h"
+
+RTE_LOG_REGISTER_SUFFIX(rn_daemon_logtype, daemon, INFO);
+#define RN_DAEMON_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, rn_daemon_logtype, "rnotifyd: " fmt "\n", \
+		##__VA_ARGS__)
+
+struct rn_lcore rn_workers[RTE_MAX_LCORE];
+
+static const char *const state_names[] = {
+	[RN_DAEMON_STARTING] = "starting",
+	[RN_DAEMON_RUNNING] = "running",
+	[RN_DAEMON_STOPPING] = "stopping",
+};
+
+const char *
+rn_daemon_state_name(enum rn_daemon_state state)
+{
+	return state_names[state];
+}
+
+double
+rn_daemon_uptime(const struct rn_daemon *d)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - d->started.tv_sec) +
+	       (double)(now.tv_nsec - d->started.tv_nsec) / 1e9;
+}
+
+static void
+set_state(struct rn_daemon *d, enum rn_daemon_state state)
+{
+	__atomic_store_n(&d->state, state, __ATOMIC_RELEASE);
+}
+
+static void
+handle_event(struct rn_daemon *d, const struct rn_lcore_event *ev)
+{
+	switch ((enum rn_lcore_event_type)ev->type) {
+	case RN_LCORE_EVENT_PONG:
+		if (d->pongs_pending > 0 && --d->pongs_pending == 0) {
+			set_state(d, RN_DAEMON_RUNNING);
+			RN_DAEMON_LOG(NOTICE, "running: %u worker lcore(s), "
+				      "control on lcore %u", d->n_workers,
+				      rte_get_main_lcore());
+		}
+		break;
+	}
+}
+
+/* The events eventfd fired: drain the ring. */
+static void
+on_events(struct rn_control *ctl, void *arg, uint32_t revents)
+{
+	struct rn_daemon *d = arg;
+	struct rn_lcore_event ev;
+	eventfd_t count;
+
+	(void)ctl;
+	(void)revents;
+	eventfd_read(d->events_fd, &count);
+	while (rte_ring_sc_dequeue_elem(d->events, &ev, sizeof(ev)) == 0) {
+		handle_event(d, &ev);
+		__atomic_store_n(&d->events_handled, d->events_handled + 1,
+				 __ATOMIC_RELAXED);
+	}
+}
+
+static void
+on_tick(struct rn_control *ctl, void *arg)
+{
+	/* Heartbeats and reconnection timers of the control plane go here. */
+	(void)ctl;
+	(void)arg;
+}
+
+static int
+start_workers(struct rn_daemon *d)
+{
+	unsigned int id;
+	int rc;
+
+	RTE_LCORE_FOREACH_WORKER(id) {
+		rc = rn_lcore_init(&rn_workers[id], id, &d->cfg.dataplane,
+				   d->events, d->events_fd);
+		if (rc != 0) {
+			RN_DAEMON_LOG(ERR, "lcore %u: setup failed: %s", id,
+				      strerror(-rc));
+			return rc;
+		}
+		d->worker_ids[d->n_workers++] = id;
+	}
+	for (unsigned int i = 0; i < d->n_workers; i++) {
+		struct rn_lcore *lc = &rn_workers[d->worker_ids[i]];
+		struct rn_lcore_cmd ping = { .type = RN_LCORE_CMD_PING };
+
+		rc = rte_eal_remote_launch(rn_lcore_run, lc, lc->lcore_id);
+		if (rc != 0) {
+			RN_DAEMON_LOG(ERR, "lcore %u: launch failed: %s",
+				      lc->lcore_id, strerror(-rc));
+			return rc;
+		}
+		/* The first pong from every worker makes the daemon RUNNING. */
+		d->pongs_pending++;
+		rn_lcore_cmd_send(lc, ping);
+	}
+	return 0;
+}
+
+static void
+stop_workers(struct rn_daemon *d)
+{
+	for (unsigned int i = 0; i < d->n_workers; i++) {
+		struct rn_lcore_cmd stop = { .type = RN_LCORE_CMD_STOP };
+
+		/* A full ring would drop the stop: retry until it lands. */
+		while (rn_lcore_cmd_send(&rn_workers[d->worker_ids[i]],
+					 stop) != 0)
+			usleep(1000);
+	}
+	rte_eal_mp_wait_lcore();
+	for (unsigned int i = 0; i < d->n_workers; i++)
+		rn_lcore_fini(&rn_workers[d->worker_ids[i]]);
+}
+
+int
+rn_daemon_run(struct rn_daemon *d, const char *prog)
+{
+	struct rn_config_error err;
+	int rc, sig;
+
+	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	rc = rn_control_block_signals();
+	if (rc == 0)
+		rc = rn_eal_start(&d->cfg, prog, &d->hugepages, &err);
+	if (rc != 0) {
+		fprintf(stderr, "rnotifyd: %s\n", err.text);
+		return 1;
+	}
+	RN_DAEMON_LOG(NOTICE, "%s starting: name %s, config %s, provider %s",
+		      RN_VERSION, d->cfg.dataplane.name, d->config_path,
+		      rn_nic_provider_name(d->cfg.nic.provider));
+	d->events = rte_ring_create_elem("rn_events",
+					 sizeof(struct rn_lcore_event),
+					 RN_DAEMON_EVENT_RING_SIZE,
+					 (int)rte_socket_id(), RING_F_SC_DEQ);
+	if (d->events == NULL) {
+		RN_DAEMON_LOG(ERR, "event ring: %s", rte_strerror(rte_errno));
+		rc = -ENOMEM;
+		goto stop_eal;
+	}
+	d->events_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (d->events_fd < 0) {
+		rc = -errno;
+		RN_DAEMON_LOG(ERR, "eventfd: %s", strerror(errno));
+		goto free_events;
+	}
+	rc = rn_control_create(RN_DAEMON_TICK_MS, on_tick, d, &d->ctl);
+	if (rc == 0)
+		rc = rn_control_watch(d->ctl, d->events_fd, EPOLLIN, on_events,
+				      d);
+	if (rc != 0) {
+		RN_DAEMON_LOG(ERR, "control loop: %s", strerror(-rc));
+		goto destroy_control;
+	}
+	if (d->cfg.telemetry.enabled && rn_telemetry_register(d) != 0)
+		RN_DAEMON_LOG(WARNING, "telemetry commands not registered");
+	set_state(d, RN_DAEMON_STARTING);
+	rc = start_workers(d);
+	if (rc != 0)
+		goto stop_workers;
+
+	sig = rn_control_run(d->ctl);
+	if (sig != 0)
+		RN_DAEMON_LOG(NOTICE, "SIG%s received: stopping",
+			      sigabbrev_np(sig));
+	set_state(d, RN_DAEMON_STOPPING);
+stop_workers:
+	stop_workers(d);
+destroy_control:
+	if (d->ctl != NULL)
+		rn_control_destroy(d->ctl);
+	close(d->events_fd);
+free_events:
+	rte_ring_free(d->events);
+stop_eal:
+	rn_eal_stop();
+	if (rc == 0)
+		fprintf(stderr, "rnotifyd: stopped cleanly\n");
+	return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <inttypes.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_log.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rn_eal.h"
+
+RTE_LOG_REGISTER_SUFFIX(rn_eal_logtype, eal, INFO);
+#define RN_EAL_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, rn_eal_logtype, "rnotify.eal: " fmt "\n", \
+		##__VA_ARGS__)
+
+int
+rn_eal_start(const struct rn_config *cfg, const char *prog, bool *hugepages,
+	     struct rn_config_error *err)
+{
+	struct rn_hugepages_probe probe;
+	struct rn_eal_args args;
+	int rc;
+
+	rn_hugepages_probe((uint64_t)cfg->dataplane.memory_mb << 20, &probe);
+	rc = rn_eal_args_build(cfg, &probe, prog, &args, err);
+	if (rc != 0)
+		return rc;
+	if (rte_eal_init(args.argc, args.argv) < 0) {
+		snprintf(err->text, sizeof(err->text),
+			 "EAL initialisation failed: %s",
+			 rte_strerror(rte_errno));
+		return -rte_errno;
+	}
+	if (args.hugepages)
+		RN_EAL_LOG(INFO, "memory: %u MiB of %" PRIu64 " KiB hugepages",
+			   cfg->dataplane.memory_mb, probe.page_size / 1024);
+	else if (cfg->dataplane.hugepages == RN_HUGEPAGES_OFF)
+		RN_EAL_LOG(INFO, "memory: %u MiB of ordinary memory "
+			   "(hugepages = off)", cfg->dataplane.memory_mb);
+	else
+		RN_EAL_LOG(NOTICE, "memory: %u MiB of ordinary memory, "
+			   "hugepages unavailable: %s",
+			   cfg->dataplane.memory_mb, probe.reason);
+	*hugepages = args.hugepages;
+	return 0;
+}
+
+void
+rn_eal_stop(void)
+{
+	rte_eal_cleanup();
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Setting up and tearing down a worker lcore: control thread only. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "lcore_internal.h"
+
+RTE_LOG_REGISTER_SUFFIX(rn_lcore_logtype, lcore, INFO);
+
+int
+rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
+	      const struct rn_dataplane_config *dp, struct rte_ring *events,
+	      int control_wake_fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	char name[RTE_RING_NAMESIZE];
+	int rc;
+
+	memset(lc, 0, sizeof(*lc));
+	lc->lcore_id = lcore_id;
+	lc->idle = dp->idle;
+	lc->idle_polls = dp->idle_polls;
+	lc->idle_sleep_us = dp->idle_sleep_us;
+	lc->event_ring = events;
+	lc->control_wake_fd = control_wake_fd;
+	snprintf(name, sizeof(name), "rn_cmd_%u", lcore_id);
+	lc->cmd_ring = rte_ring_create_elem(name, sizeof(struct rn_lcore_cmd),
+					    RN_LCORE_RING_SIZE,
+					    (int)rte_lcore_to_socket_id(lcore_id),
+					    RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (lc->cmd_ring == NULL)
+		return -ENOMEM;
+	lc->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (lc->wake_fd < 0) {
+		rc = -errno;
+		goto free_ring;
+	}
+	lc->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (lc->epoll_fd < 0) {
+		rc = -errno;
+		goto close_wake;
+	}
+	ev.data.fd = lc->wake_fd;
+	if (epoll_ctl(lc->epoll_fd, EPOLL_CTL_ADD, lc->wake_fd, &ev) != 0) {
+		rc = -errno;
+		goto close_epoll;
+	}
+	return 0;
+
+close_epoll:
+	close(lc->epoll_fd);
+close_wake:
+	close(lc->wake_fd);
+free_ring:
+	rte_ring_free(lc->cmd_ring);
+	lc->cmd_ring = NULL;
+	return rc;
+}
+
+void
+rn_lcore_fini(struct rn_lcore *lc)
+{
+	if (lc->cmd_ring == NULL)
+		return;
+	close(lc->epoll_fd);
+	close(lc->wake_fd);
+	rte_ring_free(lc->cmd_ring);
+	lc->cmd_ring = NULL;
+}
+
+int
+rn_lcore_cmd_send(struct rn_lcore *lc, struct rn_lcore_cmd cmd)
+{
+	if (rte_ring_sp_enqueue_elem(lc->cmd_ring, &cmd, sizeof(cmd)) != 0)
+		return -ENOBUFS;
+	/* Enqueue before the wake-up: see lcore_idle.c. */
+	if (lc->idle == RN_IDLE_ADAPTIVE)
+		eventfd_write(lc->wake_fd, 1);
+	return 0;
+}
+
+void
+rn_lcore_stats_read(const struct rn_lcore *lc, struct rn_lcore_stats *out)
+{
+	out->loops = __atomic_load_n(&lc->stats.loops, __ATOMIC_RELAXED);
+	out->busy_loops = __atomic_load_n(&lc->stats.busy_loops,
+					  __ATOMIC_RELAXED);
+	out->sleeps = __atomic_load_n(&lc->stats.sleeps, __ATOMIC_RELAXED);
+	out->commands = __atomic_load_n(&lc->stats.commands, __ATOMIC_RELAXED);
+	out->events_dropped = __atomic_load_n(&lc->stats.events_dropped,
+					      __ATOMIC_RELAXED);
+}

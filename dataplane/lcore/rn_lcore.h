@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_LCORE_H
+#define RN_LCORE_H
+
+/*
+ * A worker lcore: one run-to-completion loop that drains its command ring,
+ * polls the queues it owns, then applies the idle policy. The control thread
+ * reaches it only through its command ring; it answers through the shared
+ * event ring. Nothing here takes a lock.
+ */
+
+#include <rte_common.h>
+#include <rte_ring.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rn_config.h"
+
+#define RN_LCORE_RING_SIZE 1024   /* commands in flight per lcore */
+#define RN_LCORE_BURST 32         /* commands drained per iteration */
+
+enum rn_lcore_cmd_type {
+	RN_LCORE_CMD_PING = 1,  /* answer RN_LCORE_EVENT_PONG with the cookie */
+	RN_LCORE_CMD_STOP,      /* leave the loop after this iteration */
+};
+
+/* 16 bytes, copied by value through the ring: no allocation per command. */
+struct rn_lcore_cmd {
+	uint32_t type;          /* enum rn_lcore_cmd_type */
+	uint32_t arg;
+	uint64_t cookie;
+};
+
+enum rn_lcore_event_type {
+	RN_LCORE_EVENT_PONG = 1,
+};
+
+struct rn_lcore_event {
+	uint16_t type;          /* enum rn_lcore_event_type */
+	uint16_t lcore_id;
+	uint32_t arg;
+	uint64_t cookie;
+};
+
+/* Written only by the owning lcore, read by telemetry with relaxed loads. */
+struct rn_lcore_stats {
+	uint64_t loops;         /* iterations of the run loop */
+	uint64_t busy_loops;    /* iterations that found work */
+	uint64_t sleeps;        /* adaptive idle: times it slept */
+	uint64_t commands;      /* commands executed */
+	uint64_t events_dropped;/* event ring full */
+};
+
+struct rn_lcore {
+	/* Hot: what the loop touches every iteration. */
+	struct rte_ring *cmd_ring;      /* control -> lcore, single producer */
+	struct rte_ring *event_ring;    /* lcores -> control, shared */
+	uint32_t idle_polls_left;
+	bool running;
+	struct rn_lcore_stats stats;
+
+	/* Cold: set up by the control thread before launch. */
+	RTE_MARKER cold __rte_cache_aligned;
+	unsigned int lcore_id;
+	enum rn_idle_policy idle;
+	uint32_t idle_polls;
+	uint32_t idle_sleep_us;
+	int epoll_fd;            /* wake_fd, later the NIC's wire fds */
+	int wake_fd;             /* eventfd: control -> sleeping lcore */
+	int control_wake_fd;     /* eventfd: lcore -> control, after an event */
+} __rte_cache_aligned;
+
+/*
+ * Prepare lc for lcore_id (control thread, before launch). events is the
+ * shared event ring and control_wake_fd the eventfd the control thread
+ * watches. Returns 0, -ENOMEM or -errno of epoll/eventfd.
+ */
+int rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
+		  const struct rn_dataplane_config *dp,
+		  struct rte_ring *events, int control_wake_fd);
+
+/* Release what rn_lcore_init made; the lcore must have returned. */
+void rn_lcore_fini(struct rn_lcore *lc);
+
+/* The worker's entry point for rte_eal_remote_launch(); arg is its lcore. */
+int rn_lcore_run(void *arg);
+
+/*
+ * Control thread only: queue cmd for lc and wake it if it may sleep.
+ * Returns 0 or -ENOBUFS when its ring is full.
+ */
+int rn_lcore_cmd_send(struct rn_lcore *lc, struct rn_lcore_cmd cmd);
+
+/* A relaxed snapshot of lc's counters, from any thread. */
+void rn_lcore_stats_read(const struct rn_lcore *lc,
+			 struct rn_lcore_stats *out);
+
+#endif /* RN_LCORE_H */

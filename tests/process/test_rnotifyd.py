@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Process tests for rnotifyd: start it, read /rnotify/status with DPDK's own
+telemetry client, stop it with a signal, and check the bad-input exits.
+Prints TAP. Usage: test_rnotifyd.py RNOTIFYD"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+RNOTIFYD = sys.argv[1]
+TMP = tempfile.mkdtemp(prefix="rn-process-test-")
+START_TIMEOUT_S = 20  # a readiness wait, not a performance assertion
+results = []
+
+
+def tap(name, fn):
+    try:
+        fn()
+        results.append((True, name, ""))
+    except AssertionError as e:
+        results.append((False, name, str(e)))
+
+
+def config(name, extra=""):
+    path = os.path.join(TMP, name + ".ini")
+    with open(path, "w") as f:
+        f.write(f"[dataplane]\nname = {name}\nmemory_mb = 32\n"
+                f"idle = adaptive\n{extra}")
+    return path
+
+
+def unique(tag):
+    return f"t{os.getpid()}{tag}"
+
+
+def runtime_dir(name):
+    if os.getuid() == 0:
+        base = "/var/run/dpdk"
+    else:
+        base = os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "dpdk")
+    return os.path.join(base, "rnotify-" + name)
+
+
+def status(name):
+    out = subprocess.run(["dpdk-telemetry.py", "-f", "rnotify-" + name],
+                         input="/rnotify/status\n", capture_output=True,
+                         text=True, timeout=30)
+    for line in out.stdout.splitlines():
+        if line.startswith("{"):
+            return json.loads(line)["/rnotify/status"]
+    raise AssertionError(f"no JSON from dpdk-telemetry.py: {out.stdout!r} "
+                         f"{out.stderr!r}")
+
+
+class Daemon:
+    def __init__(self, name, extra="", env=None):
+        self.name = name
+        self.stderr_path = os.path.join(TMP, name + ".err")
+        self.proc = subprocess.Popen(
+            [RNOTIFYD, "-c", config(name, extra)],
+            stdout=subprocess.DEVNULL, stderr=open(self.stderr_path, "w"),
+            env=env)
+
+    def stderr(self):
+        with open(self.stderr_path) as f:
+            return f.read()
+
+    def wait_running(self):
+        sock = os.path.join(runtime_dir(self.name), "dpdk_telemetry.v2")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, \
+                f"exited {self.proc.returncode}: {self.stderr()}"
+            if os.path.exists(sock) and status(self.name)["state"] == "running":
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"not running after {START_TIMEOUT_S}s: "
+                             f"{self.stderr()}")
+
+    def stop(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=START_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"no exit after {sig.name}: {self.stderr()}")
+
+
+def test_start_status_stop():
+    d = Daemon(unique("a"))
+    try:
+        d.wait_running()
+        s = status(d.name)
+        assert s["name"] == d.name, s
+        assert s["pid"] == d.proc.pid, s
+        assert s["provider"] == "sim", s
+        assert s["version"], s
+        assert s["worker_lcores"] == [1], s
+        assert s["main_lcore"] == 0, s
+        assert s["idle"] == "adaptive", s
+        assert s["memory"] in ("hugepages", "ordinary"), s
+        assert s["commands"][0] >= 1, s   # the start-up ping
+        loops = s["loops"][0]
+        time.sleep(0.3)
+        assert status(d.name)["loops"][0] > loops, "worker loop not running"
+    finally:
+        rc = d.stop()
+    assert rc == 0, f"exit {rc}: {d.stderr()}"
+    err = d.stderr()
+    assert "SIGTERM received: stopping" in err, err
+    assert "rnotifyd: stopped cleanly" in err, err
+
+
+def test_sigint_and_ordinary_memory():
+    d = Daemon(unique("b"), "hugepages = off\n")
+    try:
+        d.wait_running()
+        assert status(d.name)["memory"] == "ordinary"
+    finally:
+        rc = d.stop(signal.SIGINT)
+    assert rc == 0, f"exit {rc}: {d.stderr()}"
+    assert "SIGINT received: stopping" in d.stderr(), d.stderr()
+
+
+def test_two_instances_side_by_side():
+    a, b = Daemon(unique("c")), Daemon(unique("d"), "lcores = 0-1\n")
+    try:
+        a.wait_running()
+        b.wait_running()
+        assert status(a.name)["pid"] != status(b.name)["pid"]
+    finally:
+        rca, rcb = a.stop(), b.stop()
+    assert (rca, rcb) == (0, 0), f"{a.stderr()} {b.stderr()}"
+
+
+def run_bad(args, env=None):
+    p = subprocess.run([RNOTIFYD] + args, capture_output=True, text=True,
+                       timeout=30, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_bad_config_exits_2():
+    name = unique("e")
+    path = config(name, "[notify]\nslots = 0\n")
+    rc, out, err = run_bad(["-c", path])
+    assert rc == 2, (rc, err)
+    assert err == (f"rnotifyd: {path}:6: [notify] slots = 0: out of range; "
+                   "allowed 1..4096\n"), err
+    assert not os.path.exists(runtime_dir(name)), "EAL was started"
+
+
+def test_bad_env_exits_2():
+    env = dict(os.environ, MC_RDMA_NOTIFY_ENABLED="maybe")
+    rc, out, err = run_bad(["-c", config(unique("f"))], env)
+    assert rc == 2, (rc, err)
+    assert err == ("rnotifyd: environment MC_RDMA_NOTIFY_ENABLED=maybe: not "
+                   "a boolean; allowed 0, 1, true, false, on, off\n"), err
+
+
+def test_missing_file_exits_2():
+    rc, out, err = run_bad(["-c", os.path.join(TMP, "nope.ini")])
+    assert rc == 2, (rc, err)
+    assert "cannot read config file" in err and "No such file" in err, err
+
+
+def test_bad_usage_exits_2():
+    rc, out, err = run_bad(["--bogus"])
+    assert rc == 2, (rc, err)
+    assert "usage: rnotifyd" in err, err
+
+
+def test_check_config():
+    path = config(unique("g"), "[peer b]\naddress = ::1\nport = 7000\n")
+    env = dict(os.environ, MC_RDMA_NOTIFY_OOB_FALLBACK="0")
+    rc, out, err = run_bad(["--check-config", path], env)
+    assert rc == 0, (rc, err)
+    assert "oob_fallback = false\n" in out, out
+    assert "[peer b]\naddress = ::1\nport = 7000\n" in out, out
+    rc, out, err = run_bad(["--check-config", config(unique("h"),
+                                                    "lcores = 3-1\n")])
+    assert rc == 2 and "[dataplane] lcores = 3-1: not an lcore list" in err, err
+
+
+def test_hugepages_on_unavailable_fails_cleanly():
+    # More than any test machine has free: start-up must refuse, not fall back.
+    name = unique("i")
+    path = config(name, "hugepages = on\n").replace(".ini", "")
+    with open(path + ".ini") as f:
+        text = f.read().replace("memory_mb = 32", "memory_mb = 65536")
+    with open(path + ".ini", "w") as f:
+        f.write(text)
+    rc, out, err = run_bad(["-c", path + ".ini"])
+    assert rc == 1, (rc, err)
+    assert "rnotifyd: [dataplane] hugepages = on, but hugepages cannot be " \
+           "used:" in err, err
+
+
+for t in [test_start_status_stop, test_sigint_and_ordinary_memory,
+          test_two_instances_side_by_side, test_bad_config_exits_2,
+          test_bad_env_exits_2, test_missing_file_exits_2,
+          test_bad_usage_exits_2, test_check_config,
+          test_hugepages_on_unavailable_fails_cleanly]:
+    tap(t.__name__, t)
+
+print(f"1..{len(results)}")
+for i, (ok, name, why) in enumerate(results, 1):
+    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
+    for line in why.splitlines():
+        print(f"# {line}")
+shutil.rmtree(TMP, ignore_errors=True)
+sys.exit(0 if all(ok for ok, _, _ in results) else 1)
