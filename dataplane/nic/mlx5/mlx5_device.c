@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The "mlx5" provider: a ConnectX NIC through rdma-core. Device, port and
+ * GID, protection domain, a thread domain per context (one lcore's doorbell
+ * needs no lock), memory registration. Queues are in mlx5_queues.c.
+ */
+#include <errno.h>
+#include <rte_log.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlx5_provider.h"
+
+RTE_LOG_REGISTER_SUFFIX(rn_mlx5_logtype, nic.mlx5, INFO);
+
+/* Pick cfg->device, or the first mlx5 device when it says "auto". */
+static struct ibv_device *
+find_device(struct ibv_device **list, int n, const char *want)
+{
+	for (int i = 0; i < n; i++) {
+		if (!mlx5dv_is_supported(list[i]))
+			continue;
+		if (strcmp(want, "auto") == 0 ||
+		    strcmp(ibv_get_device_name(list[i]), want) == 0)
+			return list[i];
+	}
+	return NULL;
+}
+
+static int
+open_port(struct mlx5_ctx *ctx, const struct rn_nic_config *cfg)
+{
+	struct ibv_port_attr port;
+
+	if (ibv_query_port(ctx->verbs, (uint8_t)cfg->port, &port) != 0)
+		return -errno;
+	if (port.state != IBV_PORT_ACTIVE) {
+		RN_MLX5_LOG(ERR, "%s port %u is not active",
+			    ibv_get_device_name(ctx->verbs->device), cfg->port);
+		return -ENETDOWN;
+	}
+	if (ibv_query_gid(ctx->verbs, (uint8_t)cfg->port, (int)cfg->gid_index,
+			  &ctx->gid) != 0)
+		return -errno;
+	ctx->port = (uint8_t)cfg->port;
+	ctx->gid_index = (uint8_t)cfg->gid_index;
+	ctx->lid = port.lid;
+	ctx->mtu = port.active_mtu;
+	return 0;
+}
+
+static int
+mlx5_open(const struct rn_nic_config *cfg, const char *listen,
+	  struct rn_nic **out)
+{
+	struct ibv_parent_domain_init_attr pd_attr = { 0 };
+	struct ibv_td_init_attr td_attr = { 0 };
+	struct ibv_device **list;
+	struct ibv_device *dev;
+	struct mlx5_ctx *ctx;
+	int n = 0, rc;
+
+	(void)listen;
+	/* With no RDMA subsystem at all, the list is NULL (errno ENOSYS). */
+	list = ibv_get_device_list(&n);
+	if (list == NULL || n == 0) {
+		if (list != NULL)
+			ibv_free_device_list(list);
+		RN_MLX5_LOG(ERR, "no RDMA device found; set [nic] provider = sim");
+		return -ENODEV;
+	}
+	dev = find_device(list, n, cfg->device);
+	if (dev == NULL) {
+		RN_MLX5_LOG(ERR, "no mlx5 device named '%s'; set [nic] device "
+			    "= auto or a name from ibv_devices", cfg->device);
+		ibv_free_device_list(list);
+		return -ENODEV;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (ctx == NULL) {
+		ibv_free_device_list(list);
+		return -ENOMEM;
+	}
+	ctx->verbs = ibv_open_device(dev);
+	ibv_free_device_list(list);
+	if (ctx->verbs == NULL) {
+		rc = -errno;
+		goto free_ctx;
+	}
+	rc = open_port(ctx, cfg);
+	if (rc != 0)
+		goto close_device;
+	ctx->pd = ibv_alloc_pd(ctx->verbs);
+	if (ctx->pd == NULL) {
+		rc = -errno;
+		goto close_device;
+	}
+	ctx->td = ibv_alloc_td(ctx->verbs, &td_attr);
+	if (ctx->td == NULL) {
+		rc = -errno;
+		goto dealloc_pd;
+	}
+	pd_attr.pd = ctx->pd;
+	pd_attr.td = ctx->td;
+	ctx->parent = ibv_alloc_parent_domain(ctx->verbs, &pd_attr);
+	if (ctx->parent == NULL) {
+		rc = -errno;
+		goto dealloc_td;
+	}
+	*out = &ctx->nic;
+	return 0;
+
+dealloc_td:
+	ibv_dealloc_td(ctx->td);
+dealloc_pd:
+	ibv_dealloc_pd(ctx->pd);
+close_device:
+	ibv_close_device(ctx->verbs);
+free_ctx:
+	free(ctx);
+	return rc;
+}
+
+static void
+mlx5_close(struct rn_nic *nic)
+{
+	struct mlx5_ctx *ctx = mlx5_ctx_of(nic);
+
+	ibv_dealloc_pd(ctx->parent);
+	ibv_dealloc_td(ctx->td);
+	ibv_dealloc_pd(ctx->pd);
+	ibv_close_device(ctx->verbs);
+	free(ctx);
+}
+
+static int
+mlx5_query_addr(struct rn_nic *nic, struct rn_nic_addr *out)
+{
+	struct mlx5_ctx *ctx = mlx5_ctx_of(nic);
+
+	memset(out, 0, sizeof(*out));
+	memcpy(out->gid, ctx->gid.raw, sizeof(out->gid));
+	out->lid = ctx->lid;
+	out->port = ctx->port;
+	out->mtu = (uint8_t)ctx->mtu;
+	return 0;
+}
+
+int
+rn_mlx5_access(uint32_t access)
+{
+	return ((access & RN_ACCESS_LOCAL_WRITE) ? IBV_ACCESS_LOCAL_WRITE : 0) |
+	       ((access & RN_ACCESS_REMOTE_WRITE) ? IBV_ACCESS_REMOTE_WRITE : 0) |
+	       ((access & RN_ACCESS_REMOTE_READ) ? IBV_ACCESS_REMOTE_READ : 0);
+}
+
+static void
+fill_mr(struct ibv_mr *m, struct rn_mr *mr)
+{
+	*mr = (struct rn_mr){ .addr = m->addr, .length = m->length,
+			      .lkey = m->lkey, .rkey = m->rkey, .priv = m };
+}
+
+static int
+mlx5_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint32_t access,
+	    struct rn_mr *mr)
+{
+	struct ibv_mr *m = ibv_reg_mr(mlx5_ctx_of(nic)->pd, addr, length,
+				      rn_mlx5_access(access));
+
+	if (m == NULL)
+		return -errno;
+	fill_mr(m, mr);
+	return 0;
+}
+
+/* GPU memory exported by its driver as a dma-buf (e.g. cuMemGetHandle). */
+static int
+mlx5_mr_reg_dmabuf(struct rn_nic *nic, uint64_t offset, size_t length,
+		   uint64_t iova, int fd, uint32_t access, struct rn_mr *mr)
+{
+	struct ibv_mr *m = ibv_reg_dmabuf_mr(mlx5_ctx_of(nic)->pd, offset,
+					     length, iova, fd,
+					     rn_mlx5_access(access));
+
+	if (m == NULL)
+		return -errno;
+	fill_mr(m, mr);
+	return 0;
+}
+
+static int
+mlx5_mr_dereg(struct rn_nic *nic, struct rn_mr *mr)
+{
+	(void)nic;
+	return -ibv_dereg_mr(mr->priv);
+}
+
+const struct rn_nic_ops rn_nic_mlx5_ops = {
+	.name = "mlx5",
+	.open = mlx5_open,
+	.close = mlx5_close,
+	.query_addr = mlx5_query_addr,
+	.mr_reg = mlx5_mr_reg,
+	.mr_reg_dmabuf = mlx5_mr_reg_dmabuf,
+	.mr_dereg = mlx5_mr_dereg,
+	.cq_create = rn_mlx5_cq_create,
+	.cq_destroy = rn_mlx5_cq_destroy,
+	.qp_create = rn_mlx5_qp_create,
+	.qp_modify = rn_mlx5_qp_modify,
+	.qp_destroy = rn_mlx5_qp_destroy,
+	.progress = NULL,        /* the NIC runs itself */
+	.wait_fds = NULL,        /* hardware lcores poll: [dataplane] idle = busy */
+};

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Provider-independent half of the NIC control path: picks the provider,
+ * owns the data path's software rings (wr_id arrays) and the QPN table, and
+ * keeps the data path's counters in step with the QP state machine.
+ */
+#include <errno.h>
+#include <rte_common.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rn_nic.h"
+
+static const char *const qp_state_names[] = {
+	[RN_QP_RESET] = "RESET", [RN_QP_INIT] = "INIT", [RN_QP_RTR] = "RTR",
+	[RN_QP_RTS] = "RTS", [RN_QP_ERR] = "ERR",
+};
+
+const char *
+rn_qp_state_name(enum rn_qp_state state)
+{
+	return qp_state_names[state];
+}
+
+int
+rn_nic_open(const struct rn_nic_config *cfg, const char *listen,
+	    struct rn_nic **out)
+{
+	const struct rn_nic_ops *ops = cfg->provider == RN_NIC_MLX5 ?
+		&rn_nic_mlx5_ops : &rn_nic_sim_ops;
+	int rc = ops->open(cfg, listen, out);
+
+	if (rc == 0) {
+		(*out)->ops = ops;
+		(*out)->provider = cfg->provider;
+	}
+	return rc;
+}
+
+void
+rn_nic_close(struct rn_nic *nic)
+{
+	nic->ops->close(nic);
+}
+
+int
+rn_qp_table_create(unsigned int order, struct rn_qp_table **out)
+{
+	struct rn_qp_table *t = calloc(1, sizeof(*t) +
+				       (sizeof(t->bucket[0]) << order));
+
+	if (t == NULL)
+		return -ENOMEM;
+	t->mask = (1u << order) - 1;
+	*out = t;
+	return 0;
+}
+
+void
+rn_qp_table_free(struct rn_qp_table *t)
+{
+	free(t);
+}
+
+void
+rn_qp_table_add(struct rn_qp_table *t, struct rn_qp *qp)
+{
+	struct rn_qp **bucket = &t->bucket[qp->qpn & t->mask];
+
+	qp->hash_next = *bucket;
+	*bucket = qp;
+}
+
+void
+rn_qp_table_remove(struct rn_qp_table *t, struct rn_qp *qp)
+{
+	for (struct rn_qp **link = &t->bucket[qp->qpn & t->mask]; *link != NULL;
+	     link = &(*link)->hash_next) {
+		if (*link == qp) {
+			*link = qp->hash_next;
+			qp->hash_next = NULL;
+			return;
+		}
+	}
+}
+
+int
+rn_nic_cq_create(struct rn_nic *nic, uint32_t min_cqe,
+		 struct rn_qp_table *qps, struct rn_cq *cq)
+{
+	int rc;
+
+	memset(cq, 0, sizeof(*cq));
+	rc = nic->ops->cq_create(nic, rte_align32pow2(RTE_MAX(min_cqe, 2u)), cq);
+	if (rc != 0)
+		return rc;
+	cq->qps = qps;
+	cq->nic = nic;
+	return 0;
+}
+
+int
+rn_nic_cq_destroy(struct rn_nic *nic, struct rn_cq *cq)
+{
+	return nic->ops->cq_destroy(nic, cq);
+}
+
+/* The data path's counters start from zero, as the device's do. */
+static void
+reset_rings(struct rn_qp *qp)
+{
+	qp->sq.pi = qp->sq.ci = 0;
+	qp->sq.unsignaled_bbs = 0;
+	qp->sq.bf_offset = 0;
+	qp->sq.last_ctrl = NULL;
+	qp->rq.head = qp->rq.tail = 0;
+}
+
+int
+rn_nic_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
+		 struct rn_cq *recv_cq, const struct rn_qp_caps *caps,
+		 struct rn_qp *qp)
+{
+	int rc;
+
+	/* One table per QP: a QP sits in one bucket chain. */
+	if (send_cq->qps != recv_cq->qps || caps->max_send_sge > RN_WR_MAX_SGE)
+		return -EINVAL;
+	memset(qp, 0, sizeof(*qp));
+	rc = nic->ops->qp_create(nic, send_cq, recv_cq, caps, qp);
+	if (rc != 0)
+		return rc;
+	qp->nic = nic;
+	qp->sq.wr_id = calloc(qp->sq.wqe_mask + 1, sizeof(*qp->sq.wr_id));
+	qp->sq.wqe_end = calloc(qp->sq.wqe_mask + 1, sizeof(*qp->sq.wqe_end));
+	qp->rq.wr_id = calloc(qp->rq.wqe_mask + 1, sizeof(*qp->rq.wr_id));
+	if (qp->sq.wr_id == NULL || qp->sq.wqe_end == NULL ||
+	    qp->rq.wr_id == NULL) {
+		rn_nic_qp_destroy(nic, qp);
+		return -ENOMEM;
+	}
+	reset_rings(qp);
+	qp->table = send_cq->qps;
+	rn_qp_table_add(qp->table, qp);
+	return 0;
+}
+
+int
+rn_nic_qp_modify(struct rn_nic *nic, struct rn_qp *qp, enum rn_qp_state state,
+		 const struct rn_qp_connect *conn)
+{
+	int rc;
+
+	if ((state == RN_QP_RTR || state == RN_QP_RTS) && conn == NULL)
+		return -EINVAL;
+	rc = nic->ops->qp_modify(nic, qp, state, conn);
+	if (rc == 0 && state == RN_QP_RESET)
+		reset_rings(qp);
+	return rc;
+}
+
+int
+rn_nic_qp_destroy(struct rn_nic *nic, struct rn_qp *qp)
+{
+	int rc = 0;
+
+	if (qp->table != NULL)
+		rn_qp_table_remove(qp->table, qp);
+	qp->table = NULL;
+	if (qp->priv != NULL)
+		rc = nic->ops->qp_destroy(nic, qp);
+	qp->priv = NULL;
+	free(qp->sq.wr_id);
+	free(qp->sq.wqe_end);
+	free(qp->rq.wr_id);
+	qp->sq.wr_id = NULL;
+	qp->sq.wqe_end = NULL;
+	qp->rq.wr_id = NULL;
+	return rc;
+}

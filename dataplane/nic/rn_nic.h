@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_NIC_H
+#define RN_NIC_H
+
+/*
+ * The NIC's control path: device, memory registration, CQs, QPs and their
+ * state machine. Two providers implement it: "mlx5" (ConnectX through
+ * rdma-core) and "sim" (the software mlx5 device). Both hand the data path
+ * the same ring layout (rn_queues.h); nothing here runs per packet.
+ *
+ * A struct rn_nic is one device context, owned by one lcore: its CQs and QPs
+ * are polled and posted by that lcore only.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rn_config.h"
+#include "rn_queues.h"
+
+enum rn_qp_state {
+	RN_QP_RESET,
+	RN_QP_INIT,
+	RN_QP_RTR,
+	RN_QP_RTS,
+	RN_QP_ERR,
+};
+
+/* Memory access rights, as in ibv_access_flags. */
+enum rn_access {
+	RN_ACCESS_LOCAL_WRITE = 1 << 0,
+	RN_ACCESS_REMOTE_WRITE = 1 << 1,
+	RN_ACCESS_REMOTE_READ = 1 << 2,
+};
+
+/* Where a peer reaches this device: what the handshake carries. */
+struct rn_nic_addr {
+	uint8_t gid[16];
+	uint16_t lid;
+	uint8_t port;
+	uint8_t mtu;            /* IBV_MTU_* of the active port */
+};
+
+struct rn_mr {
+	void *addr;
+	size_t length;
+	uint32_t lkey;
+	uint32_t rkey;
+	void *priv;
+};
+
+struct rn_qp_caps {
+	uint32_t max_send_wr;   /* send WQEs (of one BB each) */
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline;
+};
+
+/* What RTR and RTS need from the peer and from policy (verbs semantics). */
+struct rn_qp_connect {
+	struct rn_nic_addr remote;
+	uint32_t remote_qpn;
+	uint32_t remote_psn;    /* the peer's first send PSN: our rq_psn */
+	uint32_t local_psn;     /* our first send PSN */
+	uint8_t timeout;        /* ACK timeout: 4.096 us * 2^timeout; 0 = none */
+	uint8_t retry_cnt;      /* 0..7 transport retries (7 is not infinite) */
+	uint8_t rnr_retry;      /* 0..7, 7 = retry forever */
+	uint8_t min_rnr_timer;  /* IB encoding, 1..31 (0 = 655 ms) */
+	uint32_t access;        /* enum rn_access for the peer */
+};
+
+struct rn_nic;
+
+struct rn_nic_ops {
+	const char *name;
+	int (*open)(const struct rn_nic_config *cfg, const char *listen,
+		    struct rn_nic **out);
+	void (*close)(struct rn_nic *nic);
+	int (*query_addr)(struct rn_nic *nic, struct rn_nic_addr *out);
+	int (*mr_reg)(struct rn_nic *nic, void *addr, size_t length,
+		      uint32_t access, struct rn_mr *mr);
+	int (*mr_reg_dmabuf)(struct rn_nic *nic, uint64_t offset,
+			     size_t length, uint64_t iova, int fd,
+			     uint32_t access, struct rn_mr *mr);
+	int (*mr_dereg)(struct rn_nic *nic, struct rn_mr *mr);
+	int (*cq_create)(struct rn_nic *nic, uint32_t min_cqe, struct rn_cq *cq);
+	int (*cq_destroy)(struct rn_nic *nic, struct rn_cq *cq);
+	int (*qp_create)(struct rn_nic *nic, struct rn_cq *send_cq,
+			 struct rn_cq *recv_cq, const struct rn_qp_caps *caps,
+			 struct rn_qp *qp);
+	int (*qp_modify)(struct rn_nic *nic, struct rn_qp *qp,
+			 enum rn_qp_state state,
+			 const struct rn_qp_connect *conn);
+	int (*qp_destroy)(struct rn_nic *nic, struct rn_qp *qp);
+	/* Device work done by the owning lcore (sim); NULL for hardware. */
+	unsigned int (*progress)(struct rn_nic *nic);
+	/* Descriptors a sleeping lcore must wake on; returns their count. */
+	int (*wait_fds)(struct rn_nic *nic, int *fds, int max);
+};
+
+/* Every provider's context starts with this. */
+struct rn_nic {
+	const struct rn_nic_ops *ops;
+	enum rn_nic_provider provider;
+};
+
+extern const struct rn_nic_ops rn_nic_sim_ops;
+extern const struct rn_nic_ops rn_nic_mlx5_ops;
+
+/*
+ * Open a device context of cfg->provider. listen is the address the sim
+ * device's wire listens on (the control plane's address); mlx5 ignores it.
+ * Returns 0, -ENODEV ("no RDMA device found"), -ENOMEM, or -errno.
+ */
+int rn_nic_open(const struct rn_nic_config *cfg, const char *listen,
+		struct rn_nic **out);
+void rn_nic_close(struct rn_nic *nic);
+
+/*
+ * Create a CQ of at least min_cqe entries (rounded up to a power of two),
+ * polled with rn_cq_poll() against qps.
+ */
+int rn_nic_cq_create(struct rn_nic *nic, uint32_t min_cqe,
+		     struct rn_qp_table *qps, struct rn_cq *cq);
+int rn_nic_cq_destroy(struct rn_nic *nic, struct rn_cq *cq);
+
+/* Create an RC QP in RESET, its software rings ready for the data path. */
+int rn_nic_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
+		     struct rn_cq *recv_cq, const struct rn_qp_caps *caps,
+		     struct rn_qp *qp);
+
+/*
+ * Move qp to state. RTR needs conn (remote address, QPN, PSNs, RNR timer),
+ * RTS needs conn (local PSN, timeout, retries); INIT, ERR and RESET ignore
+ * it. RESET also zeroes the rings' counters on both sides. Returns 0,
+ * -EINVAL for a transition the QP state machine forbids, or -errno.
+ */
+int rn_nic_qp_modify(struct rn_nic *nic, struct rn_qp *qp,
+		     enum rn_qp_state state, const struct rn_qp_connect *conn);
+int rn_nic_qp_destroy(struct rn_nic *nic, struct rn_qp *qp);
+
+static inline unsigned int
+rn_nic_progress(struct rn_nic *nic)
+{
+	return nic->ops->progress != NULL ? nic->ops->progress(nic) : 0;
+}
+
+const char *rn_qp_state_name(enum rn_qp_state state);
+
+/* QP table for a set of CQs: 2^order buckets. */
+int rn_qp_table_create(unsigned int order, struct rn_qp_table **out);
+void rn_qp_table_free(struct rn_qp_table *t);
+void rn_qp_table_add(struct rn_qp_table *t, struct rn_qp *qp);
+void rn_qp_table_remove(struct rn_qp_table *t, struct rn_qp *qp);
+
+#endif /* RN_NIC_H */

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_SIM_H
+#define RN_SIM_H
+
+/*
+ * The software mlx5 device's own interface, beyond rn_nic.h: fault injection
+ * and inspection for tests. The device's address is its wire listener: the
+ * GID is the IPv4-mapped IPv6 address, the LID the TCP port.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rn_nic.h"
+
+struct rn_sim_stats {
+	uint64_t frames_sent;
+	uint64_t frames_received;
+	uint64_t dropped_no_qp;       /* no such QP, or not connected to sender */
+	uint64_t dropped_out_of_order;/* PSN ahead of the expected one */
+	uint64_t duplicates;          /* PSN behind: re-acknowledged */
+	uint64_t rnr_naks_sent;
+	uint64_t retransmits;         /* go-back-N resends (RNR or timeout) */
+	uint64_t cq_overruns;
+};
+
+/* Break every wire to remote and refuse new ones until restored. */
+int rn_sim_wire_cut(struct rn_nic *nic, const struct rn_nic_addr *remote);
+int rn_sim_wire_restore(struct rn_nic *nic, const struct rn_nic_addr *remote);
+
+/* Hold every frame sent to remote for delay_us (0: no delay). */
+int rn_sim_wire_delay(struct rn_nic *nic, const struct rn_nic_addr *remote,
+		      uint32_t delay_us);
+
+/* A local fault: qp enters ERR and flushes its outstanding WQEs. */
+int rn_sim_qp_fail(struct rn_nic *nic, struct rn_qp *qp);
+
+enum rn_qp_state rn_sim_qp_state(const struct rn_qp *qp);
+bool rn_sim_cq_in_error(const struct rn_cq *cq);
+void rn_sim_stats(struct rn_nic *nic, struct rn_sim_stats *out);
+
+/* The listening port of nic's wire (its LID). */
+uint16_t rn_sim_port(struct rn_nic *nic);
+
+#endif /* RN_SIM_H */

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_SIM_INTERNAL_H
+#define RN_SIM_INTERNAL_H
+
+/*
+ * The software mlx5 device. One struct sim_ctx per device context, run by
+ * the lcore that owns it, from rn_nic_progress(): no thread of its own.
+ * Engines, one file each (as in Linux rxe):
+ *   sim_device.c     context, protection domain, MRs, progress loop
+ *   sim_cq.c         CQE writer: owner bit, overrun detection
+ *   sim_qp.c         QP lifecycle and state machine, flushing
+ *   sim_requester.c  executes SQ WQEs, retries, completes on ACK/NAK
+ *   sim_responder.c  executes incoming requests against the RQ and MRs
+ *   sim_wire.c       TCP wires between contexts, framing, fault injection
+ */
+
+#include <netinet/in.h>
+#include <rte_common.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rn_nic.h"
+#include "rn_sim.h"
+#include "sim_packet.h"
+
+#define SIM_MAX_MRS 1024
+#define SIM_MAX_QPS 4096
+#define SIM_QPN_BASE 0x100        /* QPNs 0..0xff are reserved, as on IB */
+#define SIM_BF_SIZE 256           /* doorbell register halves */
+#define SIM_EXEC_BUDGET 64        /* WQEs one QP executes per progress */
+
+struct sim_ctx;
+struct sim_wire;
+
+/* A device address: IPv4 (network order) and TCP port. */
+struct sim_addr {
+	uint32_t ip;
+	uint16_t port;
+};
+
+struct sim_mr {
+	uint64_t addr;
+	uint64_t length;
+	uint32_t access;          /* enum rn_access */
+	uint32_t key;             /* lkey == rkey; 0: free slot */
+};
+
+struct sim_cq {
+	struct sim_ctx *ctx;
+	uint8_t *buf;
+	uint32_t cqe_cnt;
+	uint32_t pi;              /* CQEs written; free running */
+	__be32 dbrec[2];          /* [0]: consumer index, written by software */
+	bool error;               /* overrun: no CQE is written any more */
+};
+
+/* A WQE sent and not yet acknowledged. */
+struct sim_inflight {
+	uint32_t bb;              /* its first BB, free running */
+	uint32_t psn;
+	uint8_t opcode;
+	bool signaled;
+};
+
+enum sim_qp_flags {
+	SIM_QP_RNR_WAIT = 1 << 0, /* requester waits out an RNR NAK */
+};
+
+struct sim_qp {
+	struct rn_qp *qp;
+	struct sim_ctx *ctx;
+	uint32_t qpn;
+	enum rn_qp_state state;
+	struct sim_cq *scq, *rcq;
+	struct sim_qp *next;      /* ctx->live list */
+
+	__be32 *dbrec;            /* [MLX5_RCV_DBR], [MLX5_SND_DBR] */
+	uint8_t *sq_buf;
+	uint32_t sq_wqe_cnt;      /* BBs */
+	uint32_t sq_next;         /* next BB to execute; free running */
+	uint8_t *rq_buf;
+	uint32_t rq_wqe_cnt;
+	uint32_t rq_stride_shift;
+	uint32_t rq_max_sge;
+	uint32_t rq_next;         /* next receive WQE to consume */
+
+	struct rn_qp_connect conn;
+	struct sim_addr remote;
+
+	/* Requester: WQEs in flight, oldest first. */
+	struct sim_inflight *inflight;
+	uint32_t inflight_head, inflight_count, inflight_cap;
+	uint32_t next_psn;
+	uint64_t deadline_ns;     /* ACK timeout of the oldest in flight */
+	uint8_t retries_left;
+	uint8_t rnr_left;
+	uint32_t flags;           /* enum sim_qp_flags */
+	uint64_t rnr_resume_ns;
+
+	/* Responder. */
+	uint32_t expected_psn;
+};
+
+struct sim_cut {
+	struct sim_addr addr;
+	uint64_t delay_ns;        /* >0: delayed, not cut */
+	bool cut;
+	struct sim_cut *next;
+};
+
+struct sim_ctx {
+	struct rn_nic nic;
+	struct sim_addr self;
+	int listen_fd;
+	int epoll_fd;             /* listener and wires: the lcore sleeps on it */
+	uint64_t now_ns;          /* CLOCK_MONOTONIC, once per progress */
+	struct sim_mr mrs[SIM_MAX_MRS];
+	uint32_t mr_generation;
+	struct sim_qp *qps[SIM_MAX_QPS];   /* by qpn - SIM_QPN_BASE */
+	struct sim_qp *live;
+	struct sim_wire *wires;
+	struct sim_cut *faults;
+	struct rn_sim_stats stats;
+	uint8_t *scratch;         /* gathered payloads */
+	size_t scratch_cap;
+	uint8_t doorbell[2 * SIM_BF_SIZE] __rte_cache_aligned;
+};
+
+static inline struct sim_ctx *
+sim_ctx_of(struct rn_nic *nic)
+{
+	return container_of(nic, struct sim_ctx, nic);
+}
+
+/* 24-bit PSN arithmetic: a - b as a signed distance. */
+static inline int32_t
+sim_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+/* sim_device.c */
+struct sim_qp *sim_qp_lookup(struct sim_ctx *ctx, uint32_t qpn);
+/* Check [addr, addr+len) lies in MR key with access; 0 or a syndrome. */
+const struct sim_mr *sim_mr_check(struct sim_ctx *ctx, uint32_t key,
+				  uint64_t addr, uint64_t len, uint32_t access);
+
+/* sim_cq.c */
+int sim_cq_create(struct sim_ctx *ctx, uint32_t cqe_cnt, struct rn_cq *cq);
+void sim_cq_destroy(struct rn_cq *cq);
+/* Write cqe (op_own's opcode set, owner bit added here). */
+void sim_cq_push(struct sim_cq *cq, struct mlx5_cqe64 *cqe);
+void sim_cq_push_error(struct sim_cq *cq, uint8_t cqe_opcode, uint8_t syndrome,
+		       uint8_t wqe_opcode, uint32_t qpn, uint16_t wqe_counter);
+
+/* sim_qp.c */
+int sim_qp_create(struct sim_ctx *ctx, struct rn_cq *scq, struct rn_cq *rcq,
+		  const struct rn_qp_caps *caps, struct rn_qp *qp);
+int sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp,
+		  enum rn_qp_state state, const struct rn_qp_connect *conn);
+void sim_qp_destroy(struct sim_ctx *ctx, struct sim_qp *sqp);
+/* Enter ERR: flush every WQE outstanding on both queues. */
+void sim_qp_error(struct sim_qp *sqp);
+/* In ERR: flush WQEs posted since (software keeps posting). */
+unsigned int sim_qp_flush_new(struct sim_qp *sqp);
+uint32_t sim_rq_posted(const struct sim_qp *sqp);
+
+/* sim_requester.c */
+unsigned int sim_requester_run(struct sim_qp *sqp);
+void sim_requester_ack(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
+void sim_requester_read_resp(struct sim_qp *sqp, const struct sim_pkt_hdr *h,
+			     const uint8_t *data);
+void sim_requester_rnr_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
+void sim_requester_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
+/* Complete the oldest in-flight WQE with an error, then enter ERR. */
+void sim_requester_fail(struct sim_qp *sqp, uint8_t syndrome);
+
+/* sim_responder.c */
+void sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
+			   const struct sim_pkt_hdr *h, const uint8_t *payload);
+
+/* sim_wire.c */
+int sim_wire_listen(struct sim_ctx *ctx, const char *listen);
+void sim_wire_close_all(struct sim_ctx *ctx);
+/* Queue a frame to remote; the payload may be split in two (gathers). */
+void sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
+		   const struct sim_pkt_hdr *h, const void *payload);
+/* Reply on the wire a request came in on (or the wire to its sender). */
+void sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
+		    const struct sim_pkt_hdr *h, const void *payload);
+unsigned int sim_wire_progress(struct sim_ctx *ctx);
+void sim_wire_flush(struct sim_ctx *ctx);
+const struct sim_addr *sim_wire_remote(const struct sim_wire *wire);
+struct sim_cut *sim_fault_find(struct sim_ctx *ctx, const struct sim_addr *a);
+
+void sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out);
+
+#endif /* RN_SIM_INTERNAL_H */

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The sim device context: protection domain and memory registrations, the
+ * provider operations, and the progress loop the owning lcore runs:
+ *   1. read the wires and run the responder and completer on what arrived,
+ *   2. let each QP's requester execute newly doorbelled WQEs and timers,
+ *   3. write out what was queued on the wires.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+static int
+sim_open(const struct rn_nic_config *cfg, const char *listen,
+	 struct rn_nic **out)
+{
+	struct sim_ctx *ctx;
+	int rc;
+
+	(void)cfg;
+	if (posix_memalign((void **)&ctx, RTE_CACHE_LINE_SIZE, sizeof(*ctx)) != 0)
+		return -ENOMEM;
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->listen_fd = -1;
+	ctx->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (ctx->epoll_fd < 0) {
+		rc = -errno;
+		free(ctx);
+		return rc;
+	}
+	rc = sim_wire_listen(ctx, listen);
+	if (rc != 0) {
+		close(ctx->epoll_fd);
+		free(ctx);
+		return rc;
+	}
+	*out = &ctx->nic;
+	return 0;
+}
+
+static void
+sim_close(struct rn_nic *nic)
+{
+	struct sim_ctx *ctx = sim_ctx_of(nic);
+
+	sim_wire_close_all(ctx);
+	while (ctx->faults != NULL) {
+		struct sim_cut *f = ctx->faults;
+
+		ctx->faults = f->next;
+		free(f);
+	}
+	while (ctx->live != NULL)
+		sim_qp_destroy(ctx, ctx->live);
+	close(ctx->listen_fd);
+	close(ctx->epoll_fd);
+	free(ctx->scratch);
+	free(ctx);
+}
+
+static int
+sim_query_addr(struct rn_nic *nic, struct rn_nic_addr *out)
+{
+	struct sim_ctx *ctx = sim_ctx_of(nic);
+
+	memset(out, 0, sizeof(*out));
+	/* ::ffff:a.b.c.d, as a RoCE v2 GID for an IPv4 address. */
+	out->gid[10] = 0xff;
+	out->gid[11] = 0xff;
+	memcpy(&out->gid[12], &ctx->self.ip, sizeof(ctx->self.ip));
+	out->lid = ctx->self.port;
+	out->port = 1;
+	out->mtu = IBV_MTU_4096;
+	return 0;
+}
+
+/* Keys: slot index in the high 24 bits, a generation byte below, so a
+ * stale key of a deregistered region never matches its slot's next user. */
+static int
+sim_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint32_t access,
+	   struct rn_mr *mr)
+{
+	struct sim_ctx *ctx = sim_ctx_of(nic);
+
+	for (uint32_t i = 0; i < SIM_MAX_MRS; i++) {
+		struct sim_mr *m = &ctx->mrs[i];
+
+		if (m->key != 0)
+			continue;
+		ctx->mr_generation++;
+		*m = (struct sim_mr){
+			.addr = (uintptr_t)addr,
+			.length = length,
+			.access = access,
+			.key = (i + 1) << 8 | (ctx->mr_generation & 0xff),
+		};
+		*mr = (struct rn_mr){ .addr = addr, .length = length,
+				      .lkey = m->key, .rkey = m->key, .priv = m };
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static int
+sim_mr_reg_dmabuf(struct rn_nic *nic, uint64_t offset, size_t length,
+		  uint64_t iova, int fd, uint32_t access, struct rn_mr *mr)
+{
+	(void)nic, (void)offset, (void)length, (void)iova, (void)fd;
+	(void)access, (void)mr;
+	return -EOPNOTSUPP;   /* no device memory behind a software NIC */
+}
+
+static int
+sim_mr_dereg(struct rn_nic *nic, struct rn_mr *mr)
+{
+	struct sim_mr *m = mr->priv;
+
+	(void)nic;
+	if (m == NULL || m->key != mr->lkey)
+		return -EINVAL;
+	m->key = 0;
+	mr->priv = NULL;
+	return 0;
+}
+
+const struct sim_mr *
+sim_mr_check(struct sim_ctx *ctx, uint32_t key, uint64_t addr, uint64_t len,
+	     uint32_t access)
+{
+	uint32_t index = (key >> 8) - 1;
+	const struct sim_mr *m;
+
+	if (index >= SIM_MAX_MRS)
+		return NULL;
+	m = &ctx->mrs[index];
+	if (m->key != key || (m->access & access) != access ||
+	    addr < m->addr || len > m->length || addr - m->addr > m->length - len)
+		return NULL;
+	return m;
+}
+
+struct sim_qp *
+sim_qp_lookup(struct sim_ctx *ctx, uint32_t qpn)
+{
+	uint32_t index = qpn - SIM_QPN_BASE;
+
+	return index < SIM_MAX_QPS ? ctx->qps[index] : NULL;
+}
+
+static int
+sim_cq_create_op(struct rn_nic *nic, uint32_t cqe_cnt, struct rn_cq *cq)
+{
+	return sim_cq_create(sim_ctx_of(nic), cqe_cnt, cq);
+}
+
+static int
+sim_cq_destroy_op(struct rn_nic *nic, struct rn_cq *cq)
+{
+	struct sim_ctx *ctx = sim_ctx_of(nic);
+
+	for (struct sim_qp *q = ctx->live; q != NULL; q = q->next)
+		if (q->scq == cq->priv || q->rcq == cq->priv)
+			return -EBUSY;
+	sim_cq_destroy(cq);
+	return 0;
+}
+
+static int
+sim_qp_create_op(struct rn_nic *nic, struct rn_cq *send_cq,
+		 struct rn_cq *recv_cq, const struct rn_qp_caps *caps,
+		 struct rn_qp *qp)
+{
+	return sim_qp_create(sim_ctx_of(nic), send_cq, recv_cq, caps, qp);
+}
+
+static int
+sim_qp_modify_op(struct rn_nic *nic, struct rn_qp *qp, enum rn_qp_state state,
+		 const struct rn_qp_connect *conn)
+{
+	return sim_qp_modify(sim_ctx_of(nic), qp->priv, state, conn);
+}
+
+static int
+sim_qp_destroy_op(struct rn_nic *nic, struct rn_qp *qp)
+{
+	sim_qp_destroy(sim_ctx_of(nic), qp->priv);
+	return 0;
+}
+
+static unsigned int
+sim_progress(struct rn_nic *nic)
+{
+	struct sim_ctx *ctx = sim_ctx_of(nic);
+	struct timespec ts;
+	unsigned int work;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ctx->now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	work = sim_wire_progress(ctx);
+	for (struct sim_qp *q = ctx->live; q != NULL; q = q->next)
+		work += sim_requester_run(q);
+	sim_wire_flush(ctx);
+	return work;
+}
+
+static int
+sim_wait_fds(struct rn_nic *nic, int *fds, int max)
+{
+	if (max < 1)
+		return 0;
+	fds[0] = sim_ctx_of(nic)->epoll_fd;
+	return 1;
+}
+
+const struct rn_nic_ops rn_nic_sim_ops = {
+	.name = "sim",
+	.open = sim_open,
+	.close = sim_close,
+	.query_addr = sim_query_addr,
+	.mr_reg = sim_mr_reg,
+	.mr_reg_dmabuf = sim_mr_reg_dmabuf,
+	.mr_dereg = sim_mr_dereg,
+	.cq_create = sim_cq_create_op,
+	.cq_destroy = sim_cq_destroy_op,
+	.qp_create = sim_qp_create_op,
+	.qp_modify = sim_qp_modify_op,
+	.qp_destroy = sim_qp_destroy_op,
+	.progress = sim_progress,
+	.wait_fds = sim_wait_fds,
+};
+
+int
+rn_sim_qp_fail(struct rn_nic *nic, struct rn_qp *qp)
+{
+	return sim_qp_modify(sim_ctx_of(nic), qp->priv, RN_QP_ERR, NULL);
+}
+
+enum rn_qp_state
+rn_sim_qp_state(const struct rn_qp *qp)
+{
+	return ((const struct sim_qp *)qp->priv)->state;
+}
+
+bool
+rn_sim_cq_in_error(const struct rn_cq *cq)
+{
+	return ((const struct sim_cq *)cq->priv)->error;
+}
+
+void
+rn_sim_stats(struct rn_nic *nic, struct rn_sim_stats *out)
+{
+	*out = sim_ctx_of(nic)->stats;
+}
+
+uint16_t
+rn_sim_port(struct rn_nic *nic)
+{
+	return sim_ctx_of(nic)->self.port;
+}

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * QP lifecycle: rings laid out as mlx5 lays them out, the RC state machine
+ * (RESET -> INIT -> RTR -> RTS, any -> ERR or RESET), and flushing: a QP in
+ * ERR completes every outstanding WQE, send and receive, with WR_FLUSH.
+ */
+#include <errno.h>
+#include <rte_byteorder.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+static uint32_t
+log2_u32(uint32_t v)
+{
+	return 31u - (uint32_t)__builtin_clz(v);
+}
+
+/* BBs of the largest WQE these caps allow. */
+static uint32_t
+max_wqe_bbs(const struct rn_qp_caps *caps)
+{
+	uint32_t data = RTE_MAX(caps->max_send_sge * 16,
+				RTE_ALIGN_CEIL(4 + caps->max_inline, 16));
+
+	return (32 + data + 63) / 64;   /* ctrl + raddr, then data */
+}
+
+static void *
+zalloc_aligned(size_t size)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, RTE_MAX(size, (size_t)64)) != 0)
+		return NULL;
+	memset(p, 0, size);
+	return p;
+}
+
+static int
+alloc_qpn(struct sim_ctx *ctx)
+{
+	/* Lowest free number: a destroyed QP's QPN comes back first, as
+	 * hardware may do; routing must never rely on QPNs being fresh. */
+	for (int i = 0; i < SIM_MAX_QPS; i++)
+		if (ctx->qps[i] == NULL)
+			return i;
+	return -ENOSPC;
+}
+
+int
+sim_qp_create(struct sim_ctx *ctx, struct rn_cq *scq, struct rn_cq *rcq,
+	      const struct rn_qp_caps *caps, struct rn_qp *qp)
+{
+	struct sim_qp *sqp;
+	uint32_t rq_stride;
+	int index = alloc_qpn(ctx);
+
+	if (index < 0)
+		return index;
+	if (caps->max_send_wr == 0 || caps->max_send_wr > 32768 ||
+	    caps->max_recv_wr > 32768 || caps->max_recv_sge > 64 ||
+	    caps->max_inline > 512)
+		return -EINVAL;
+	sqp = calloc(1, sizeof(*sqp));
+	if (sqp == NULL)
+		return -ENOMEM;
+	sqp->ctx = ctx;
+	sqp->qp = qp;
+	sqp->qpn = SIM_QPN_BASE + (uint32_t)index;
+	sqp->scq = scq->priv;
+	sqp->rcq = rcq->priv;
+	sqp->sq_wqe_cnt = rte_align32pow2(caps->max_send_wr * max_wqe_bbs(caps));
+	if (sqp->sq_wqe_cnt > 32768) { /* the 16-bit WQE counter must not lap */
+		free(sqp);
+		return -EINVAL;
+	}
+	sqp->rq_wqe_cnt = rte_align32pow2(RTE_MAX(caps->max_recv_wr, 1u));
+	sqp->rq_max_sge = RTE_MAX(caps->max_recv_sge, 1u);
+	rq_stride = rte_align32pow2(16 * sqp->rq_max_sge);
+	sqp->rq_stride_shift = log2_u32(rq_stride);
+	sqp->inflight_cap = sqp->sq_wqe_cnt;
+	sqp->dbrec = zalloc_aligned(64);
+	sqp->sq_buf = zalloc_aligned((size_t)sqp->sq_wqe_cnt * 64);
+	sqp->rq_buf = zalloc_aligned((size_t)sqp->rq_wqe_cnt * rq_stride);
+	sqp->inflight = calloc(sqp->inflight_cap, sizeof(*sqp->inflight));
+	if (sqp->dbrec == NULL || sqp->sq_buf == NULL || sqp->rq_buf == NULL ||
+	    sqp->inflight == NULL) {
+		sim_qp_destroy(ctx, sqp);
+		return -ENOMEM;
+	}
+	sqp->state = RN_QP_RESET;
+
+	qp->qpn = sqp->qpn;
+	qp->priv = sqp;
+	qp->sq = (struct rn_sq){
+		.buf = sqp->sq_buf,
+		.buf_end = sqp->sq_buf + (size_t)sqp->sq_wqe_cnt * 64,
+		.wqe_mask = sqp->sq_wqe_cnt - 1,
+		.qpn_shifted = sqp->qpn << 8,
+		.max_inline = caps->max_inline,
+		.dbrec = &sqp->dbrec[MLX5_SND_DBR],
+		.bf_reg = ctx->doorbell,
+		.bf_size = SIM_BF_SIZE,
+	};
+	qp->rq = (struct rn_rq){
+		.buf = sqp->rq_buf,
+		.wqe_mask = sqp->rq_wqe_cnt - 1,
+		.stride_shift = sqp->rq_stride_shift,
+		.max_sge = sqp->rq_max_sge,
+		.dbrec = &sqp->dbrec[MLX5_RCV_DBR],
+	};
+	ctx->qps[index] = sqp;
+	sqp->next = ctx->live;
+	ctx->live = sqp;
+	return 0;
+}
+
+void
+sim_qp_destroy(struct sim_ctx *ctx, struct sim_qp *sqp)
+{
+	uint32_t index = sqp->qpn - SIM_QPN_BASE;
+
+	if (index < SIM_MAX_QPS && ctx->qps[index] == sqp) {
+		ctx->qps[index] = NULL;
+		for (struct sim_qp **l = &ctx->live; *l != NULL; l = &(*l)->next) {
+			if (*l == sqp) {
+				*l = sqp->next;
+				break;
+			}
+		}
+	}
+	free(sqp->dbrec);
+	free(sqp->sq_buf);
+	free(sqp->rq_buf);
+	free(sqp->inflight);
+	free(sqp);
+}
+
+/* Which transitions the RC state machine allows (IB spec 10.3.1). */
+static bool
+transition_allowed(enum rn_qp_state from, enum rn_qp_state to)
+{
+	switch (to) {
+	case RN_QP_RESET:
+	case RN_QP_ERR:
+		return true;
+	case RN_QP_INIT:
+		return from == RN_QP_RESET || from == RN_QP_INIT;
+	case RN_QP_RTR:
+		return from == RN_QP_INIT;
+	case RN_QP_RTS:
+		return from == RN_QP_RTR || from == RN_QP_RTS;
+	}
+	return false;
+}
+
+static void
+reset(struct sim_qp *sqp)
+{
+	/* RESET zeroes both doorbell record words, as mlx5 does. */
+	sqp->dbrec[MLX5_RCV_DBR] = 0;
+	sqp->dbrec[MLX5_SND_DBR] = 0;
+	sqp->sq_next = 0;
+	sqp->rq_next = 0;
+	sqp->inflight_head = sqp->inflight_count = 0;
+	sqp->flags = 0;
+	sqp->deadline_ns = 0;
+}
+
+int
+sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp, enum rn_qp_state state,
+	      const struct rn_qp_connect *conn)
+{
+	(void)ctx;
+	if (!transition_allowed(sqp->state, state))
+		return -EINVAL;
+	switch (state) {
+	case RN_QP_RESET:
+		reset(sqp);
+		break;
+	case RN_QP_INIT:
+		break;
+	case RN_QP_RTR:
+		if (conn->min_rnr_timer > 31)
+			return -EINVAL;
+		sqp->conn = *conn;
+		sim_addr_from_nic(&conn->remote, &sqp->remote);
+		sqp->expected_psn = conn->remote_psn & 0xffffff;
+		break;
+	case RN_QP_RTS:
+		if (conn->retry_cnt > 7 || conn->rnr_retry > 7 ||
+		    conn->timeout > 31)
+			return -EINVAL;
+		sqp->conn.local_psn = conn->local_psn;
+		sqp->conn.timeout = conn->timeout;
+		sqp->conn.retry_cnt = conn->retry_cnt;
+		sqp->conn.rnr_retry = conn->rnr_retry;
+		sqp->next_psn = conn->local_psn & 0xffffff;
+		sqp->retries_left = conn->retry_cnt;
+		sqp->rnr_left = conn->rnr_retry;
+		break;
+	case RN_QP_ERR:
+		if (sqp->state != RN_QP_ERR)
+			sim_qp_error(sqp);
+		return 0;
+	}
+	sqp->state = state;
+	return 0;
+}
+
+uint32_t
+sim_rq_posted(const struct sim_qp *sqp)
+{
+	uint32_t head = rte_be_to_cpu_32(__atomic_load_n(
+		&sqp->dbrec[MLX5_RCV_DBR], __ATOMIC_ACQUIRE)) & 0xffff;
+
+	return (head - sqp->rq_next) & 0xffff;
+}
+
+static uint32_t
+sq_posted(const struct sim_qp *sqp)
+{
+	uint32_t head = rte_be_to_cpu_32(__atomic_load_n(
+		&sqp->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE)) & 0xffff;
+
+	return (head - sqp->sq_next) & 0xffff;
+}
+
+static uint8_t
+wqe_opcode_at(const struct sim_qp *sqp, uint32_t bb)
+{
+	const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)(sqp->sq_buf +
+		(size_t)(bb & (sqp->sq_wqe_cnt - 1)) * 64);
+
+	return (uint8_t)rte_be_to_cpu_32(ctrl->opmod_idx_opcode);
+}
+
+static uint32_t
+wqe_bbs_at(const struct sim_qp *sqp, uint32_t bb)
+{
+	const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)(sqp->sq_buf +
+		(size_t)(bb & (sqp->sq_wqe_cnt - 1)) * 64);
+	uint32_t ds = rte_be_to_cpu_32(ctrl->qpn_ds) & 0x3f;
+
+	return RTE_MAX((ds + 3) / 4, 1u);
+}
+
+/* Flush posted send WQEs from sq_next to the doorbell record. */
+static unsigned int
+flush_sq(struct sim_qp *sqp)
+{
+	uint32_t left = sq_posted(sqp);
+	unsigned int n = 0;
+
+	while (left > 0) {
+		uint32_t bbs = wqe_bbs_at(sqp, sqp->sq_next);
+
+		sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR,
+				  MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
+				  wqe_opcode_at(sqp, sqp->sq_next), sqp->qpn,
+				  (uint16_t)sqp->sq_next);
+		sqp->sq_next += bbs;
+		left = bbs < left ? left - bbs : 0;
+		n++;
+	}
+	return n;
+}
+
+static unsigned int
+flush_rq(struct sim_qp *sqp)
+{
+	unsigned int n = 0;
+
+	for (uint32_t left = sim_rq_posted(sqp); left > 0; left--, n++) {
+		sim_cq_push_error(sqp->rcq, MLX5_CQE_RESP_ERR,
+				  MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, sqp->qpn,
+				  (uint16_t)sqp->rq_next);
+		sqp->rq_next++;
+	}
+	return n;
+}
+
+void
+sim_qp_error(struct sim_qp *sqp)
+{
+	sqp->state = RN_QP_ERR;
+	for (; sqp->inflight_count > 0; sqp->inflight_count--) {
+		struct sim_inflight *f = &sqp->inflight[sqp->inflight_head];
+
+		sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR,
+				  MLX5_CQE_SYNDROME_WR_FLUSH_ERR, f->opcode,
+				  sqp->qpn, (uint16_t)f->bb);
+		sqp->inflight_head = (sqp->inflight_head + 1) %
+				     sqp->inflight_cap;
+	}
+	sqp->flags = 0;
+	flush_sq(sqp);
+	flush_rq(sqp);
+}
+
+unsigned int
+sim_qp_flush_new(struct sim_qp *sqp)
+{
+	return flush_sq(sqp) + flush_rq(sqp);
+}

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The responder: executes requests in PSN order. A request for a QP that
+ * does not exist, is not ready, or is connected to someone else is dropped,
+ * as the wire would drop it: the requester's retries then run out. Behind
+ * the expected PSN it is a duplicate (acknowledged again, READs re-read);
+ * ahead of it, dropped until the requester goes back.
+ */
+#include <rte_byteorder.h>
+#include <string.h>
+
+#include "sim.h"
+
+static void
+reply(struct sim_ctx *ctx, struct sim_wire *wire, const struct sim_qp *sqp,
+      uint8_t type, uint32_t psn, uint8_t syndrome, const void *data,
+      uint32_t len)
+{
+	struct sim_pkt_hdr h = {
+		.length = len,
+		.type = type,
+		.syndrome = syndrome,
+		.rnr_timer = sqp->conn.min_rnr_timer,
+		.dst_qpn = sqp->conn.remote_qpn,
+		.src_qpn = sqp->qpn,
+		.psn = psn,
+	};
+
+	sim_wire_reply(ctx, wire, &h, data);
+}
+
+static uint8_t *
+rq_wqe(const struct sim_qp *sqp, uint32_t index)
+{
+	return sqp->rq_buf + ((size_t)(index & (sqp->rq_wqe_cnt - 1)) <<
+			      sqp->rq_stride_shift);
+}
+
+/*
+ * Scatter len bytes into the next receive WQE. Returns 0, or the responder
+ * syndrome: LOCAL_LENGTH when the WQE is too small, LOCAL_PROT for a bad lkey.
+ */
+static int
+scatter(struct sim_qp *sqp, const uint8_t *data, uint32_t len)
+{
+	const struct mlx5_wqe_data_seg *seg = (const void *)rq_wqe(sqp, sqp->rq_next);
+	uint64_t capacity = 0;
+	uint32_t done = 0;
+
+	for (uint32_t i = 0; i < sqp->rq_max_sge; i++) {
+		uint32_t lkey = rte_be_to_cpu_32(seg[i].lkey);
+		uint32_t n = rte_be_to_cpu_32(seg[i].byte_count);
+
+		if (lkey == MLX5_INVALID_LKEY)
+			break;
+		/* A zero-length segment touches no memory: nothing to check. */
+		if (n != 0 && sim_mr_check(sqp->ctx, lkey, rte_be_to_cpu_64(seg[i].addr), n,
+				 RN_ACCESS_LOCAL_WRITE) == NULL)
+			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+		capacity += n;
+	}
+	if (capacity < len)
+		return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+	for (uint32_t i = 0; done < len; i++) {
+		uint32_t n = RTE_MIN(rte_be_to_cpu_32(seg[i].byte_count),
+				     len - done);
+
+		memcpy((void *)(uintptr_t)rte_be_to_cpu_64(seg[i].addr),
+		       data + done, n);
+		done += n;
+	}
+	return 0;
+}
+
+static void
+push_recv_cqe(struct sim_qp *sqp, uint8_t cqe_opcode, uint32_t len,
+	      uint32_t imm)
+{
+	struct mlx5_cqe64 cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.byte_cnt = rte_cpu_to_be_32(len);
+	cqe.imm_inval_pkey = imm;
+	cqe.sop_drop_qpn = rte_cpu_to_be_32(sqp->qpn);
+	cqe.wqe_counter = rte_cpu_to_be_16((uint16_t)sqp->rq_next);
+	cqe.op_own = (uint8_t)(cqe_opcode << 4);
+	sim_cq_push(sqp->rcq, &cqe);
+	sqp->rq_next++;
+}
+
+/* A responder error: its receive WQE (if any) completes in error, the QP
+ * enters ERR, and the requester is told with syndrome. */
+static void
+fail(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
+     uint32_t psn, uint8_t local_syndrome, bool consumed_recv,
+     uint8_t requester_syndrome)
+{
+	if (consumed_recv) {
+		sim_cq_push_error(sqp->rcq, MLX5_CQE_RESP_ERR, local_syndrome, 0,
+				  sqp->qpn, (uint16_t)sqp->rq_next);
+		sqp->rq_next++;
+	}
+	reply(ctx, wire, sqp, SIM_PKT_NAK, psn, requester_syndrome, NULL, 0);
+	sim_qp_error(sqp);
+}
+
+static void
+execute_send(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
+	     const struct sim_pkt_hdr *h, const uint8_t *payload)
+{
+	int rc = scatter(sqp, payload, h->length);
+
+	if (rc != 0) {
+		fail(ctx, wire, sqp, h->psn, (uint8_t)rc, true,
+		     rc == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ?
+			     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR :
+			     MLX5_CQE_SYNDROME_REMOTE_OP_ERR);
+		return;
+	}
+	push_recv_cqe(sqp, h->opcode == MLX5_OPCODE_SEND_IMM ?
+			   MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND,
+		      h->length, h->opcode == MLX5_OPCODE_SEND_IMM ? h->imm : 0);
+	sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
+	reply(ctx, wire, sqp, SIM_PKT_ACK, h->psn, 0, NULL, 0);
+}
+
+static void
+execute_write(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
+	      const struct sim_pkt_hdr *h, const uint8_t *payload)
+{
+	if (sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
+			 RN_ACCESS_REMOTE_WRITE) == NULL ||
+	    !(sqp->conn.access & RN_ACCESS_REMOTE_WRITE)) {
+		fail(ctx, wire, sqp, h->psn, 0, false,
+		     MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+		return;
+	}
+	memcpy((void *)(uintptr_t)h->raddr, payload, h->dma_len);
+	if (h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)
+		push_recv_cqe(sqp, MLX5_CQE_RESP_WR_IMM, h->dma_len, h->imm);
+	sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
+	reply(ctx, wire, sqp, SIM_PKT_ACK, h->psn, 0, NULL, 0);
+}
+
+static bool
+read_allowed(struct sim_ctx *ctx, const struct sim_qp *sqp,
+	     const struct sim_pkt_hdr *h)
+{
+	return sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
+			    RN_ACCESS_REMOTE_READ) != NULL &&
+	       (sqp->conn.access & RN_ACCESS_REMOTE_READ);
+}
+
+static void
+execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
+	     const struct sim_pkt_hdr *h, bool duplicate)
+{
+	if (!read_allowed(ctx, sqp, h)) {
+		if (!duplicate)
+			fail(ctx, wire, sqp, h->psn, 0, false,
+			     MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+		return;
+	}
+	if (!duplicate)
+		sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
+	reply(ctx, wire, sqp, SIM_PKT_READ_RESP, h->psn, 0,
+	      (const void *)(uintptr_t)h->raddr, h->dma_len);
+}
+
+/* Does this request come from the QP that sqp is connected to? */
+static bool
+from_peer(const struct sim_qp *sqp, struct sim_wire *wire,
+	  const struct sim_pkt_hdr *h)
+{
+	const struct sim_addr *src = sim_wire_remote(wire);
+
+	return h->src_qpn == sqp->conn.remote_qpn && src != NULL &&
+	       src->ip == sqp->remote.ip && src->port == sqp->remote.port;
+}
+
+void
+sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
+		      const struct sim_pkt_hdr *h, const uint8_t *payload)
+{
+	struct sim_qp *sqp = sim_qp_lookup(ctx, h->dst_qpn);
+	int32_t d;
+
+	if (sqp == NULL || (sqp->state != RN_QP_RTR && sqp->state != RN_QP_RTS) ||
+	    !from_peer(sqp, wire, h)) {
+		ctx->stats.dropped_no_qp++;
+		return;
+	}
+	d = sim_psn_diff(h->psn, sqp->expected_psn);
+	if (d > 0) {
+		ctx->stats.dropped_out_of_order++;
+		return;
+	}
+	if (d < 0) {
+		ctx->stats.duplicates++;
+		if (h->opcode == MLX5_OPCODE_RDMA_READ)
+			execute_read(ctx, wire, sqp, h, true);
+		else
+			reply(ctx, wire, sqp, SIM_PKT_ACK,
+			      (sqp->expected_psn - 1) & 0xffffff, 0, NULL, 0);
+		return;
+	}
+	switch (h->opcode) {
+	case MLX5_OPCODE_SEND:
+	case MLX5_OPCODE_SEND_IMM:
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+		/* Needs a receive WQE: without one, RNR NAK, nothing done. */
+		if (sim_rq_posted(sqp) == 0) {
+			ctx->stats.rnr_naks_sent++;
+			reply(ctx, wire, sqp, SIM_PKT_RNR_NAK, h->psn, 0, NULL, 0);
+			return;
+		}
+		if (h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)
+			execute_write(ctx, wire, sqp, h, payload);
+		else
+			execute_send(ctx, wire, sqp, h, payload);
+		return;
+	case MLX5_OPCODE_RDMA_WRITE:
+		execute_write(ctx, wire, sqp, h, payload);
+		return;
+	case MLX5_OPCODE_RDMA_READ:
+		execute_read(ctx, wire, sqp, h, false);
+		return;
+	default:
+		fail(ctx, wire, sqp, h->psn, 0, false,
+		     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+	}
+}

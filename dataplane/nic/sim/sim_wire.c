@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The wire between sim device contexts: TCP, so it crosses processes and
+ * network namespaces. One connection carries the frames of every QP between
+ * two contexts; a connection opened by one side is used by both (the caller
+ * says who it is in a HELLO frame). Everything is non-blocking and driven
+ * from sim progress: the lcore never waits on a socket.
+ *
+ * Fault injection keys on the remote context's address: a cut drops every
+ * frame to or from it and closes its connections; a delay holds frames back.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+#define RX_CHUNK 65536
+#define EPOLL_BATCH 32
+
+struct delayed_frame {
+	uint64_t due_ns;
+	size_t len;
+	struct delayed_frame *next;
+	uint8_t bytes[];
+};
+
+struct sim_wire {
+	int fd;
+	bool known;               /* remote is known (outbound, or HELLO seen) */
+	bool dead;                /* closed: freed at the end of progress */
+	struct sim_addr remote;
+	uint8_t *rx;
+	size_t rx_len, rx_cap;
+	uint8_t *tx;
+	size_t tx_off, tx_len, tx_cap;
+	struct delayed_frame *delayed, *delayed_tail;
+	struct sim_wire *next;
+};
+
+static bool
+addr_equal(const struct sim_addr *a, const struct sim_addr *b)
+{
+	return a->ip == b->ip && a->port == b->port;
+}
+
+void
+sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out)
+{
+	memcpy(&out->ip, &in->gid[12], sizeof(out->ip));
+	out->port = in->lid;
+}
+
+const struct sim_addr *
+sim_wire_remote(const struct sim_wire *wire)
+{
+	return wire->known ? &wire->remote : NULL;
+}
+
+struct sim_cut *
+sim_fault_find(struct sim_ctx *ctx, const struct sim_addr *a)
+{
+	for (struct sim_cut *f = ctx->faults; f != NULL; f = f->next)
+		if (addr_equal(&f->addr, a))
+			return f;
+	return NULL;
+}
+
+static void
+wire_kill(struct sim_ctx *ctx, struct sim_wire *w)
+{
+	if (w->dead)
+		return;
+	epoll_ctl(ctx->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
+	close(w->fd);
+	w->dead = true;
+}
+
+static void
+wire_free(struct sim_wire *w)
+{
+	while (w->delayed != NULL) {
+		struct delayed_frame *f = w->delayed;
+
+		w->delayed = f->next;
+		free(f);
+	}
+	free(w->rx);
+	free(w->tx);
+	free(w);
+}
+
+static struct sim_wire *
+wire_add(struct sim_ctx *ctx, int fd)
+{
+	struct sim_wire *w = calloc(1, sizeof(*w));
+	struct epoll_event ev = { .events = EPOLLIN };
+	int one = 1;
+
+	if (w == NULL) {
+		close(fd);
+		return NULL;
+	}
+	w->fd = fd;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ev.data.ptr = w;
+	if (epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		close(fd);
+		free(w);
+		return NULL;
+	}
+	w->next = ctx->wires;
+	ctx->wires = w;
+	return w;
+}
+
+static int
+buf_reserve(uint8_t **buf, size_t *cap, size_t need)
+{
+	size_t n = *cap == 0 ? 4096 : *cap;
+	uint8_t *p;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	p = realloc(*buf, n);
+	if (p == NULL)
+		return -ENOMEM;
+	*buf = p;
+	*cap = n;
+	return 0;
+}
+
+static void
+tx_append(struct sim_wire *w, const void *a, size_t alen, const void *b,
+	  size_t blen)
+{
+	if (w->tx_off > 0 && w->tx_off == w->tx_len)
+		w->tx_off = w->tx_len = 0;
+	if (buf_reserve(&w->tx, &w->tx_cap, w->tx_len + alen + blen) != 0)
+		return;   /* out of memory: the frame is lost, retries recover */
+	memcpy(w->tx + w->tx_len, a, alen);
+	if (blen > 0)
+		memcpy(w->tx + w->tx_len + alen, b, blen);
+	w->tx_len += alen + blen;
+}
+
+static void
+queue_frame(struct sim_ctx *ctx, struct sim_wire *w,
+	    const struct sim_pkt_hdr *h, const void *payload)
+{
+	struct sim_cut *fault = sim_fault_find(ctx, &w->remote);
+	size_t plen = payload != NULL ? h->length : 0;
+	struct delayed_frame *f;
+
+	ctx->stats.frames_sent++;
+	if (fault == NULL || fault->delay_ns == 0) {
+		tx_append(w, h, sizeof(*h), payload, plen);
+		return;
+	}
+	f = malloc(sizeof(*f) + sizeof(*h) + plen);
+	if (f == NULL)
+		return;
+	f->due_ns = ctx->now_ns + fault->delay_ns;
+	f->len = sizeof(*h) + plen;
+	f->next = NULL;
+	memcpy(f->bytes, h, sizeof(*h));
+	if (plen > 0)
+		memcpy(f->bytes + sizeof(*h), payload, plen);
+	if (w->delayed_tail != NULL)
+		w->delayed_tail->next = f;
+	else
+		w->delayed = f;
+	w->delayed_tail = f;
+}
+
+static struct sim_wire *
+wire_connect(struct sim_ctx *ctx, const struct sim_addr *remote)
+{
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET,
+		.sin_port = htons(remote->port),
+		.sin_addr.s_addr = remote->ip,
+	};
+	struct sim_pkt_hello hello = { .ip = ctx->self.ip, .port = ctx->self.port };
+	struct sim_pkt_hdr h = { .length = sizeof(hello), .type = SIM_PKT_HELLO };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sim_wire *w;
+
+	if (fd < 0)
+		return NULL;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 &&
+	    errno != EINPROGRESS) {
+		close(fd);
+		return NULL;
+	}
+	w = wire_add(ctx, fd);
+	if (w == NULL)
+		return NULL;
+	w->known = true;
+	w->remote = *remote;
+	tx_append(w, &h, sizeof(h), &hello, sizeof(hello));
+	return w;
+}
+
+void
+sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
+	      const struct sim_pkt_hdr *h, const void *payload)
+{
+	struct sim_cut *fault = sim_fault_find(ctx, remote);
+	struct sim_wire *w;
+
+	if (fault != NULL && fault->cut)
+		return;
+	for (w = ctx->wires; w != NULL; w = w->next)
+		if (!w->dead && w->known && addr_equal(&w->remote, remote))
+			break;
+	if (w == NULL)
+		w = wire_connect(ctx, remote);
+	if (w != NULL)
+		queue_frame(ctx, w, h, payload);
+}
+
+void
+sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
+	       const struct sim_pkt_hdr *h, const void *payload)
+{
+	struct sim_cut *fault = sim_fault_find(ctx, &wire->remote);
+
+	if (fault != NULL && fault->cut)
+		return;
+	if (!wire->dead)
+		queue_frame(ctx, wire, h, payload);
+	else
+		sim_wire_send(ctx, &wire->remote, h, payload);
+}
+
+static void
+dispatch_reply(struct sim_ctx *ctx, struct sim_wire *w,
+	       const struct sim_pkt_hdr *h, const uint8_t *payload)
+{
+	struct sim_qp *sqp = sim_qp_lookup(ctx, h->dst_qpn);
+
+	if (sqp == NULL || sqp->state != RN_QP_RTS ||
+	    h->src_qpn != sqp->conn.remote_qpn ||
+	    !addr_equal(&w->remote, &sqp->remote)) {
+		ctx->stats.dropped_no_qp++;
+		return;
+	}
+	switch (h->type) {
+	case SIM_PKT_ACK:
+		sim_requester_ack(sqp, h);
+		break;
+	case SIM_PKT_READ_RESP:
+		sim_requester_read_resp(sqp, h, payload);
+		break;
+	case SIM_PKT_RNR_NAK:
+		sim_requester_rnr_nak(sqp, h);
+		break;
+	case SIM_PKT_NAK:
+		sim_requester_nak(sqp, h);
+		break;
+	}
+}
+
+static void
+dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_pkt_hdr *h,
+	 const uint8_t *payload)
+{
+	ctx->stats.frames_received++;
+	if (h->type == SIM_PKT_HELLO) {
+		const struct sim_pkt_hello *hello = (const void *)payload;
+		struct sim_cut *fault;
+
+		if (h->length != sizeof(*hello))
+			return;
+		w->remote = (struct sim_addr){ hello->ip, hello->port };
+		w->known = true;
+		fault = sim_fault_find(ctx, &w->remote);
+		if (fault != NULL && fault->cut)
+			wire_kill(ctx, w);
+		return;
+	}
+	if (!w->known)
+		return;
+	if (h->type == SIM_PKT_REQUEST)
+		sim_responder_request(ctx, w, h, payload);
+	else
+		dispatch_reply(ctx, w, h, payload);
+}
+
+/* Read what the socket has and dispatch every whole frame. */
+static unsigned int
+wire_read(struct sim_ctx *ctx, struct sim_wire *w)
+{
+	unsigned int frames = 0;
+	bool closed = false;
+	size_t off = 0;
+
+	while (!closed) {
+		ssize_t n;
+
+		if (buf_reserve(&w->rx, &w->rx_cap, w->rx_len + RX_CHUNK) != 0)
+			break;
+		n = recv(w->fd, w->rx + w->rx_len, w->rx_cap - w->rx_len,
+			 MSG_DONTWAIT);
+		if (n > 0)
+			w->rx_len += (size_t)n;
+		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			closed = true;
+		else if (errno == EAGAIN)
+			break;
+	}
+	/* Frames that arrived before the peer closed still count. */
+	while (!w->dead && w->rx_len - off >= sizeof(struct sim_pkt_hdr)) {
+		struct sim_pkt_hdr h;
+
+		memcpy(&h, w->rx + off, sizeof(h));
+		if (h.length > SIM_PKT_MAX_PAYLOAD) {
+			closed = true;   /* not our protocol */
+			break;
+		}
+		if (w->rx_len - off < sizeof(h) + h.length)
+			break;
+		dispatch(ctx, w, &h, w->rx + off + sizeof(h));
+		off += sizeof(h) + h.length;
+		frames++;
+	}
+	memmove(w->rx, w->rx + off, w->rx_len - off);
+	w->rx_len -= off;
+	if (closed)
+		wire_kill(ctx, w);
+	return frames;
+}
+
+static void
+accept_all(struct sim_ctx *ctx)
+{
+	for (;;) {
+		int fd = accept4(ctx->listen_fd, NULL, NULL,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		wire_add(ctx, fd);
+	}
+}
+
+unsigned int
+sim_wire_progress(struct sim_ctx *ctx)
+{
+	struct epoll_event events[EPOLL_BATCH];
+	unsigned int work = 0;
+	int n = epoll_wait(ctx->epoll_fd, events, EPOLL_BATCH, 0);
+
+	for (int i = 0; i < n; i++) {
+		struct sim_wire *w = events[i].data.ptr;
+
+		if (w == NULL)
+			accept_all(ctx);
+		else if (!w->dead)
+			work += wire_read(ctx, w);
+	}
+	return work;
+}
+
+static void
+wire_write(struct sim_ctx *ctx, struct sim_wire *w)
+{
+	while (w->delayed != NULL && w->delayed->due_ns <= ctx->now_ns) {
+		struct delayed_frame *f = w->delayed;
+
+		tx_append(w, f->bytes, f->len, NULL, 0);
+		w->delayed = f->next;
+		if (w->delayed == NULL)
+			w->delayed_tail = NULL;
+		free(f);
+	}
+	while (w->tx_off < w->tx_len) {
+		ssize_t n = send(w->fd, w->tx + w->tx_off, w->tx_len - w->tx_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0) {
+			w->tx_off += (size_t)n;
+			continue;
+		}
+		if (errno != EAGAIN && errno != EINTR)
+			wire_kill(ctx, w);
+		if (errno != EINTR)
+			return;
+	}
+}
+
+void
+sim_wire_flush(struct sim_ctx *ctx)
+{
+	struct sim_wire **link = &ctx->wires;
+
+	while (*link != NULL) {
+		struct sim_wire *w = *link;
+
+		if (!w->dead)
+			wire_write(ctx, w);
+		if (w->dead) {
+			*link = w->next;
+			wire_free(w);
+		} else {
+			link = &w->next;
+		}
+	}
+}
+
+int
+sim_wire_listen(struct sim_ctx *ctx, const char *address)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	socklen_t len = sizeof(sa);
+	int fd;
+
+	if (inet_pton(AF_INET, address, &sa.sin_addr) != 1)
+		return -EAFNOSUPPORT;   /* the sim's GIDs are IPv4-mapped */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(fd, 64) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
+	    epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	ctx->listen_fd = fd;
+	ctx->self.ip = sa.sin_addr.s_addr;
+	ctx->self.port = ntohs(sa.sin_port);
+	return 0;
+}
+
+void
+sim_wire_close_all(struct sim_ctx *ctx)
+{
+	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next)
+		wire_kill(ctx, w);
+	sim_wire_flush(ctx);
+}
+
+/* The fault entry for remote, made on first use. */
+static struct sim_cut *
+fault_get(struct sim_ctx *ctx, const struct rn_nic_addr *remote)
+{
+	struct sim_addr a;
+	struct sim_cut *f;
+
+	sim_addr_from_nic(remote, &a);
+	f = sim_fault_find(ctx, &a);
+	if (f == NULL) {
+		f = calloc(1, sizeof(*f));
+		if (f == NULL)
+			return NULL;
+		f->addr = a;
+		f->next = ctx->faults;
+		ctx->faults = f;
+	}
+	return f;
+}
+
+int
+rn_sim_wire_cut(struct rn_nic *nic, const struct rn_nic_addr *remote)
+{
+	struct sim_ctx *ctx = sim_ctx_of(nic);
+	struct sim_cut *f = fault_get(ctx, remote);
+
+	if (f == NULL)
+		return -ENOMEM;
+	f->cut = true;
+	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next)
+		if (w->known && addr_equal(&w->remote, &f->addr))
+			wire_kill(ctx, w);
+	return 0;
+}
+
+int
+rn_sim_wire_restore(struct rn_nic *nic, const struct rn_nic_addr *remote)
+{
+	struct sim_cut *f = fault_get(sim_ctx_of(nic), remote);
+
+	if (f == NULL)
+		return -ENOMEM;
+	f->cut = false;
+	return 0;
+}
+
+int
+rn_sim_wire_delay(struct rn_nic *nic, const struct rn_nic_addr *remote,
+		  uint32_t delay_us)
+{
+	struct sim_cut *f = fault_get(sim_ctx_of(nic), remote);
+
+	if (f == NULL)
+		return -ENOMEM;
+	f->delay_ns = (uint64_t)delay_us * 1000;
+	return 0;
+}

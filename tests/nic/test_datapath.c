@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The data path against the mlx5 format, byte by byte: WQEs posted into a
+ * ring laid out as the device lays it out, checked field by field with the
+ * structs of <infiniband/mlx5dv.h>; CQEs written as the device writes them,
+ * polled back. No device: the rings are the provider boundary.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rn_cq.h"
+#include "rn_rq.h"
+#include "rn_sq.h"
+
+#define RING_BBS 8
+#define QPN 0x123
+
+static uint8_t ring[RING_BBS * 64] __attribute__((aligned(64)));
+static uint8_t doorbell[2 * 256] __attribute__((aligned(64)));
+static __be32 dbrec[2];
+static uint64_t wr_ids[RING_BBS];
+static uint32_t wqe_ends[RING_BBS];
+static struct rn_sq sq;
+
+static int
+setup_sq(void **state)
+{
+	(void)state;
+	memset(ring, 0xee, sizeof(ring));
+	memset(doorbell, 0, sizeof(doorbell));
+	dbrec[0] = dbrec[1] = 0;
+	sq = (struct rn_sq){
+		.buf = ring, .buf_end = ring + sizeof(ring),
+		.wqe_mask = RING_BBS - 1, .qpn_shifted = QPN << 8,
+		.max_inline = 256, .dbrec = &dbrec[MLX5_SND_DBR],
+		.bf_reg = doorbell, .bf_size = 256,
+		.wr_id = wr_ids, .wqe_end = wqe_ends,
+	};
+	return 0;
+}
+
+static const struct mlx5_wqe_ctrl_seg *
+ctrl_at(uint32_t bb)
+{
+	return (const void *)(ring + (bb % RING_BBS) * 64);
+}
+
+static void
+check_ctrl(uint32_t bb, uint8_t opcode, uint32_t ds, uint8_t fm_ce_se,
+	   __be32 imm)
+{
+	const struct mlx5_wqe_ctrl_seg *c = ctrl_at(bb);
+
+	assert_int_equal(be32toh(c->opmod_idx_opcode),
+			 ((bb & 0xffff) << 8) | opcode);
+	assert_int_equal(be32toh(c->qpn_ds), (QPN << 8) | ds);
+	assert_int_equal(c->fm_ce_se, fm_ce_se);
+	assert_int_equal(c->signature, 0);
+	assert_int_equal(c->imm, imm);
+}
+
+static void
+check_data_seg(const void *p, uint32_t len, uint32_t lkey, uint64_t addr)
+{
+	const struct mlx5_wqe_data_seg *d = p;
+
+	assert_int_equal(be32toh(d->byte_count), len);
+	assert_int_equal(be32toh(d->lkey), lkey);
+	assert_int_equal(be64toh(d->addr), addr);
+}
+
+static void
+test_send_gather(void **state)
+{
+	struct rn_sge sge[2] = { { 0x1000, 100, 7 }, { 0x2000, 4096, 8 } };
+	struct rn_wr wr = { .wr_id = 42, .sg_list = sge, .num_sge = 2,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
+
+	(void)state;
+	assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	check_ctrl(0, MLX5_OPCODE_SEND, 3, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	check_data_seg(ring + 16, 100, 7, 0x1000);
+	check_data_seg(ring + 32, 4096, 8, 0x2000);
+	assert_int_equal(sq.pi, 1);
+	assert_int_equal(wr_ids[0], 42);
+	assert_int_equal(wqe_ends[0], 1);
+	/* Not visible until the doorbell. */
+	assert_int_equal(dbrec[MLX5_SND_DBR], 0);
+	rn_sq_ring_doorbell(&sq);
+	assert_int_equal(be32toh(dbrec[MLX5_SND_DBR]), 1);
+	assert_memory_equal(doorbell, ring, 8);
+	assert_int_equal(sq.bf_offset, 256);
+}
+
+static void
+test_send_imm_inline(void **state)
+{
+	uint8_t payload[64];
+	struct rn_sge sge = { (uintptr_t)payload, sizeof(payload), 0 };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND_IMM, .imm = htobe32(0xabcd),
+			    .flags = RN_WR_INLINE | RN_WR_SOLICITED };
+	const struct mlx5_wqe_inl_data_seg *inl = (const void *)(ring + 16);
+
+	(void)state;
+	for (unsigned int i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7);
+	assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	/* ctrl + 4-byte header + 64 bytes, padded: 1 + 5 = 6 DS, 2 BBs. */
+	check_ctrl(0, MLX5_OPCODE_SEND_IMM, 6, MLX5_WQE_CTRL_SOLICITED,
+		   htobe32(0xabcd));
+	assert_int_equal(be32toh(inl->byte_count), 64 | MLX5_INLINE_SEG);
+	assert_memory_equal(ring + 20, payload, 64);
+	assert_int_equal(sq.pi, 2);
+}
+
+static void
+test_write_and_write_imm(void **state)
+{
+	struct rn_sge sge = { 0x3000, 512, 9 };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_WRITE, .raddr = 0x123456789abcull,
+			    .rkey = 0x55 };
+	const struct mlx5_wqe_raddr_seg *r = (const void *)(ring + 16);
+
+	(void)state;
+	assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	check_ctrl(0, MLX5_OPCODE_RDMA_WRITE, 3, 0, 0);
+	assert_int_equal(be64toh(r->raddr), 0x123456789abcull);
+	assert_int_equal(be32toh(r->rkey), 0x55);
+	assert_int_equal(r->reserved, 0);
+	check_data_seg(ring + 32, 512, 9, 0x3000);
+
+	wr.opcode = RN_WR_WRITE_IMM;
+	wr.imm = htobe32(7);
+	assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	check_ctrl(1, MLX5_OPCODE_RDMA_WRITE_IMM, 3, 0, htobe32(7));
+}
+
+static void
+test_read(void **state)
+{
+	struct rn_sge sge = { 0x4000, 65536, 10 };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_READ,
+			    .raddr = 0x8000, .rkey = 0x66,
+			    .flags = RN_WR_SIGNALED | RN_WR_FENCE };
+
+	(void)state;
+	assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	check_ctrl(0, MLX5_OPCODE_RDMA_READ, 3,
+		   MLX5_WQE_CTRL_CQ_UPDATE | MLX5_WQE_CTRL_FENCE, 0);
+	check_data_seg(ring + 32, 65536, 10, 0x4000);
+	/* READ data is never inline. */
+	wr.flags |= RN_WR_INLINE;
+	assert_int_equal(rn_sq_post(&sq, &wr), -EINVAL);
+	assert_int_equal(sq.pi, 1);
+}
+
+/* An inline WQE starting two BBs before the end wraps mid-data. */
+static void
+test_inline_wraps_at_ring_end(void **state)
+{
+	uint8_t payload[200];
+	uint8_t got[200];
+	struct rn_sge sge = { (uintptr_t)payload, sizeof(payload), 0 };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND,
+			    .flags = RN_WR_INLINE | RN_WR_SIGNALED };
+	uint32_t first = 128 - 20;   /* bytes of data before the end */
+
+	(void)state;
+	for (unsigned int i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(255 - i);
+	sq.pi = sq.ci = 6;
+	assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	/* 1 + ceil(204 / 16) = 14 DS = 4 BBs: 6, 7, then 0, 1. */
+	check_ctrl(6, MLX5_OPCODE_SEND, 14, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	assert_int_equal(sq.pi, 10);
+	assert_int_equal(wqe_ends[6], 10);
+	memcpy(got, ring + 6 * 64 + 20, first);
+	memcpy(got + first, ring, sizeof(got) - first);
+	assert_memory_equal(got, payload, sizeof(payload));
+}
+
+/* A gather list that starts before the end continues at the start. */
+static void
+test_data_segments_wrap(void **state)
+{
+	struct rn_sge sge[6];
+	struct rn_wr wr = { .sg_list = sge, .num_sge = 6, .opcode = RN_WR_WRITE,
+			    .raddr = 1, .rkey = 2 };
+
+	(void)state;
+	for (int i = 0; i < 6; i++)
+		sge[i] = (struct rn_sge){ 0x1000u * (i + 1), 10u + i, 20u + i };
+	sq.pi = sq.ci = 7;
+	assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	check_ctrl(7, MLX5_OPCODE_RDMA_WRITE, 8, 0, 0);
+	check_data_seg(ring + 7 * 64 + 32, 10, 20, 0x1000);
+	check_data_seg(ring + 7 * 64 + 48, 11, 21, 0x2000);
+	check_data_seg(ring + 0, 12, 22, 0x3000);
+	check_data_seg(ring + 48, 15, 25, 0x6000);
+	assert_int_equal(sq.pi, 9);
+}
+
+static void
+test_wqe_counter_wraps_16_bits(void **state)
+{
+	struct rn_sge sge = { 0x1000, 8, 1 };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND };
+
+	(void)state;
+	sq.pi = sq.ci = 0xfffe;
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_int_equal(rn_sq_post(&sq, &wr), 0);
+		check_ctrl(0xfffe + i, MLX5_OPCODE_SEND, 2, 0, 0);
+	}
+	assert_int_equal(be32toh(ctrl_at(0x10000)->opmod_idx_opcode) >> 8, 0);
+	rn_sq_ring_doorbell(&sq);
+	assert_int_equal(be32toh(dbrec[MLX5_SND_DBR]), 0x0001);
+	/* The doorbell carries the last WQE's first 8 bytes. */
+	assert_memory_equal(doorbell, ctrl_at(0x10000), 8);
+}
+
+static void
+test_ring_full_and_bad_requests(void **state)
+{
+	uint8_t big[300] = { 0 };
+	struct rn_sge sge = { 0x1000, 8, 1 };
+	struct rn_sge inl = { (uintptr_t)big, sizeof(big), 0 };
+	struct rn_sge many[RN_WR_MAX_SGE + 1];
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND };
+
+	(void)state;
+	for (int i = 0; i < RING_BBS; i++)
+		assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	assert_int_equal(rn_sq_room(&sq), 0);
+	assert_int_equal(rn_sq_post(&sq, &wr), -EAGAIN);
+	/* One completion of WQE 3 frees BBs 0..3. */
+	sq.ci = wqe_ends[3];
+	assert_int_equal(rn_sq_room(&sq), 4);
+	assert_int_equal(rn_sq_post(&sq, &wr), 0);
+
+	wr.sg_list = &inl;
+	wr.flags = RN_WR_INLINE;
+	assert_int_equal(rn_sq_post(&sq, &wr), -EINVAL);   /* > max_inline */
+	wr.sg_list = many;
+	wr.num_sge = RN_WR_MAX_SGE + 1;
+	wr.flags = 0;
+	assert_int_equal(rn_sq_post(&sq, &wr), -EINVAL);
+}
+
+/* Unsignalled WQEs never fill the ring: one is signalled past half. */
+static void
+test_forced_signal(void **state)
+{
+	struct rn_sge sge = { 0x1000, 8, 1 };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND };
+
+	(void)state;
+	for (uint32_t i = 0; i < RING_BBS / 2; i++) {
+		assert_int_equal(rn_sq_post(&sq, &wr), 0);
+		assert_int_equal(ctrl_at(i)->fm_ce_se, 0);
+	}
+	assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	assert_int_equal(ctrl_at(4)->fm_ce_se, MLX5_WQE_CTRL_CQ_UPDATE);
+	assert_int_equal(sq.unsignaled_bbs, 0);
+}
+
+static void
+test_recv_wqe(void **state)
+{
+	uint8_t rbuf[4 * 64] __attribute__((aligned(64)));
+	uint64_t rids[4];
+	__be32 rdb[2] = { 0, 0 };
+	struct rn_rq rq = { .buf = rbuf, .wqe_mask = 3, .stride_shift = 6,
+			    .max_sge = 4, .dbrec = &rdb[MLX5_RCV_DBR],
+			    .wr_id = rids };
+	struct rn_sge sge[2] = { { 0x1000, 64, 3 }, { 0x2000, 128, 4 } };
+	const struct mlx5_wqe_data_seg *seg = (const void *)rbuf;
+
+	(void)state;
+	assert_int_equal(rn_rq_post(&rq, sge, 2, 77), 0);
+	check_data_seg(&seg[0], 64, 3, 0x1000);
+	check_data_seg(&seg[1], 128, 4, 0x2000);
+	check_data_seg(&seg[2], 0, MLX5_INVALID_LKEY, 0);
+	assert_int_equal(rids[0], 77);
+	assert_int_equal(rdb[MLX5_RCV_DBR], 0);
+	rn_rq_ring_doorbell(&rq);
+	assert_int_equal(be32toh(rdb[MLX5_RCV_DBR]), 1);
+	for (int i = 1; i < 4; i++)
+		assert_int_equal(rn_rq_post(&rq, sge, 1, (uint64_t)i), 0);
+	assert_int_equal(rn_rq_post(&rq, sge, 1, 9), -EAGAIN);
+	assert_int_equal(rn_rq_post(&rq, sge, 5, 9), -EINVAL);
+}
+
+/* ---- CQ polling ---- */
+
+#define CQES 4
+static uint8_t cq_ring[CQES * 64] __attribute__((aligned(64)));
+static __be32 cq_dbrec[2];
+static struct rn_cq cq;
+static struct rn_qp qp;
+static struct {
+	struct rn_qp_table t;
+	struct rn_qp *bucket[4];
+} table;
+static uint32_t device_pi;  /* what the "device" has written */
+
+static int
+setup_cq(void **state)
+{
+	setup_sq(state);
+	memset(cq_ring, 0, sizeof(cq_ring));
+	for (int i = 0; i < CQES; i++)
+		((struct mlx5_cqe64 *)(cq_ring + i * 64))->op_own =
+			MLX5_CQE_INVALID << 4;
+	cq_dbrec[0] = 0;
+	device_pi = 0;
+	memset(&table, 0, sizeof(table));
+	table.t.mask = 3;
+	memset(&qp, 0, sizeof(qp));
+	qp.qpn = QPN;
+	qp.sq = sq;
+	qp.table = &table.t;
+	table.t.bucket[QPN & 3] = &qp;
+	cq = (struct rn_cq){ .buf = cq_ring, .cqe_cnt = CQES, .cqe_shift = 6,
+			     .dbrec = &cq_dbrec[0], .qps = &table.t };
+	return 0;
+}
+
+/* Write a CQE as the device does, owner bit from its producer index. */
+static void
+device_write(uint8_t opcode, uint32_t qpn, uint16_t wqe_counter,
+	     uint32_t byte_cnt, uint8_t syndrome)
+{
+	struct mlx5_cqe64 *cqe = (void *)(cq_ring + (device_pi % CQES) * 64);
+
+	memset(cqe, 0, 63);
+	cqe->byte_cnt = htobe32(byte_cnt);
+	cqe->sop_drop_qpn = htobe32(qpn);
+	cqe->wqe_counter = htobe16(wqe_counter);
+	((struct mlx5_err_cqe *)cqe)->syndrome = syndrome;
+	cqe->op_own = (uint8_t)(opcode << 4 | ((device_pi & CQES) ? 1 : 0));
+	device_pi++;
+}
+
+static void
+test_cq_owner_bit_many_laps(void **state)
+{
+	struct rn_wc wc[2];
+
+	(void)state;
+	qp.sq.wqe_end[0] = 1;
+	for (uint32_t lap = 0; lap < 50 * CQES; lap++) {
+		qp.sq.wr_id[0] = lap;
+		assert_int_equal(rn_cq_poll(&cq, wc, 2), 0);
+		device_write(MLX5_CQE_REQ, (MLX5_OPCODE_SEND << 24) | QPN, 0, 0, 0);
+		assert_int_equal(rn_cq_poll(&cq, wc, 2), 1);
+		assert_int_equal(wc[0].wr_id, lap);
+		assert_int_equal(wc[0].status, 0);
+		assert_int_equal(wc[0].opcode, RN_WC_SEND);
+		assert_ptr_equal(wc[0].qp, &qp);
+		assert_int_equal(be32toh(cq_dbrec[0]), lap + 1);
+	}
+}
+
+static void
+test_cq_one_cqe_retires_earlier_wqes(void **state)
+{
+	struct rn_wc wc;
+
+	(void)state;
+	/* Three WQEs; only the third (at BB 5, 2 BBs long) was signalled. */
+	qp.sq.pi = 7;
+	qp.sq.wqe_end[5] = 7;
+	qp.sq.wr_id[5] = 99;
+	device_write(MLX5_CQE_REQ, (MLX5_OPCODE_RDMA_READ << 24) | QPN, 5, 4096,
+		     0);
+	assert_int_equal(rn_cq_poll(&cq, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 99);
+	assert_int_equal(wc.opcode, RN_WC_READ);
+	assert_int_equal(wc.byte_len, 4096);
+	assert_int_equal(qp.sq.ci, 7);
+}
+
+static void
+test_cq_stale_qpn_is_counted_not_delivered(void **state)
+{
+	struct rn_wc wc[4];
+
+	(void)state;
+	qp.sq.wqe_end[0] = 1;
+	device_write(MLX5_CQE_REQ, QPN + 4, 0, 0, 0);   /* same bucket */
+	device_write(MLX5_CQE_RESP_SEND, 0x999, 0, 10, 0);
+	device_write(MLX5_CQE_REQ, QPN, 0, 0, 0);
+	assert_int_equal(rn_cq_poll(&cq, wc, 4), 1);
+	assert_int_equal(wc[0].qpn, QPN);
+	assert_int_equal(cq.stale, 2);
+	assert_int_equal(be32toh(cq_dbrec[0]), 3);
+}
+
+static void
+test_cq_error_and_recv_decode(void **state)
+{
+	uint64_t rids[4] = { 11, 12, 13, 14 };
+	struct rn_wc wc[3];
+
+	(void)state;
+	qp.rq = (struct rn_rq){ .wqe_mask = 3, .wr_id = rids, .head = 3 };
+	qp.sq.wqe_end[2] = 3;
+	qp.sq.wr_id[2] = 55;
+	device_write(MLX5_CQE_RESP_SEND_IMM, QPN, 0, 33, 0);
+	device_write(MLX5_CQE_RESP_ERR, QPN, 1, 0,
+		     MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+	device_write(MLX5_CQE_REQ_ERR, (MLX5_OPCODE_RDMA_WRITE << 24) | QPN, 2, 0,
+		     MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	assert_int_equal(rn_cq_poll(&cq, wc, 3), 3);
+	assert_int_equal(wc[0].opcode, RN_WC_RECV_IMM);
+	assert_int_equal(wc[0].byte_len, 33);
+	assert_int_equal(wc[0].wr_id, 11);
+	assert_int_equal(wc[1].status, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+	assert_int_equal(wc[1].wr_id, 12);
+	assert_int_equal(wc[2].status, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	assert_int_equal(wc[2].opcode, RN_WC_WRITE);
+	assert_int_equal(wc[2].wr_id, 55);
+	assert_int_equal(qp.rq.tail, 2);
+	assert_int_equal(qp.sq.ci, 3);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_send_gather, setup_sq),
+		cmocka_unit_test_setup(test_send_imm_inline, setup_sq),
+		cmocka_unit_test_setup(test_write_and_write_imm, setup_sq),
+		cmocka_unit_test_setup(test_read, setup_sq),
+		cmocka_unit_test_setup(test_inline_wraps_at_ring_end, setup_sq),
+		cmocka_unit_test_setup(test_data_segments_wrap, setup_sq),
+		cmocka_unit_test_setup(test_wqe_counter_wraps_16_bits, setup_sq),
+		cmocka_unit_test_setup(test_ring_full_and_bad_requests, setup_sq),
+		cmocka_unit_test_setup(test_forced_signal, setup_sq),
+		cmocka_unit_test(test_recv_wqe),
+		cmocka_unit_test_setup(test_cq_owner_bit_many_laps, setup_cq),
+		cmocka_unit_test_setup(test_cq_one_cqe_retires_earlier_wqes,
+				       setup_cq),
+		cmocka_unit_test_setup(test_cq_stale_qpn_is_counted_not_delivered,
+				       setup_cq),
+		cmocka_unit_test_setup(test_cq_error_and_recv_decode, setup_cq),
+	};
+
+	return cmocka_run_group_tests_name("datapath", tests, NULL, NULL);
+}

@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The software mlx5 device as RC hardware behaves: data moved and checked,
+ * CQEs with the right opcode, byte count, QPN, WQE counter and immediate,
+ * and every error path with its syndrome and the QP/CQ state after it.
+ * Two device contexts in this process, joined by the loopback wire.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nic_harness.h"
+
+#define BUF_SIZE (1 << 20)
+#define WAIT_MS 5000   /* a deadline for events, not a timing assertion */
+
+struct pair {
+	struct end a, b;
+	struct end *ends[3];
+	uint8_t *abuf, *bbuf;
+	struct rn_mr amr, bmr;
+};
+
+static const uint32_t all_access = RN_ACCESS_LOCAL_WRITE |
+				   RN_ACCESS_REMOTE_WRITE |
+				   RN_ACCESS_REMOTE_READ;
+
+static int
+pair_setup(void **state)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+
+	if (p == NULL || end_open(&p->a, NULL, 256, NULL) != 0 ||
+	    end_open(&p->b, NULL, 256, NULL) != 0)
+		return -1;
+	p->abuf = calloc(1, BUF_SIZE);
+	p->bbuf = calloc(1, BUF_SIZE);
+	if (p->abuf == NULL || p->bbuf == NULL ||
+	    p->a.nic->ops->mr_reg(p->a.nic, p->abuf, BUF_SIZE, all_access,
+				  &p->amr) != 0 ||
+	    p->b.nic->ops->mr_reg(p->b.nic, p->bbuf, BUF_SIZE, all_access,
+				  &p->bmr) != 0)
+		return -1;
+	end_pair(&p->a, &p->b);
+	p->ends[0] = &p->a;
+	p->ends[1] = &p->b;
+	*state = p;
+	return 0;
+}
+
+static int
+pair_teardown(void **state)
+{
+	struct pair *p = *state;
+
+	end_close(&p->a);
+	end_close(&p->b);
+	free(p->abuf);
+	free(p->bbuf);
+	free(p);
+	return 0;
+}
+
+static void
+print_wc(const struct rn_wc *wc)
+{
+	print_message("# wc: wr_id %lu qpn 0x%x opcode %u status 0x%x len %u\n",
+		      (unsigned long)wc->wr_id, wc->qpn, wc->opcode, wc->status,
+		      wc->byte_len);
+}
+
+/* Wait for one completion on e and check what matters. */
+static struct rn_wc
+expect_wc(struct pair *p, struct end *e, uint8_t opcode, uint8_t status,
+	  uint64_t wr_id)
+{
+	struct rn_wc wc = { 0 };
+
+	if (end_wait(p->ends, e, &wc, 1, WAIT_MS) != 1)
+		fail_msg("no completion on qpn 0x%x (state %s)", e->qp.qpn,
+			 rn_qp_state_name(rn_sim_qp_state(&e->qp)));
+	print_wc(&wc);
+	assert_int_equal(wc.status, status);
+	assert_int_equal(wc.opcode, opcode);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.qpn, e->qp.qpn);
+	return wc;
+}
+
+static void
+expect_no_wc(struct pair *p, struct end *e, int ms)
+{
+	struct rn_wc wc;
+
+	if (end_wait(p->ends, e, &wc, 1, ms) != 0) {
+		print_wc(&wc);
+		fail_msg("unexpected completion");
+	}
+}
+
+static void
+fill(uint8_t *buf, size_t len, uint8_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(seed + i * 31 + (i >> 8));
+}
+
+static void
+test_send_recv(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 3000, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
+	struct rn_wc wc;
+
+	fill(p->abuf, 3000, 1);
+	assert_int_equal(end_post_recv(&p->b, p->bbuf, 4096, p->bmr.lkey, 77), 0);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	wc = expect_wc(p, &p->b, RN_WC_RECV, 0, 77);
+	assert_int_equal(wc.byte_len, 3000);
+	assert_memory_equal(p->bbuf, p->abuf, 3000);
+	expect_wc(p, &p->a, RN_WC_SEND, 0, 1);
+}
+
+static void
+test_send_imm_inline(void **state)
+{
+	struct pair *p = *state;
+	char msg[] = "hello, inline";
+	struct rn_sge sge = { (uintptr_t)msg, sizeof(msg), 0 };
+	struct rn_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND_IMM, .imm = htobe32(0xfeed),
+			    .flags = RN_WR_SIGNALED | RN_WR_INLINE };
+	struct rn_wc wc;
+
+	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 5), 0);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	wc = expect_wc(p, &p->b, RN_WC_RECV_IMM, 0, 5);
+	assert_int_equal(wc.imm, htobe32(0xfeed));
+	assert_int_equal(wc.byte_len, sizeof(msg));
+	assert_string_equal((char *)p->bbuf, msg);
+	expect_wc(p, &p->a, RN_WC_SEND, 0, 2);
+}
+
+static void
+test_zero_byte_send(void **state)
+{
+	struct pair *p = *state;
+	struct rn_wr wr = { .wr_id = 3, .num_sge = 0, .opcode = RN_WR_SEND,
+			    .flags = RN_WR_SIGNALED };
+	struct rn_wc wc;
+
+	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 6), 0);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	wc = expect_wc(p, &p->b, RN_WC_RECV, 0, 6);
+	assert_int_equal(wc.byte_len, 0);
+	expect_wc(p, &p->a, RN_WC_SEND, 0, 3);
+}
+
+static void
+test_write_and_write_imm(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 65536, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = 4, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_WRITE, .flags = RN_WR_SIGNALED,
+			    .raddr = (uintptr_t)p->bbuf + 4096, .rkey = p->bmr.rkey };
+	struct rn_wc wc;
+
+	fill(p->abuf, 65536, 9);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->a, RN_WC_WRITE, 0, 4);
+	assert_memory_equal(p->bbuf + 4096, p->abuf, 65536);
+	/* A plain WRITE consumes no receive WQE and makes no responder CQE. */
+	expect_no_wc(p, &p->b, 20);
+
+	wr.opcode = RN_WR_WRITE_IMM;
+	wr.imm = htobe32(31);
+	wr.wr_id = 5;
+	assert_int_equal(end_post_recv(&p->b, NULL, 0, p->bmr.lkey, 8), 0);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	wc = expect_wc(p, &p->b, RN_WC_RECV_WRITE_IMM, 0, 8);
+	assert_int_equal(wc.imm, htobe32(31));
+	assert_int_equal(wc.byte_len, 65536);
+	expect_wc(p, &p->a, RN_WC_WRITE, 0, 5);
+}
+
+static void
+test_read_into_gather(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge[3] = {
+		{ (uintptr_t)p->abuf, 100, p->amr.lkey },
+		{ (uintptr_t)p->abuf + 1000, 5000, p->amr.lkey },
+		{ (uintptr_t)p->abuf + 9000, 900, p->amr.lkey },
+	};
+	struct rn_wr wr = { .wr_id = 6, .sg_list = sge, .num_sge = 3,
+			    .opcode = RN_WR_READ, .flags = RN_WR_SIGNALED,
+			    .raddr = (uintptr_t)p->bbuf + 10, .rkey = p->bmr.rkey };
+	struct rn_wc wc;
+
+	fill(p->bbuf, 8192, 3);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	wc = expect_wc(p, &p->a, RN_WC_READ, 0, 6);
+	assert_int_equal(wc.byte_len, 6000);
+	assert_memory_equal(p->abuf, p->bbuf + 10, 100);
+	assert_memory_equal(p->abuf + 1000, p->bbuf + 110, 5000);
+	assert_memory_equal(p->abuf + 9000, p->bbuf + 5110, 900);
+}
+
+/* Ten unsignalled SENDs and one signalled: one requester CQE retires all. */
+static void
+test_selective_signalling(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 8, p->amr.lkey };
+	struct rn_sge rsge = { (uintptr_t)p->bbuf, 8, p->bmr.lkey };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND };
+	struct rn_wc wc[11];
+
+	for (int i = 0; i < 11; i++)
+		assert_int_equal(rn_rq_post(&p->b.qp.rq, &rsge, 1, 100 + i), 0);
+	rn_rq_ring_doorbell(&p->b.qp.rq);
+	for (int i = 0; i < 11; i++) {
+		wr.wr_id = (uint64_t)i;
+		wr.flags = i == 10 ? RN_WR_SIGNALED : 0;
+		assert_int_equal(rn_sq_post(&p->a.qp.sq, &wr), 0);
+	}
+	rn_sq_ring_doorbell(&p->a.qp.sq);   /* one doorbell, eleven WQEs */
+	assert_int_equal(end_wait(p->ends, &p->b, wc, 11, WAIT_MS), 11);
+	for (int i = 0; i < 11; i++)
+		assert_int_equal(wc[i].wr_id, 100 + i);   /* in order */
+	expect_wc(p, &p->a, RN_WC_SEND, 0, 10);
+	assert_int_equal(p->a.qp.sq.ci, p->a.qp.sq.pi);
+	expect_no_wc(p, &p->a, 20);
+}
+
+/* Hundreds of CQEs through a 256-entry CQ: the owner bit over many laps. */
+static void
+test_many_laps(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 4, p->amr.lkey };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND,
+			    .flags = RN_WR_SIGNALED };
+	struct rn_wc wc;
+
+	for (uint32_t i = 0; i < 1100; i++) {
+		uint32_t *word = (uint32_t *)p->abuf;
+
+		*word = i;
+		assert_int_equal(end_post_recv(&p->b, p->bbuf, 4, p->bmr.lkey, i), 0);
+		wr.wr_id = i;
+		assert_int_equal(end_post(&p->a, &wr), 0);
+		wc = expect_wc(p, &p->b, RN_WC_RECV, 0, i);
+		assert_int_equal(wc.byte_len, 4);
+		assert_int_equal(*(uint32_t *)p->bbuf, i);
+		expect_wc(p, &p->a, RN_WC_SEND, 0, i);
+	}
+	assert_true(p->a.cq.ci > 4 * p->a.cq.cqe_cnt);
+}
+
+/* No receive WQE: RNR NAK, retry after min_rnr_timer, then delivery. */
+static void
+test_rnr_then_delivery(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 16, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
+	struct rn_sim_stats stats;
+
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_no_wc(p, &p->a, 30);
+	rn_sim_stats(p->b.nic, &stats);
+	assert_true(stats.rnr_naks_sent >= 1);
+	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 10), 0);
+	expect_wc(p, &p->b, RN_WC_RECV, 0, 10);
+	expect_wc(p, &p->a, RN_WC_SEND, 0, 9);
+}
+
+static void
+reconnect_a(struct pair *p, uint8_t rnr_retry, uint8_t retry_cnt)
+{
+	struct end_info ib = { .addr = p->b.addr, .qpn = p->b.qp.qpn };
+	struct rn_qp_connect c = end_connect_params(&ib);
+
+	c.rnr_retry = rnr_retry;
+	c.retry_cnt = retry_cnt;
+	c.timeout = 8;   /* 1 ms */
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RESET, NULL), 0);
+	assert_int_equal(end_connect(&p->a, &c), 0);
+}
+
+static void
+test_rnr_retry_exceeded(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 16, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = 11, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = 0 };
+
+	reconnect_a(p, 2, 3);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	wr.wr_id = 12;
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	/* Unsignalled, yet it completes: errors always do. */
+	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR, 11);
+	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 12);
+	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
+	assert_int_equal(p->a.qp.sq.ci, p->a.qp.sq.pi);
+}
+
+static void
+test_cut_wire_transport_retry_exceeded(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 16, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = 13, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
+	struct rn_sim_stats stats;
+
+	reconnect_a(p, 7, 2);
+	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 1), 0);
+	assert_int_equal(rn_sim_wire_cut(p->a.nic, &p->b.addr), 0);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->a, RN_WC_SEND,
+		  MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, 13);
+	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
+	rn_sim_stats(p->a.nic, &stats);
+	assert_int_equal(stats.retransmits, 2);   /* retry_cnt */
+	expect_no_wc(p, &p->b, 20);                  /* nothing got through */
+	/* Restored, a fresh connection works again. */
+	assert_int_equal(rn_sim_wire_restore(p->a.nic, &p->b.addr), 0);
+	reconnect_a(p, 7, 2);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->b, RN_WC_RECV, 0, 1);
+	expect_wc(p, &p->a, RN_WC_SEND, 0, 13);
+}
+
+/* A delayed wire still delivers, in order, and timeouts resend safely. */
+static void
+test_delayed_wire_delivers_once(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 4, p->amr.lkey };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND,
+			    .flags = RN_WR_SIGNALED };
+	struct rn_wc wc[4];
+	struct rn_sim_stats stats;
+
+	reconnect_a(p, 7, 7);   /* 1 ms timeout, 7 retries: 8 ms budget */
+	assert_int_equal(rn_sim_wire_delay(p->a.nic, &p->b.addr, 3000), 0);
+	for (uint32_t i = 0; i < 4; i++)
+		assert_int_equal(end_post_recv(&p->b, p->bbuf + 64 * i, 64,
+					       p->bmr.lkey, i), 0);
+	for (uint32_t i = 0; i < 4; i++) {
+		*(uint32_t *)(p->abuf + 4 * i) = 1000 + i;
+		sge.addr = (uintptr_t)p->abuf + 4 * i;
+		wr.wr_id = i;
+		assert_int_equal(end_post(&p->a, &wr), 0);
+	}
+	assert_int_equal(end_wait(p->ends, &p->b, wc, 4, WAIT_MS), 4);
+	for (uint32_t i = 0; i < 4; i++) {
+		assert_int_equal(wc[i].wr_id, i);
+		assert_int_equal(*(uint32_t *)(p->bbuf + 64 * i), 1000 + i);
+	}
+	assert_int_equal(end_wait(p->ends, &p->a, wc, 4, WAIT_MS), 4);
+	expect_no_wc(p, &p->b, 20);   /* resends were not delivered twice */
+	rn_sim_stats(p->a.nic, &stats);
+	assert_true(stats.retransmits > 0);
+}
+
+static void
+test_bad_rkey_and_out_of_bounds(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 64, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = 14, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_WRITE, .flags = RN_WR_SIGNALED,
+			    .raddr = (uintptr_t)p->bbuf, .rkey = p->bmr.rkey + 1 };
+
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 14);
+	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
+	assert_int_equal(rn_sim_qp_state(&p->b.qp), RN_QP_ERR);
+
+	/* Fresh pair: READ past the end of the region. */
+	reconnect_a(p, 7, 3);
+	assert_int_equal(rn_nic_qp_modify(p->b.nic, &p->b.qp, RN_QP_RESET, NULL), 0);
+	{
+		struct end_info ia = { .addr = p->a.addr, .qpn = p->a.qp.qpn };
+		struct rn_qp_connect c = end_connect_params(&ia);
+
+		assert_int_equal(end_connect(&p->b, &c), 0);
+	}
+	wr.opcode = RN_WR_READ;
+	wr.rkey = p->bmr.rkey;
+	wr.raddr = (uintptr_t)p->bbuf + BUF_SIZE - 32;
+	wr.wr_id = 15;
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->a, RN_WC_READ, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 15);
+}
+
+static void
+test_local_length_error(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 200, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = 16, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
+
+	assert_int_equal(end_post_recv(&p->b, p->bbuf, 100, p->bmr.lkey, 20), 0);
+	assert_int_equal(end_post_recv(&p->b, p->bbuf, 100, p->bmr.lkey, 21), 0);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->b, RN_WC_RECV, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, 20);
+	expect_wc(p, &p->b, RN_WC_RECV, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 21);
+	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
+		  16);
+	assert_int_equal(rn_sim_qp_state(&p->b.qp), RN_QP_ERR);
+}
+
+static void
+test_bad_lkey_is_local_protection_error(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 64, 0xdead00 };
+	struct rn_wr wr = { .wr_id = 17, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = 0 };
+
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 17);
+	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
+}
+
+/* A WQE whose index does not match the producer is rejected. */
+static void
+test_malformed_wqe_is_local_qp_op_error(void **state)
+{
+	struct pair *p = *state;
+	struct rn_wr wr = { .wr_id = 18, .num_sge = 0, .opcode = RN_WR_SEND,
+			    .flags = RN_WR_SIGNALED };
+	struct mlx5_wqe_ctrl_seg *ctrl = (void *)p->a.qp.sq.buf;
+
+	assert_int_equal(rn_sq_post(&p->a.qp.sq, &wr), 0);
+	ctrl->qpn_ds = htobe32((p->a.qp.qpn + 1) << 8 | 1);   /* wrong QPN */
+	rn_sq_ring_doorbell(&p->a.qp.sq);
+	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 18);
+}
+
+/* Entering ERR flushes every outstanding WQE, send and receive. */
+static void
+test_qp_error_flushes_both_queues(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 16, p->amr.lkey };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND };
+	struct rn_wc wc[8];
+
+	/* Sends wait behind an RNR on b (no receives), receives on a idle. */
+	for (uint64_t i = 0; i < 3; i++) {
+		wr.wr_id = i;
+		assert_int_equal(end_post(&p->a, &wr), 0);
+		assert_int_equal(end_post_recv(&p->a, p->abuf, 64, p->amr.lkey,
+					       50 + i), 0);
+	}
+	expect_no_wc(p, &p->a, 20);
+	assert_int_equal(rn_sim_qp_fail(p->a.nic, &p->a.qp), 0);
+	assert_int_equal(end_wait(p->ends, &p->a, wc, 6, WAIT_MS), 6);
+	for (int i = 0; i < 6; i++) {
+		print_wc(&wc[i]);
+		assert_int_equal(wc[i].status, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+	}
+	/* Sends first (they were in flight), in order; then receives. */
+	assert_int_equal(wc[0].wr_id, 0);
+	assert_int_equal(wc[2].wr_id, 2);
+	assert_int_equal(wc[3].wr_id, 50);
+	assert_int_equal(wc[5].wr_id, 52);
+	/* Posted in ERR: flushed as well. */
+	wr.wr_id = 9;
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 9);
+	/* And the state machine refuses ERR -> RTS. */
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RTS,
+					  &(struct rn_qp_connect){ 0 }), -EINVAL);
+}
+
+/*
+ * A destroyed QP's number is reused by the next QP. A SEND still addressed
+ * to the old incarnation must fail, never land in the new QP.
+ */
+static void
+test_send_to_destroyed_qpn_never_reaches_its_reuser(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 16, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = 19, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
+	struct rn_qp *fresh = &p->b.qp;   /* same storage, new incarnation */
+	uint32_t old_qpn = p->b.qp.qpn;
+	struct rn_sim_stats stats;
+
+	reconnect_a(p, 7, 2);
+	assert_int_equal(rn_nic_qp_destroy(p->b.nic, &p->b.qp), 0);
+	assert_int_equal(rn_nic_qp_create(p->b.nic, &p->b.cq, &p->b.cq,
+					  &harness_caps, fresh), 0);
+	assert_int_equal(fresh->qpn, old_qpn);
+	{
+		/* The new QP talks to someone else (another QP of a). */
+		struct end_info other = { .addr = p->a.addr, .qpn = p->a.qp.qpn + 7 };
+		struct rn_qp_connect c = end_connect_params(&other);
+
+		assert_int_equal(rn_nic_qp_modify(p->b.nic, fresh, RN_QP_INIT, NULL), 0);
+		assert_int_equal(rn_nic_qp_modify(p->b.nic, fresh, RN_QP_RTR, &c), 0);
+	}
+	{
+		struct rn_sge r = { (uintptr_t)p->bbuf, 64, p->bmr.lkey };
+
+		assert_int_equal(rn_rq_post(&fresh->rq, &r, 1, 1), 0);
+		rn_rq_ring_doorbell(&fresh->rq);
+	}
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->a, RN_WC_SEND,
+		  MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, 19);
+	expect_no_wc(p, &p->b, 20);
+	rn_sim_stats(p->b.nic, &stats);
+	assert_true(stats.dropped_no_qp >= 1);
+}
+
+/* The consumer index never advances: the device detects the overrun. */
+static void
+test_cq_overrun_puts_cq_in_error(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 4, p->amr.lkey };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_WRITE,
+			    .flags = RN_WR_SIGNALED, .raddr = (uintptr_t)p->bbuf,
+			    .rkey = p->bmr.rkey };
+	struct rn_sim_stats stats;
+	uint64_t deadline = now_ms() + WAIT_MS;
+
+	/* 300 signalled WRITEs (no receives needed) into a 256-entry CQ
+	 * that nobody polls. */
+	assert_int_equal(p->a.cq.cqe_cnt, 256);
+	for (int i = 0; i < 300; i++) {
+		wr.wr_id = (uint64_t)i;
+		assert_int_equal(rn_sq_post(&p->a.qp.sq, &wr), 0);
+	}
+	rn_sq_ring_doorbell(&p->a.qp.sq);
+	while (!rn_sim_cq_in_error(&p->a.cq) && now_ms() < deadline)
+		ends_progress(p->ends);
+	assert_true(rn_sim_cq_in_error(&p->a.cq));
+	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
+	rn_sim_stats(p->a.nic, &stats);
+	assert_int_equal(stats.cq_overruns, 1);
+}
+
+static void
+test_state_machine(void **state)
+{
+	struct pair *p = *state;
+	struct rn_qp_connect c = { .min_rnr_timer = 1 };
+
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RESET, NULL), 0);
+	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_RESET);
+	assert_int_equal(be32toh(p->a.qp.sq.dbrec[0]), 0);
+	assert_int_equal(p->a.qp.sq.pi, 0);
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RTR, &c), -EINVAL);
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RTS, &c), -EINVAL);
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_INIT, NULL), 0);
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RTS, &c), -EINVAL);
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RTR, NULL), -EINVAL);
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RTR, &c), 0);
+	c.retry_cnt = 8;
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RTS, &c), -EINVAL);
+	c.retry_cnt = 7;
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RTS, &c), 0);
+	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_RTS);
+}
+
+#define PAIR_TEST(f) cmocka_unit_test_setup_teardown(f, pair_setup, pair_teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		PAIR_TEST(test_send_recv),
+		PAIR_TEST(test_send_imm_inline),
+		PAIR_TEST(test_zero_byte_send),
+		PAIR_TEST(test_write_and_write_imm),
+		PAIR_TEST(test_read_into_gather),
+		PAIR_TEST(test_selective_signalling),
+		PAIR_TEST(test_many_laps),
+		PAIR_TEST(test_rnr_then_delivery),
+		PAIR_TEST(test_rnr_retry_exceeded),
+		PAIR_TEST(test_cut_wire_transport_retry_exceeded),
+		PAIR_TEST(test_delayed_wire_delivers_once),
+		PAIR_TEST(test_bad_rkey_and_out_of_bounds),
+		PAIR_TEST(test_local_length_error),
+		PAIR_TEST(test_bad_lkey_is_local_protection_error),
+		PAIR_TEST(test_malformed_wqe_is_local_qp_op_error),
+		PAIR_TEST(test_qp_error_flushes_both_queues),
+		PAIR_TEST(test_send_to_destroyed_qpn_never_reaches_its_reuser),
+		PAIR_TEST(test_cq_overrun_puts_cq_in_error),
+		PAIR_TEST(test_state_machine),
+	};
+
+	return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
+}
