@@ -4,6 +4,7 @@
  * All checks happen before anything else starts; the first failure stops the
  * load with one line in err.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <rte_cfgfile.h>
 #include <rte_common.h>
@@ -230,6 +231,19 @@ apply_section(struct load *ld, int index)
 	return rc;
 }
 
+/* Equal as addresses, not as text: "::1" is "0::1". */
+static bool
+same_address(const char *a, const char *b)
+{
+	unsigned char x[sizeof(struct in6_addr)] = { 0 };
+	unsigned char y[sizeof(struct in6_addr)] = { 0 };
+	int fx = strchr(a, ':') != NULL ? AF_INET6 : AF_INET;
+	int fy = strchr(b, ':') != NULL ? AF_INET6 : AF_INET;
+
+	return fx == fy && inet_pton(fx, a, x) == 1 && inet_pton(fy, b, y) == 1 &&
+	       memcmp(x, y, sizeof(x)) == 0;
+}
+
 /* Rules that span keys; checked once every section is in. */
 static int
 check_across(struct load *ld)
@@ -253,8 +267,8 @@ check_across(struct load *ld)
 	}
 	for (uint32_t a = 0; a < cfg->n_peers; a++)
 		for (uint32_t b = 0; b < a; b++)
-			if (strcmp(cfg->peers[a].address,
-				   cfg->peers[b].address) == 0 &&
+			if (same_address(cfg->peers[a].address,
+					 cfg->peers[b].address) &&
 			    cfg->peers[a].port == cfg->peers[b].port)
 				return fail_at(ld,
 					ld->lines->section[ld->peer_index[a]].line,

@@ -30,10 +30,16 @@ if ((${#missing[@]})); then
 fi
 
 hugepages_line() {
-  local total free
+  local total free kib
   total=$(awk '/^HugePages_Total:/ {print $2}' /proc/meminfo)
   free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
-  echo "${total:-0} 2 MiB hugepages reserved, ${free:-0} free"
+  kib=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo)
+  echo "${total:-0} hugepages of ${kib:-?} KiB reserved, ${free:-0} free"
+}
+
+mount_hugetlbfs() {
+  mkdir -p /dev/hugepages
+  mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages 2>/dev/null || true
 }
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -41,16 +47,12 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 0
 fi
 current=$(cat /proc/sys/vm/nr_hugepages)
-if ((current >= hugepages_wanted)); then
-  echo "setup: packages present; $(hugepages_line)"
-  exit 0
-fi
 # /proc rather than hugeadm --pool-pages-min, which also leaves
 # nr_overcommit_hugepages raised for good.
-if echo "$hugepages_wanted" > /proc/sys/vm/nr_hugepages 2>/dev/null; then
-  mkdir -p /dev/hugepages
-  mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages 2>/dev/null || true
-  echo "setup: packages present; $(hugepages_line)"
-else
+if ((current < hugepages_wanted)) &&
+   ! echo "$hugepages_wanted" > /proc/sys/vm/nr_hugepages 2>/dev/null; then
   echo "setup: packages present; hugepages could not be reserved (rnotifyd uses ordinary memory)"
+  exit 0
 fi
+mount_hugetlbfs
+echo "setup: packages present; $(hugepages_line)"

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Bring-up and teardown of rnotifyd. Start-up order: signals blocked, EAL,
- * event ring, workers, telemetry, control loop; teardown undoes it in
- * reverse. Each unwind label is named after what it undoes.
+ * event ring and its eventfd, control loop, workers, telemetry (last, so
+ * that what it reads is complete); then the control loop runs. Teardown
+ * undoes it in reverse; each unwind label is named after what it undoes.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_launch.h>
@@ -14,6 +16,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "rn_daemon.h"
@@ -145,6 +149,39 @@ stop_workers(struct rn_daemon *d)
 		rn_lcore_fini(&rn_workers[d->worker_ids[i]]);
 }
 
+/*
+ * One rnotifyd per name per network namespace: the name is the EAL file
+ * prefix and the telemetry socket. An abstract unix socket named after it is
+ * the claim; the kernel releases it when the process ends, however it ends.
+ */
+static int
+claim_name(const char *name, struct rn_config_error *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	socklen_t len;
+
+	if (fd < 0) {
+		snprintf(err->text, sizeof(err->text), "socket: %s",
+			 strerror(errno));
+		return -errno;
+	}
+	/* sun_path[0] = '\0': the abstract namespace. */
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			  (size_t)snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+					   "rnotifyd/%s", name));
+	if (bind(fd, (struct sockaddr *)&sa, len) != 0) {
+		int rc = -errno;
+
+		snprintf(err->text, sizeof(err->text), "another rnotifyd named "
+			 "'%s' is running; give this one another [dataplane] "
+			 "name", name);
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
 int
 rn_daemon_run(struct rn_daemon *d, const char *prog)
 {
@@ -152,11 +189,17 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 	int rc, sig;
 
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
-	rc = rn_control_block_signals();
+	d->name_fd = claim_name(d->cfg.dataplane.name, &err);
+	rc = d->name_fd < 0 ? d->name_fd : rn_control_block_signals();
+	if (rc != 0 && d->name_fd >= 0)
+		snprintf(err.text, sizeof(err.text), "cannot block signals: %s",
+			 strerror(-rc));
 	if (rc == 0)
 		rc = rn_eal_start(&d->cfg, prog, &d->hugepages, &err);
 	if (rc != 0) {
 		fprintf(stderr, "rnotifyd: %s\n", err.text);
+		if (d->name_fd >= 0)
+			close(d->name_fd);
 		return 1;
 	}
 	RN_DAEMON_LOG(NOTICE, "%s starting: name %s, config %s, provider %s",
@@ -165,7 +208,8 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 	d->events = rte_ring_create_elem("rn_events",
 					 sizeof(struct rn_lcore_event),
 					 RN_DAEMON_EVENT_RING_SIZE,
-					 (int)rte_socket_id(), RING_F_SC_DEQ);
+					 (int)rte_socket_id(),
+					 RING_F_SC_DEQ | RING_F_EXACT_SZ);
 	if (d->events == NULL) {
 		RN_DAEMON_LOG(ERR, "event ring: %s", rte_strerror(rte_errno));
 		rc = -ENOMEM;
@@ -185,12 +229,12 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		RN_DAEMON_LOG(ERR, "control loop: %s", strerror(-rc));
 		goto destroy_control;
 	}
-	if (d->cfg.telemetry.enabled && rn_telemetry_register(d) != 0)
-		RN_DAEMON_LOG(WARNING, "telemetry commands not registered");
 	set_state(d, RN_DAEMON_STARTING);
 	rc = start_workers(d);
 	if (rc != 0)
 		goto stop_workers;
+	if (d->cfg.telemetry.enabled && rn_telemetry_register(d) != 0)
+		RN_DAEMON_LOG(WARNING, "telemetry commands not registered");
 
 	sig = rn_control_run(d->ctl);
 	if (sig != 0)
@@ -207,6 +251,7 @@ free_events:
 	rte_ring_free(d->events);
 stop_eal:
 	rn_eal_stop();
+	close(d->name_fd);
 	if (rc == 0)
 		fprintf(stderr, "rnotifyd: stopped cleanly\n");
 	return rc == 0 ? 0 : 1;

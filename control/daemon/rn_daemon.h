@@ -32,6 +32,7 @@ struct rn_daemon {
 	char config_path[PATH_MAX];
 	bool hugepages;                 /* memory backing EAL chose */
 	struct timespec started;        /* CLOCK_MONOTONIC */
+	int name_fd;                    /* holds the claim on the name */
 	enum rn_daemon_state state;     /* written by control, read by telemetry */
 	unsigned int n_workers;
 	unsigned int worker_ids[RTE_MAX_LCORE];

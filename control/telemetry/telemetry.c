@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Telemetry commands, served by DPDK's telemetry thread on the socket that
- * dpdk-telemetry.py reads (-f rnotify-<name>). They only read: the
- * configuration (immutable once running), the daemon state (atomic) and the
+ * Telemetry commands, served by DPDK's telemetry threads (one per client) on
+ * the socket that dpdk-telemetry.py reads (-f rnotify-<name>). They only
+ * read: the configuration and the worker list (complete before the commands
+ * are registered, immutable after), the daemon state (atomic) and the
  * lcores' counters (relaxed loads of single-writer fields).
  */
 #include <errno.h>
@@ -50,7 +51,8 @@ add_array(struct rte_tel_data *out, const char *name,
 static void
 add_workers(struct rte_tel_data *out, const struct rn_daemon *d)
 {
-	static uint64_t values[RTE_MAX_LCORE]; /* telemetry thread only */
+	/* On the stack: DPDK runs one handler thread per client. */
+	uint64_t values[RTE_MAX_LCORE];
 	struct rn_lcore_stats stats[RTE_MAX_LCORE];
 
 	for (unsigned int i = 0; i < d->n_workers; i++) {

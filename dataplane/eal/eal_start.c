@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -14,6 +15,26 @@ RTE_LOG_REGISTER_SUFFIX(rn_eal_logtype, eal, INFO);
 	rte_log(RTE_LOG_##level, rn_eal_logtype, "rnotify.eal: " fmt "\n", \
 		##__VA_ARGS__)
 
+/* EAL runs lcore N on CPU N: every configured lcore needs its CPU. */
+static int
+check_cpus(const struct rn_lcore_list *lcores, struct rn_config_error *err)
+{
+	cpu_set_t allowed;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		return 0;   /* let EAL decide */
+	for (uint32_t i = 0; i < lcores->count; i++) {
+		if (!CPU_ISSET(lcores->ids[i], &allowed)) {
+			snprintf(err->text, sizeof(err->text),
+				 "[dataplane] lcores: CPU %u is not available "
+				 "to this process (%d CPUs available)",
+				 lcores->ids[i], CPU_COUNT(&allowed));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int
 rn_eal_start(const struct rn_config *cfg, const char *prog, bool *hugepages,
 	     struct rn_config_error *err)
@@ -22,6 +43,9 @@ rn_eal_start(const struct rn_config *cfg, const char *prog, bool *hugepages,
 	struct rn_eal_args args;
 	int rc;
 
+	rc = check_cpus(&cfg->dataplane.lcores, err);
+	if (rc != 0)
+		return rc;
 	rn_hugepages_probe((uint64_t)cfg->dataplane.memory_mb << 20, &probe);
 	rc = rn_eal_args_build(cfg, &probe, prog, &args, err);
 	if (rc != 0)

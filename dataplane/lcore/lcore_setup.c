@@ -31,7 +31,8 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 	lc->cmd_ring = rte_ring_create_elem(name, sizeof(struct rn_lcore_cmd),
 					    RN_LCORE_RING_SIZE,
 					    (int)rte_lcore_to_socket_id(lcore_id),
-					    RING_F_SP_ENQ | RING_F_SC_DEQ);
+					    RING_F_SP_ENQ | RING_F_SC_DEQ |
+					    RING_F_EXACT_SZ);
 	if (lc->cmd_ring == NULL)
 		return -ENOMEM;
 	lc->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -16,7 +16,7 @@
 
 #include "rn_config.h"
 
-#define RN_LCORE_RING_SIZE 1024   /* commands in flight per lcore */
+#define RN_LCORE_RING_SIZE 1024   /* commands in flight per lcore (exact) */
 #define RN_LCORE_BURST 32         /* commands drained per iteration */
 
 enum rn_lcore_cmd_type {
@@ -30,6 +30,7 @@ struct rn_lcore_cmd {
 	uint32_t arg;
 	uint64_t cookie;
 };
+_Static_assert(sizeof(struct rn_lcore_cmd) == 16, "ring element size");
 
 enum rn_lcore_event_type {
 	RN_LCORE_EVENT_PONG = 1,
@@ -41,6 +42,7 @@ struct rn_lcore_event {
 	uint32_t arg;
 	uint64_t cookie;
 };
+_Static_assert(sizeof(struct rn_lcore_event) == 16, "ring element size");
 
 /* Written only by the owning lcore, read by telemetry with relaxed loads. */
 struct rn_lcore_stats {

@@ -122,6 +122,10 @@ static const struct bad_case bad_cases[] = {
 	  "[peer b]\naddress = 10.0.0.2\nport = 1\n"
 	  "[peer c]\naddress = 10.0.0.2\nport = 1\n",
 	  "%s:4: [peer c] duplicate peer: 10.0.0.2 port 1 is already [peer b]" },
+	{ "duplicate peer endpoint, other spelling",
+	  "[peer b]\naddress = ::1\nport = 1\n"
+	  "[peer c]\naddress = 0:0::1\nport = 1\n",
+	  "%s:4: [peer c] duplicate peer: 0:0::1 port 1 is already [peer b]" },
 	{ "peer without name", "[peer]\n",
 	  "%s:1: [peer]: peer name '' is not valid; allowed [peer NAME] with "
 	  "NAME of 1 to 31 characters of A-Z a-z 0-9 _ -" },
@@ -308,7 +312,7 @@ test_escaped_comment_character(void **state)
 	struct rn_config_error err;
 
 	(void)state;
-	/* rte_cfgfile keeps an escaped ';' in the value, which then fails. */
+	/* rte_cfgfile turns an escaped ';' into a plain one in the value. */
 	assert_int_equal(load("[nic]\ndevice = a\\;b\n", &cfg, &err), 0);
 	assert_string_equal(cfg.nic.device, "a;b");
 }

@@ -139,6 +139,27 @@ def test_two_instances_side_by_side():
     assert (rca, rcb) == (0, 0), f"{a.stderr()} {b.stderr()}"
 
 
+def test_same_name_refused():
+    a = Daemon(unique("j"))
+    try:
+        a.wait_running()
+        rc, out, err = run_bad(["-c", config(unique("j"))])
+        assert rc == 1, (rc, err)
+        assert err == (f"rnotifyd: another rnotifyd named '{a.name}' is "
+                       "running; give this one another [dataplane] name\n"), err
+        assert status(a.name)["pid"] == a.proc.pid
+    finally:
+        assert a.stop() == 0, a.stderr()
+
+
+def test_missing_cpu_fails_cleanly():
+    rc, out, err = run_bad(["-c", config(unique("k"), "lcores = 0,127\n")])
+    assert rc == 1, (rc, err)
+    assert err == ("rnotifyd: [dataplane] lcores: CPU 127 is not available "
+                   f"to this process ({len(os.sched_getaffinity(0))} CPUs "
+                   "available)\n"), err
+
+
 def run_bad(args, env=None):
     p = subprocess.run([RNOTIFYD] + args, capture_output=True, text=True,
                        timeout=30, env=env)
@@ -205,7 +226,8 @@ for t in [test_start_status_stop, test_sigint_and_ordinary_memory,
           test_two_instances_side_by_side, test_bad_config_exits_2,
           test_bad_env_exits_2, test_missing_file_exits_2,
           test_bad_usage_exits_2, test_check_config,
-          test_hugepages_on_unavailable_fails_cleanly]:
+          test_hugepages_on_unavailable_fails_cleanly,
+          test_same_name_refused, test_missing_cpu_fails_cleanly]:
     tap(t.__name__, t)
 
 print(f"1..{len(results)}")
