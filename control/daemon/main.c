@@ -15,7 +15,7 @@
 #include "rn_version.h"
 
 #define EXIT_BAD_INPUT 2
-#define DEFAULT_CONFIG "/etc/rnotify/rnotifyd.ini"
+#define DEFAULT_CONFIG RN_DEFAULT_CONFIG  /* where meson installs it */
 
 static void
 usage(FILE *out)
