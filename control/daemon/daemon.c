@@ -107,11 +107,12 @@ start_workers(struct rn_daemon *d)
 	int rc;
 
 	RTE_LCORE_FOREACH_WORKER(id) {
-		rc = rn_lcore_init(&rn_workers[id], id, &d->cfg.dataplane,
-				   d->events, d->events_fd);
+		char why[RN_CONFIG_ERROR_MAX];
+
+		rc = rn_lcore_init(&rn_workers[id], id, &d->cfg, d->events,
+				   d->events_fd, why, sizeof(why));
 		if (rc != 0) {
-			RN_DAEMON_LOG(ERR, "lcore %u: setup failed: %s", id,
-				      strerror(-rc));
+			RN_DAEMON_LOG(ERR, "lcore %u: %s", id, why);
 			return rc;
 		}
 		d->worker_ids[d->n_workers++] = id;

@@ -2,7 +2,8 @@
 /*
  * The run-to-completion loop. Each iteration is a short checklist:
  *   1. drain the command ring (at most RN_LCORE_BURST commands),
- *   2. poll the queues this lcore owns (the NIC issue adds them here),
+ *   2. progress the NIC (the sim device's work; nothing for hardware) and
+ *      poll the queues this lcore owns,
  *   3. apply the idle policy when the iteration found nothing to do.
  */
 #include <sys/eventfd.h>
@@ -65,6 +66,8 @@ rn_lcore_run(void *arg)
 	lc->idle_polls_left = lc->idle_polls;
 	while (lc->running) {
 		unsigned int work = drain_commands(lc);
+
+		work += rn_nic_progress(lc->nic);
 
 		rn_lcore_count(&lc->stats.loops, 1);
 		if (work != 0) {

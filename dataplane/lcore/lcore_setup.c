@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Setting up and tearing down a worker lcore: control thread only. */
 #include <errno.h>
+#include <rte_errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -11,11 +12,29 @@
 
 RTE_LOG_REGISTER_SUFFIX(rn_lcore_logtype, lcore, INFO);
 
+/* Let the NIC's descriptors (the sim's wires) end an adaptive sleep. */
+static int
+watch_nic(struct rn_lcore *lc)
+{
+	int fds[4];
+	int n = lc->nic->ops->wait_fds != NULL ?
+		lc->nic->ops->wait_fds(lc->nic, fds, RTE_DIM(fds)) : 0;
+
+	for (int i = 0; i < n; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
+
+		if (epoll_ctl(lc->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev) != 0)
+			return -errno;
+	}
+	return 0;
+}
+
 int
 rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
-	      const struct rn_dataplane_config *dp, struct rte_ring *events,
-	      int control_wake_fd)
+	      const struct rn_config *cfg, struct rte_ring *events,
+	      int control_wake_fd, char *why, size_t why_len)
 {
+	const struct rn_dataplane_config *dp = &cfg->dataplane;
 	struct epoll_event ev = { .events = EPOLLIN };
 	char name[RTE_RING_NAMESIZE];
 	int rc;
@@ -33,16 +52,20 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 					    (int)rte_lcore_to_socket_id(lcore_id),
 					    RING_F_SP_ENQ | RING_F_SC_DEQ |
 					    RING_F_EXACT_SZ);
-	if (lc->cmd_ring == NULL)
+	if (lc->cmd_ring == NULL) {
+		snprintf(why, why_len, "command ring: %s", rte_strerror(rte_errno));
 		return -ENOMEM;
+	}
 	lc->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (lc->wake_fd < 0) {
 		rc = -errno;
+		snprintf(why, why_len, "eventfd: %s", strerror(errno));
 		goto free_ring;
 	}
 	lc->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (lc->epoll_fd < 0) {
 		rc = -errno;
+		snprintf(why, why_len, "epoll: %s", strerror(errno));
 		goto close_wake;
 	}
 	ev.data.fd = lc->wake_fd;
@@ -50,8 +73,19 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 		rc = -errno;
 		goto close_epoll;
 	}
+	rc = rn_nic_open(&cfg->nic, cfg->control.listen, &lc->nic, why, why_len);
+	if (rc != 0)
+		goto close_epoll;
+	rc = watch_nic(lc);
+	if (rc != 0) {
+		snprintf(why, why_len, "epoll: %s", strerror(-rc));
+		goto close_nic;
+	}
 	return 0;
 
+close_nic:
+	rn_nic_close(lc->nic);
+	lc->nic = NULL;
 close_epoll:
 	close(lc->epoll_fd);
 close_wake:
@@ -67,6 +101,8 @@ rn_lcore_fini(struct rn_lcore *lc)
 {
 	if (lc->cmd_ring == NULL)
 		return;
+	rn_nic_close(lc->nic);
+	lc->nic = NULL;
 	close(lc->epoll_fd);
 	close(lc->wake_fd);
 	rte_ring_free(lc->cmd_ring);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "rn_config.h"
+#include "rn_nic.h"
 
 #define RN_LCORE_RING_SIZE 1024   /* commands in flight per lcore (exact) */
 #define RN_LCORE_BURST 32         /* commands drained per iteration */
@@ -57,6 +58,7 @@ struct rn_lcore {
 	/* Hot: what the loop touches every iteration. */
 	struct rte_ring *cmd_ring;      /* control -> lcore, single producer */
 	struct rte_ring *event_ring;    /* lcores -> control, shared */
+	struct rn_nic *nic;             /* this lcore's device context */
 	uint32_t idle_polls_left;
 	bool running;
 	struct rn_lcore_stats stats;
@@ -67,19 +69,21 @@ struct rn_lcore {
 	enum rn_idle_policy idle;
 	uint32_t idle_polls;
 	uint32_t idle_sleep_us;
-	int epoll_fd;            /* wake_fd, later the NIC's wire fds */
+	int epoll_fd;            /* wake_fd and the NIC's wait fds */
 	int wake_fd;             /* eventfd: control -> sleeping lcore */
 	int control_wake_fd;     /* eventfd: lcore -> control, after an event */
 } __rte_cache_aligned;
 
 /*
- * Prepare lc for lcore_id (control thread, before launch). events is the
- * shared event ring and control_wake_fd the eventfd the control thread
- * watches. Returns 0, -ENOMEM or -errno of epoll/eventfd.
+ * Prepare lc for lcore_id (control thread, before launch): its rings, its
+ * wake-up descriptors and its NIC device context. events is the shared
+ * event ring and control_wake_fd the eventfd the control thread watches.
+ * Returns 0, -ENOMEM, -errno of epoll/eventfd, or rn_nic_open()'s error
+ * with why set.
  */
 int rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
-		  const struct rn_dataplane_config *dp,
-		  struct rte_ring *events, int control_wake_fd);
+		  const struct rn_config *cfg, struct rte_ring *events,
+		  int control_wake_fd, char *why, size_t why_len);
 
 /* Release what rn_lcore_init made; the lcore must have returned. */
 void rn_lcore_fini(struct rn_lcore *lc);

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <rte_common.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,11 +25,17 @@ rn_qp_state_name(enum rn_qp_state state)
 
 int
 rn_nic_open(const struct rn_nic_config *cfg, const char *listen,
-	    struct rn_nic **out)
+	    struct rn_nic **out, char *why, size_t why_len)
 {
 	const struct rn_nic_ops *ops = cfg->provider == RN_NIC_MLX5 ?
 		&rn_nic_mlx5_ops : &rn_nic_sim_ops;
-	int rc = ops->open(cfg, listen, out);
+	int rc;
+
+	why[0] = '\0';
+	rc = ops->open(cfg, listen, out, why, why_len);
+	if (rc != 0 && why[0] == '\0')
+		snprintf(why, why_len, "%s device: %s", ops->name,
+			 strerror(-rc));
 
 	if (rc == 0) {
 		(*out)->ops = ops;

@@ -76,7 +76,7 @@ struct rn_nic;
 struct rn_nic_ops {
 	const char *name;
 	int (*open)(const struct rn_nic_config *cfg, const char *listen,
-		    struct rn_nic **out);
+		    struct rn_nic **out, char *why, size_t why_len);
 	void (*close)(struct rn_nic *nic);
 	int (*query_addr)(struct rn_nic *nic, struct rn_nic_addr *out);
 	int (*mr_reg)(struct rn_nic *nic, void *addr, size_t length,
@@ -112,10 +112,13 @@ extern const struct rn_nic_ops rn_nic_mlx5_ops;
 /*
  * Open a device context of cfg->provider. listen is the address the sim
  * device's wire listens on (the control plane's address); mlx5 ignores it.
- * Returns 0, -ENODEV ("no RDMA device found"), -ENOMEM, or -errno.
+ * On failure why holds one line for the operator.
+ * Returns 0, -ENODEV (no RDMA device, or none of that name), -ENETDOWN
+ * (port not active), -EAFNOSUPPORT (sim: listen is not IPv4), -ENOMEM, or
+ * another -errno of the device.
  */
 int rn_nic_open(const struct rn_nic_config *cfg, const char *listen,
-		struct rn_nic **out);
+		struct rn_nic **out, char *why, size_t why_len);
 void rn_nic_close(struct rn_nic *nic);
 
 /*

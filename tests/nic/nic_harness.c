@@ -23,10 +23,12 @@ end_open(struct end *e, const char *listen, uint32_t cqe,
 	 const struct rn_qp_caps *caps)
 {
 	struct rn_nic_config cfg = { .provider = RN_NIC_SIM, .port = 1 };
+	char why[128];
 	int rc;
 
 	memset(e, 0, sizeof(*e));
-	rc = rn_nic_open(&cfg, listen != NULL ? listen : "127.0.0.1", &e->nic);
+	rc = rn_nic_open(&cfg, listen != NULL ? listen : "127.0.0.1", &e->nic,
+			 why, sizeof(why));
 	if (rc == 0)
 		rc = rn_qp_table_create(6, &e->qps);
 	if (rc == 0)

@@ -160,6 +160,15 @@ def test_missing_cpu_fails_cleanly():
                    "available)\n"), err
 
 
+def test_mlx5_without_device_fails_cleanly():
+    name = unique("l")
+    rc, out, err = run_bad(["-c", config(name, "[nic]\nprovider = mlx5\n")])
+    assert rc == 1, (rc, err)
+    assert "rnotifyd: lcore 1: no RDMA device found; set [nic] provider = " \
+           "sim\n" in err, err
+    assert "stopped cleanly" not in err, err
+
+
 def run_bad(args, env=None):
     p = subprocess.run([RNOTIFYD] + args, capture_output=True, text=True,
                        timeout=30, env=env)
@@ -227,7 +236,8 @@ for t in [test_start_status_stop, test_sigint_and_ordinary_memory,
           test_bad_env_exits_2, test_missing_file_exits_2,
           test_bad_usage_exits_2, test_check_config,
           test_hugepages_on_unavailable_fails_cleanly,
-          test_same_name_refused, test_missing_cpu_fails_cleanly]:
+          test_same_name_refused, test_missing_cpu_fails_cleanly,
+          test_mlx5_without_device_fails_cleanly]:
     tap(t.__name__, t)
 
 print(f"1..{len(results)}")

@@ -5,13 +5,11 @@
  * needs no lock), memory registration. Queues are in mlx5_queues.c.
  */
 #include <errno.h>
-#include <rte_log.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mlx5_provider.h"
-
-RTE_LOG_REGISTER_SUFFIX(rn_mlx5_logtype, nic.mlx5, INFO);
 
 /* Pick cfg->device, or the first mlx5 device when it says "auto". */
 static struct ibv_device *
@@ -28,15 +26,16 @@ find_device(struct ibv_device **list, int n, const char *want)
 }
 
 static int
-open_port(struct mlx5_ctx *ctx, const struct rn_nic_config *cfg)
+open_port(struct mlx5_ctx *ctx, const struct rn_nic_config *cfg, char *why,
+	  size_t why_len)
 {
 	struct ibv_port_attr port;
 
 	if (ibv_query_port(ctx->verbs, (uint8_t)cfg->port, &port) != 0)
 		return -errno;
 	if (port.state != IBV_PORT_ACTIVE) {
-		RN_MLX5_LOG(ERR, "%s port %u is not active",
-			    ibv_get_device_name(ctx->verbs->device), cfg->port);
+		snprintf(why, why_len, "%s port %u is not active",
+			 ibv_get_device_name(ctx->verbs->device), cfg->port);
 		return -ENETDOWN;
 	}
 	if (ibv_query_gid(ctx->verbs, (uint8_t)cfg->port, (int)cfg->gid_index,
@@ -51,7 +50,7 @@ open_port(struct mlx5_ctx *ctx, const struct rn_nic_config *cfg)
 
 static int
 mlx5_open(const struct rn_nic_config *cfg, const char *listen,
-	  struct rn_nic **out)
+	  struct rn_nic **out, char *why, size_t why_len)
 {
 	struct ibv_parent_domain_init_attr pd_attr = { 0 };
 	struct ibv_td_init_attr td_attr = { 0 };
@@ -66,13 +65,14 @@ mlx5_open(const struct rn_nic_config *cfg, const char *listen,
 	if (list == NULL || n == 0) {
 		if (list != NULL)
 			ibv_free_device_list(list);
-		RN_MLX5_LOG(ERR, "no RDMA device found; set [nic] provider = sim");
+		snprintf(why, why_len,
+			 "no RDMA device found; set [nic] provider = sim");
 		return -ENODEV;
 	}
 	dev = find_device(list, n, cfg->device);
 	if (dev == NULL) {
-		RN_MLX5_LOG(ERR, "no mlx5 device named '%s'; set [nic] device "
-			    "= auto or a name from ibv_devices", cfg->device);
+		snprintf(why, why_len, "no mlx5 device named '%s'; set [nic] "
+			 "device = auto or a name from ibv_devices", cfg->device);
 		ibv_free_device_list(list);
 		return -ENODEV;
 	}
@@ -87,7 +87,7 @@ mlx5_open(const struct rn_nic_config *cfg, const char *listen,
 		rc = -errno;
 		goto free_ctx;
 	}
-	rc = open_port(ctx, cfg);
+	rc = open_port(ctx, cfg, why, why_len);
 	if (rc != 0)
 		goto close_device;
 	ctx->pd = ibv_alloc_pd(ctx->verbs);

@@ -5,14 +5,8 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <rte_common.h>
-#include <rte_log.h>
 
 #include "rn_nic.h"
-
-extern int rn_mlx5_logtype;
-#define RN_MLX5_LOG(level, fmt, ...) \
-	rte_log(RTE_LOG_##level, rn_mlx5_logtype, "rnotify.nic.mlx5: " fmt "\n", \
-		##__VA_ARGS__)
 
 struct mlx5_ctx {
 	struct rn_nic nic;

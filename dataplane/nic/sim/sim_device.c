@@ -7,6 +7,7 @@
  *   3. write out what was queued on the wires.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -17,7 +18,7 @@
 
 static int
 sim_open(const struct rn_nic_config *cfg, const char *listen,
-	 struct rn_nic **out)
+	 struct rn_nic **out, char *why, size_t why_len)
 {
 	struct sim_ctx *ctx;
 	int rc;
@@ -35,6 +36,9 @@ sim_open(const struct rn_nic_config *cfg, const char *listen,
 	}
 	rc = sim_wire_listen(ctx, listen);
 	if (rc != 0) {
+		snprintf(why, why_len, "sim device: cannot listen on %s: %s%s",
+			 listen, strerror(-rc), rc == -EAFNOSUPPORT ?
+			 " (the sim's wire is IPv4 only)" : "");
 		close(ctx->epoll_fd);
 		free(ctx);
 		return rc;
