@@ -138,6 +138,7 @@ rn_nic_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
 	if (rc != 0)
 		return rc;
 	qp->nic = nic;
+	qp->sq.byte_mask = (qp->sq.wqe_mask + 1) * MLX5_SEND_WQE_BB - 1;
 	qp->sq.wr_id = calloc(qp->sq.wqe_mask + 1, sizeof(*qp->sq.wr_id));
 	qp->sq.wqe_end = calloc(qp->sq.wqe_mask + 1, sizeof(*qp->sq.wqe_end));
 	qp->rq.wr_id = calloc(qp->rq.wqe_mask + 1, sizeof(*qp->rq.wr_id));

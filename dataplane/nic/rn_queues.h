@@ -17,8 +17,8 @@
 /* Send queue: a ring of 64-byte basic blocks (BBs). */
 struct rn_sq {
 	uint8_t *buf;               /* wqe_cnt BBs */
-	uint8_t *buf_end;           /* buf + wqe_cnt * 64: where WQEs wrap */
 	uint32_t wqe_mask;          /* wqe_cnt - 1 (a power of two) */
+	uint32_t byte_mask;         /* wqe_cnt * 64 - 1: WQEs wrap at the end */
 	uint32_t pi;                /* next BB to write; free running */
 	uint32_t ci;                /* first BB not known complete */
 	uint32_t qpn_shifted;       /* qpn << 8, ready for qpn_ds */
@@ -79,10 +79,10 @@ rn_qp_table_lookup(const struct rn_qp_table *t, uint32_t qpn)
 
 /* Completion queue. */
 struct rn_cq {
-	uint8_t *buf;
+	uint8_t *buf;               /* the mlx5_cqe64 of entry 0 (with 128-byte
+				     * CQEs, the second half of the entry) */
 	uint32_t cqe_cnt;           /* a power of two */
 	uint32_t cqe_shift;         /* log2(cqe_size): 6 or 7 */
-	uint32_t cqe64_offset;      /* 64 when cqe_size is 128 */
 	uint32_t ci;                /* consumer index; free running */
 	__be32 *dbrec;              /* &dbrec[0]: consumer index, 24 bits */
 	uint32_t cqn;

@@ -21,63 +21,92 @@
 #define RN_WQE_MAX_DS 63           /* 6-bit DS field: 1008 bytes */
 #define RN_WQE_SEG 16
 
-static inline void *
-rn_sq_wrap(const struct rn_sq *sq, void *p)
+/* The 16-byte unit at byte offset off of the ring, wrapping at its end. */
+static inline uint8_t *
+rn_sq_at(const struct rn_sq *sq, uint32_t off)
 {
-	return (uint8_t *)p >= sq->buf_end ?
-		       (uint8_t *)p - (sq->buf_end - sq->buf) : p;
+	return sq->buf + (off & sq->byte_mask);
 }
 
-/* Copy len bytes to dst inside the SQ ring, wrapping at its end. */
+/* Copy len bytes to ring offset off, wrapping at the end of the ring. */
 static inline void
-rn_sq_copy_wrapped(const struct rn_sq *sq, uint8_t *dst, const void *src,
-		   uint32_t len)
+rn_sq_copy_in(const struct rn_sq *sq, uint32_t off, const void *src,
+	      uint32_t len)
 {
-	uint32_t room = (uint32_t)(sq->buf_end - dst);
+	uint32_t start = off & sq->byte_mask;
+	uint32_t room = sq->byte_mask + 1 - start;
 
 	if (likely(len <= room)) {
-		memcpy(dst, src, len);
+		memcpy(sq->buf + start, src, len);
 		return;
 	}
-	memcpy(dst, src, room);
+	memcpy(sq->buf + start, src, room);
 	memcpy(sq->buf, (const uint8_t *)src + room, len - room);
 }
 
-/* Inline segment: byte count with MLX5_INLINE_SEG, then the data. */
-static inline uint32_t
-rn_sq_set_inline(const struct rn_sq *sq, uint8_t *seg, const struct rn_wr *wr)
+/* Inline segment at ring offset off: byte count | MLX5_INLINE_SEG, data. */
+static inline void
+rn_sq_set_inline(const struct rn_sq *sq, uint32_t off, const struct rn_wr *wr,
+		 uint32_t total)
 {
-	struct mlx5_wqe_inl_data_seg *inl = (void *)seg;
-	uint8_t *dst = rn_sq_wrap(sq, seg + sizeof(*inl));
-	uint32_t total = 0;
+	struct mlx5_wqe_inl_data_seg *inl = (void *)rn_sq_at(sq, off);
 
-	for (uint32_t i = 0; i < wr->num_sge; i++) {
-		const struct rn_sge *sge = &wr->sg_list[i];
-
-		rn_sq_copy_wrapped(sq, dst, (const void *)(uintptr_t)sge->addr,
-				   sge->length);
-		dst = rn_sq_wrap(sq, dst + sge->length);
-		total += sge->length;
-	}
 	inl->byte_count = rte_cpu_to_be_32(total | MLX5_INLINE_SEG);
-	return RTE_ALIGN_CEIL(sizeof(*inl) + total, RN_WQE_SEG) / RN_WQE_SEG;
+	off += sizeof(*inl);
+	for (uint32_t i = 0; i < wr->num_sge; i++) {
+		rn_sq_copy_in(sq, off, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			      wr->sg_list[i].length);
+		off += wr->sg_list[i].length;
+	}
 }
 
-static inline uint32_t
-rn_sq_set_data(const struct rn_sq *sq, uint8_t *seg, const struct rn_wr *wr)
+static inline void
+rn_sq_set_data(const struct rn_sq *sq, uint32_t off, const struct rn_wr *wr)
 {
-	for (uint32_t i = 0; i < wr->num_sge; i++) {
+	for (uint32_t i = 0; i < wr->num_sge; i++, off += RN_WQE_SEG) {
 		const struct rn_sge *sge = &wr->sg_list[i];
 
-		mlx5dv_set_data_seg((struct mlx5_wqe_data_seg *)seg,
+		mlx5dv_set_data_seg((struct mlx5_wqe_data_seg *)rn_sq_at(sq, off),
 				    sge->length, sge->lkey, sge->addr);
-		seg = rn_sq_wrap(sq, seg + RN_WQE_SEG);
 	}
-	return wr->num_sge;
+}
+
+/*
+ * The ctrl segment's flags for a WQE of nbb BBs. Signals at least twice per
+ * ring even when the caller never asks, or the ring would never free.
+ */
+static inline uint8_t
+rn_sq_fm_ce_se(struct rn_sq *sq, uint32_t nbb, uint8_t flags)
+{
+	uint8_t fm_ce_se = 0;
+
+	sq->unsignaled_bbs += nbb;
+	if ((flags & RN_WR_SIGNALED) ||
+	    sq->unsignaled_bbs > (sq->wqe_mask + 1) / 2) {
+		fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
+		sq->unsignaled_bbs = 0;
+	}
+	if (unlikely(flags & (RN_WR_SOLICITED | RN_WR_FENCE)))
+		fm_ce_se |= ((flags & RN_WR_SOLICITED) ? MLX5_WQE_CTRL_SOLICITED : 0) |
+			    ((flags & RN_WR_FENCE) ? MLX5_WQE_CTRL_FENCE : 0);
+	return fm_ce_se;
+}
+
+/* Record the WQE at ring offset off and move the producer past it. */
+static inline void
+rn_sq_commit(struct rn_sq *sq, uint32_t off, uint32_t nbb, uint64_t wr_id,
+	     struct mlx5_wqe_ctrl_seg *ctrl)
+{
+	uint32_t slot = off / MLX5_SEND_WQE_BB;
+
+	sq->wr_id[slot] = wr_id;
+	sq->pi += nbb;
+	sq->wqe_end[slot] = sq->pi;
+	sq->last_ctrl = ctrl;
 }
 
 static inline uint32_t
-rn_wr_inline_bytes(const struct rn_wr *wr)
+rn_wr_length(const struct rn_wr *wr)
 {
 	uint32_t total = 0;
 
@@ -88,61 +117,79 @@ rn_wr_inline_bytes(const struct rn_wr *wr)
 
 /*
  * Write one WQE for wr. It is not visible to the NIC until
- * rn_sq_ring_doorbell(). Returns 0, -EAGAIN when the ring has no room (retry
- * after completions), or -EINVAL (READ inline, too many SGEs, inline data
- * over max_inline).
+ * rn_sq_ring_doorbell(). Everything is checked before the first store, so a
+ * refused WQE leaves the ring untouched.
+ * Returns 0, -EAGAIN when the ring has no room (retry after completions), or
+ * -EINVAL (too many SGEs, READ inline, inline data over max_inline).
  */
 static inline int
 rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 {
+	uint32_t off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
+	struct mlx5_wqe_ctrl_seg *ctrl = (void *)(sq->buf + off);
 	bool remote = wr->opcode != RN_WR_SEND && wr->opcode != RN_WR_SEND_IMM;
-	bool inl = (wr->flags & RN_WR_INLINE) != 0;
-	uint32_t ds_max = 1 + remote + (inl ?
-		(uint32_t)RTE_ALIGN_CEIL(4 + sq->max_inline, RN_WQE_SEG) / RN_WQE_SEG :
-		wr->num_sge);
-	uint32_t slot = sq->pi & sq->wqe_mask;
-	struct mlx5_wqe_ctrl_seg *ctrl = (void *)(sq->buf + slot * MLX5_SEND_WQE_BB);
-	uint8_t *seg = (uint8_t *)ctrl + sizeof(*ctrl);
-	uint8_t fm_ce_se = 0;
+	uint32_t head = 1 + remote;     /* ctrl [+ raddr], in 16-byte units */
+	uint32_t inline_len = 0;
 	uint32_t ds, nbb;
 
-	if (unlikely(wr->num_sge > RN_WR_MAX_SGE ||
-		     (inl && (wr->opcode == RN_WR_READ ||
-			      rn_wr_inline_bytes(wr) > sq->max_inline))))
+	if (unlikely(wr->num_sge > RN_WR_MAX_SGE))
 		return -EINVAL;
-	/* Room for the largest this WQE can be, before writing any of it. */
-	if (unlikely(sq->pi - sq->ci + (ds_max + 3) / 4 > sq->wqe_mask + 1))
+	if (wr->flags & RN_WR_INLINE) {
+		inline_len = rn_wr_length(wr);
+		if (unlikely(inline_len > sq->max_inline ||
+			     wr->opcode == RN_WR_READ))
+			return -EINVAL;
+		ds = head + (4 + inline_len + RN_WQE_SEG - 1) / RN_WQE_SEG;
+	} else {
+		ds = head + wr->num_sge;
+	}
+	nbb = (ds + 3) / 4;
+	if (unlikely(sq->pi - sq->ci + nbb > sq->wqe_mask + 1))
 		return -EAGAIN;
 	if (remote) {
-		struct mlx5_wqe_raddr_seg *raddr = (void *)seg;
+		struct mlx5_wqe_raddr_seg *raddr = (void *)(ctrl + 1);
 
 		raddr->raddr = rte_cpu_to_be_64(wr->raddr);
 		raddr->rkey = rte_cpu_to_be_32(wr->rkey);
 		raddr->reserved = 0;
-		seg += sizeof(*raddr);
 	}
-	/* ctrl + raddr are 32 bytes: the segments start inside the first BB. */
-	ds = 1 + remote + (inl ? rn_sq_set_inline(sq, seg, wr) :
-				 rn_sq_set_data(sq, seg, wr));
-	nbb = (ds + 3) / 4;
-	sq->unsignaled_bbs += nbb;
-	/* Signal at least twice per ring, or the ring never frees. */
-	if ((wr->flags & RN_WR_SIGNALED) ||
-	    sq->unsignaled_bbs > (sq->wqe_mask + 1) / 2) {
-		fm_ce_se |= MLX5_WQE_CTRL_CQ_UPDATE;
-		sq->unsignaled_bbs = 0;
-	}
-	if (wr->flags & RN_WR_SOLICITED)
-		fm_ce_se |= MLX5_WQE_CTRL_SOLICITED;
-	if (wr->flags & RN_WR_FENCE)
-		fm_ce_se |= MLX5_WQE_CTRL_FENCE;
+	/* ctrl + raddr are 32 bytes: the rest starts inside the first BB. */
+	if (wr->flags & RN_WR_INLINE)
+		rn_sq_set_inline(sq, off + head * RN_WQE_SEG, wr, inline_len);
+	else
+		rn_sq_set_data(sq, off + head * RN_WQE_SEG, wr);
 	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, wr->opcode, 0,
-			    sq->qpn_shifted >> 8, fm_ce_se, (uint8_t)ds, 0,
-			    wr->imm);
-	sq->wr_id[slot] = wr->wr_id;
-	sq->pi += nbb;
-	sq->wqe_end[slot] = sq->pi;
-	sq->last_ctrl = ctrl;
+			    sq->qpn_shifted >> 8, rn_sq_fm_ce_se(sq, nbb, wr->flags),
+			    (uint8_t)ds, 0, wr->imm);
+	rn_sq_commit(sq, off, nbb, wr->wr_id, ctrl);
+	return 0;
+}
+
+/*
+ * The small common case, leaner than rn_sq_post(): one contiguous buffer
+ * sent inline as SEND or SEND_IMM (opcode). Same checks, same results.
+ */
+static inline int
+rn_sq_post_send_inline(struct rn_sq *sq, const void *data, uint32_t len,
+		       uint8_t opcode, __be32 imm, uint8_t flags,
+		       uint64_t wr_id)
+{
+	uint32_t off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
+	struct mlx5_wqe_ctrl_seg *ctrl = (void *)(sq->buf + off);
+	struct mlx5_wqe_inl_data_seg *inl = (void *)(ctrl + 1);
+	uint32_t ds = 1 + (sizeof(*inl) + len + RN_WQE_SEG - 1) / RN_WQE_SEG;
+	uint32_t nbb = (ds + 3) / 4;
+
+	if (unlikely(len > sq->max_inline))
+		return -EINVAL;
+	if (unlikely(sq->pi - sq->ci + nbb > sq->wqe_mask + 1))
+		return -EAGAIN;
+	inl->byte_count = rte_cpu_to_be_32(len | MLX5_INLINE_SEG);
+	rn_sq_copy_in(sq, off + sizeof(*ctrl) + sizeof(*inl), data, len);
+	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, opcode, 0,
+			    sq->qpn_shifted >> 8, rn_sq_fm_ce_se(sq, nbb, flags),
+			    (uint8_t)ds, 0, imm);
+	rn_sq_commit(sq, off, nbb, wr_id, ctrl);
 	return 0;
 }
 

@@ -46,22 +46,24 @@ struct rn_wr {
 	uint32_t rkey;
 };
 
-/* What completed, decoded from an mlx5_cqe64. */
+/*
+ * What completed, decoded from an mlx5_cqe64. Receive kinds keep the CQE's
+ * own opcode values, so decoding them is a copy.
+ */
 enum rn_wc_opcode {
-	RN_WC_SEND,
+	RN_WC_RECV_WRITE_IMM = MLX5_CQE_RESP_WR_IMM, /* consumed a receive WQE */
+	RN_WC_RECV = MLX5_CQE_RESP_SEND,             /* a SEND arrived */
+	RN_WC_RECV_IMM = MLX5_CQE_RESP_SEND_IMM,     /* a SEND_IMM arrived */
+	RN_WC_SEND = 16,
 	RN_WC_WRITE,
 	RN_WC_READ,
-	RN_WC_RECV,          /* a SEND arrived */
-	RN_WC_RECV_IMM,      /* a SEND_IMM arrived */
-	RN_WC_RECV_WRITE_IMM,/* a WRITE_IMM arrived (consumes a receive WQE) */
 };
 
 struct rn_qp;
 
 struct rn_wc {
 	uint64_t wr_id;
-	struct rn_qp *qp;
-	uint32_t qpn;
+	struct rn_qp *qp;    /* its QPN: qp->qpn */
 	uint32_t byte_len;   /* receives and READs */
 	__be32 imm;
 	uint8_t opcode;      /* enum rn_wc_opcode; on error, send or recv side */

@@ -36,7 +36,7 @@ setup_sq(void **state)
 	memset(doorbell, 0, sizeof(doorbell));
 	dbrec[0] = dbrec[1] = 0;
 	sq = (struct rn_sq){
-		.buf = ring, .buf_end = ring + sizeof(ring),
+		.buf = ring, .byte_mask = sizeof(ring) - 1,
 		.wqe_mask = RING_BBS - 1, .qpn_shifted = QPN << 8,
 		.max_inline = 256, .dbrec = &dbrec[MLX5_SND_DBR],
 		.bf_reg = doorbell, .bf_size = 256,
@@ -206,6 +206,39 @@ test_data_segments_wrap(void **state)
 	check_data_seg(ring + 0, 12, 22, 0x3000);
 	check_data_seg(ring + 48, 15, 25, 0x6000);
 	assert_int_equal(sq.pi, 9);
+}
+
+/* The lean inline SEND writes exactly what the general path writes. */
+static void
+test_send_inline_fast_path_matches(void **state)
+{
+	uint8_t payload[300];
+	uint8_t general[sizeof(ring)];
+	struct rn_sge sge = { (uintptr_t)payload, 150, 0 };
+	struct rn_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND_IMM, .imm = htobe32(9),
+			    .flags = RN_WR_INLINE | RN_WR_SIGNALED };
+
+	for (unsigned int i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i ^ 0x5a);
+	/* At BB 7 of 8 the WQE (3 BBs) wraps inside the data. */
+	for (uint32_t start = 0; start < RING_BBS; start += 7) {
+		setup_sq(state);
+		sq.pi = sq.ci = start;
+		assert_int_equal(rn_sq_post(&sq, &wr), 0);
+		memcpy(general, ring, sizeof(ring));
+		setup_sq(state);
+		sq.pi = sq.ci = start;
+		assert_int_equal(rn_sq_post_send_inline(&sq, payload, 150,
+							RN_WR_SEND_IMM,
+							htobe32(9),
+							RN_WR_SIGNALED, 3), 0);
+		assert_memory_equal(ring, general, sizeof(ring));
+		assert_int_equal(sq.pi, start + 3);
+		assert_int_equal(wr_ids[start % RING_BBS], 3);
+	}
+	assert_int_equal(rn_sq_post_send_inline(&sq, payload, 257, RN_WR_SEND,
+						0, 0, 0), -EINVAL);
 }
 
 static void
@@ -400,7 +433,7 @@ test_cq_stale_qpn_is_counted_not_delivered(void **state)
 	device_write(MLX5_CQE_RESP_SEND, 0x999, 0, 10, 0);
 	device_write(MLX5_CQE_REQ, QPN, 0, 0, 0);
 	assert_int_equal(rn_cq_poll(&cq, wc, 4), 1);
-	assert_int_equal(wc[0].qpn, QPN);
+	assert_int_equal(wc[0].qp->qpn, QPN);
 	assert_int_equal(cq.stale, 2);
 	assert_int_equal(be32toh(cq_dbrec[0]), 3);
 }
@@ -443,6 +476,8 @@ main(void)
 		cmocka_unit_test_setup(test_read, setup_sq),
 		cmocka_unit_test_setup(test_inline_wraps_at_ring_end, setup_sq),
 		cmocka_unit_test_setup(test_data_segments_wrap, setup_sq),
+		cmocka_unit_test_setup(test_send_inline_fast_path_matches,
+				       setup_sq),
 		cmocka_unit_test_setup(test_wqe_counter_wraps_16_bits, setup_sq),
 		cmocka_unit_test_setup(test_ring_full_and_bad_requests, setup_sq),
 		cmocka_unit_test_setup(test_forced_signal, setup_sq),

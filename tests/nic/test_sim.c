@@ -71,7 +71,7 @@ static void
 print_wc(const struct rn_wc *wc)
 {
 	print_message("# wc: wr_id %lu qpn 0x%x opcode %u status 0x%x len %u\n",
-		      (unsigned long)wc->wr_id, wc->qpn, wc->opcode, wc->status,
+		      (unsigned long)wc->wr_id, wc->qp->qpn, wc->opcode, wc->status,
 		      wc->byte_len);
 }
 
@@ -89,7 +89,7 @@ expect_wc(struct pair *p, struct end *e, uint8_t opcode, uint8_t status,
 	assert_int_equal(wc.status, status);
 	assert_int_equal(wc.opcode, opcode);
 	assert_int_equal(wc.wr_id, wr_id);
-	assert_int_equal(wc.qpn, e->qp.qpn);
+	assert_ptr_equal(wc.qp, &e->qp);
 	return wc;
 }
 

@@ -34,10 +34,10 @@ rn_mlx5_cq_create(struct rn_nic *nic, uint32_t cqe, struct rn_cq *cq)
 		ibv_destroy_cq(obj.cq.in);
 		return -EIO;
 	}
-	cq->buf = dv.buf;
+	/* With 128-byte CQEs the mlx5_cqe64 is the second half. */
+	cq->buf = (uint8_t *)dv.buf + (dv.cqe_size == 128 ? 64 : 0);
 	cq->cqe_cnt = dv.cqe_cnt;
 	cq->cqe_shift = log2_u32(dv.cqe_size);
-	cq->cqe64_offset = dv.cqe_size == 128 ? 64 : 0;  /* cqe64 is the tail */
 	cq->dbrec = dv.dbrec;
 	cq->cqn = dv.cqn;
 	cq->priv = obj.cq.in;
@@ -92,7 +92,6 @@ rn_mlx5_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
 	qp->priv = iqp;
 	qp->sq = (struct rn_sq){
 		.buf = dv.sq.buf,
-		.buf_end = (uint8_t *)dv.sq.buf + (size_t)dv.sq.wqe_cnt * dv.sq.stride,
 		.wqe_mask = dv.sq.wqe_cnt - 1,
 		.qpn_shifted = iqp->qp_num << 8,
 		.max_inline = attr.cap.max_inline_data,

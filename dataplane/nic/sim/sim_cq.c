@@ -36,7 +36,6 @@ sim_cq_create(struct sim_ctx *ctx, uint32_t cqe_cnt, struct rn_cq *cq)
 	cq->buf = scq->buf;
 	cq->cqe_cnt = cqe_cnt;
 	cq->cqe_shift = 6;
-	cq->cqe64_offset = 0;
 	cq->dbrec = &scq->dbrec[0];
 	cq->cqn = (uint32_t)(uintptr_t)scq & 0xffffff;
 	cq->priv = scq;

@@ -96,7 +96,6 @@ sim_qp_create(struct sim_ctx *ctx, struct rn_cq *scq, struct rn_cq *rcq,
 	qp->priv = sqp;
 	qp->sq = (struct rn_sq){
 		.buf = sqp->sq_buf,
-		.buf_end = sqp->sq_buf + (size_t)sqp->sq_wqe_cnt * 64,
 		.wqe_mask = sqp->sq_wqe_cnt - 1,
 		.qpn_shifted = sqp->qpn << 8,
 		.max_inline = caps->max_inline,
