@@ -20,10 +20,22 @@ configure build
 meson compile -C build
 meson test -C build --print-errorlogs
 
-# The sanitizers see the unit tests; the process tests exercise EAL, whose
-# hugepage mappings ASan's shadow memory does not cover.
-configure build-asan -Db_sanitize=address,undefined -Db_lundef=false
+# Second build: clang with AddressSanitizer + UndefinedBehaviorSanitizer and
+# the libFuzzer targets. The sanitizers see the unit tests; the process tests
+# exercise EAL, whose hugepage mappings ASan's shadow memory does not cover.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+[[ -f build-asan/build.ninja ]] ||
+  CC=clang meson setup build-asan -Dfuzz=true -Db_lundef=false \
+    -Db_sanitize=address,undefined >/dev/null
 meson compile -C build-asan
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  meson test -C build-asan --print-errorlogs --suite unit
+meson test -C build-asan --print-errorlogs --suite unit
+
+# Fuzz the control protocol decoder for a bounded time from a corpus of
+# valid frames; a crash or sanitizer report fails the run.
+corpus=build-asan/fuzz-corpus
+mkdir -p "$corpus"
+build-asan/tests/fuzz/proto_seeds "$corpus"
+build-asan/tests/fuzz/fuzz_proto -max_total_time="${RNOTIFY_FUZZ_SECONDS:-60}" \
+  -print_final_stats=1 "$corpus" 2>&1 | grep -E '^(Done|stat::number_of_executed_units)|ERROR|SUMMARY' || true
+test "${PIPESTATUS[0]}" -eq 0

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "rn_cq.h"
+#include "rn_nic.h"
 #include "rn_rq.h"
 #include "rn_sq.h"
 
@@ -339,10 +340,7 @@ static uint8_t cq_ring[CQES * 64] __attribute__((aligned(64)));
 static __be32 cq_dbrec[2];
 static struct rn_cq cq;
 static struct rn_qp qp;
-static struct {
-	struct rn_qp_table t;
-	struct rn_qp *bucket[4];
-} table;
+static struct rn_qp_table *table;   /* 4 buckets */
 static uint32_t device_pi;  /* what the "device" has written */
 
 static int
@@ -355,15 +353,16 @@ setup_cq(void **state)
 			MLX5_CQE_INVALID << 4;
 	cq_dbrec[0] = 0;
 	device_pi = 0;
-	memset(&table, 0, sizeof(table));
-	table.t.mask = 3;
+	rn_qp_table_free(table);
+	if (rn_qp_table_create(2, &table) != 0)
+		return -1;
 	memset(&qp, 0, sizeof(qp));
 	qp.qpn = QPN;
 	qp.sq = sq;
-	qp.table = &table.t;
-	table.t.bucket[QPN & 3] = &qp;
+	qp.table = table;
+	rn_qp_table_add(table, &qp);
 	cq = (struct rn_cq){ .buf = cq_ring, .cqe_cnt = CQES, .cqe_shift = 6,
-			     .dbrec = &cq_dbrec[0], .qps = &table.t };
+			     .dbrec = &cq_dbrec[0], .qps = table };
 	return 0;
 }
 
@@ -490,5 +489,8 @@ main(void)
 		cmocka_unit_test_setup(test_cq_error_and_recv_decode, setup_cq),
 	};
 
-	return cmocka_run_group_tests_name("datapath", tests, NULL, NULL);
+	int failed = cmocka_run_group_tests_name("datapath", tests, NULL, NULL);
+
+	rn_qp_table_free(table);
+	return failed;
 }

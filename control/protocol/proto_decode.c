@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The decoder trusts nothing: every length is checked against what is
+ * there before it is used, and a frame's payload must be used up exactly.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "proto_wire.h"
+#include "rn_proto.h"
+
+__attribute__((format(printf, 3, 4))) static int
+bad(char *why, size_t why_len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, why_len, fmt, ap);
+	va_end(ap);
+	return -EPROTO;
+}
+
+static bool
+name_valid(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+		      (p[i] >= '0' && p[i] <= '9') || p[i] == '_' || p[i] == '-'))
+			return false;
+	return n > 0 && n <= RN_PROTO_NAME_MAX;
+}
+
+static int
+decode_qps(const uint8_t *p, struct rn_proto_hello *h, char *why,
+	   size_t why_len)
+{
+	unsigned int notify = 0;
+
+	for (uint8_t i = 0; i < h->n_qps; i++, p += RN_PROTO_QP_SIZE) {
+		struct rn_proto_qp *q = &h->qps[i];
+
+		q->kind = p[0];
+		q->qpn = wire_get32(p + 4);
+		q->psn = wire_get32(p + 8);
+		q->recv_depth = wire_get32(p + 12);
+		q->slot_size = wire_get32(p + 16);
+		q->credits = wire_get32(p + 20);
+		if (p[1] != 0 || p[2] != 0 || p[3] != 0)
+			return bad(why, why_len, "QP %u: reserved bytes set", i);
+		if (q->qpn > 0xffffff || q->psn > 0xffffff)
+			return bad(why, why_len, "QP %u: QPN or PSN over 24 bits",
+				   i);
+		if (q->kind == RN_PROTO_QP_NOTIFY) {
+			if (++notify > 1 || !(h->caps & RN_CAP_NATIVE_NOTIFY) ||
+			    q->recv_depth == 0 || q->slot_size < 64 ||
+			    q->credits > q->recv_depth)
+				return bad(why, why_len, "QP %u: notify QP "
+					   "fields do not add up", i);
+		} else if (q->kind != RN_PROTO_QP_DATA || q->recv_depth != 0 ||
+			   q->slot_size != 0 || q->credits != 0) {
+			return bad(why, why_len, "QP %u: unknown kind %u", i,
+				   q->kind);
+		}
+	}
+	if ((h->caps & RN_CAP_NATIVE_NOTIFY) && notify == 0)
+		return bad(why, why_len, "native notify without a notify QP");
+	return 0;
+}
+
+static int
+decode_hello(const uint8_t *p, uint32_t len, struct rn_proto_hello *h,
+	     char *why, size_t why_len)
+{
+	uint8_t name_len;
+
+	if (len < 1)
+		return bad(why, why_len, "hello: empty");
+	name_len = p[0];
+	if (len < 1u + name_len + (RN_PROTO_HELLO_FIXED - 1))
+		return bad(why, why_len, "hello: %u bytes, too short", len);
+	if (!name_valid(p + 1, name_len))
+		return bad(why, why_len, "hello: node name is not valid");
+	memset(h, 0, sizeof(*h));
+	memcpy(h->name, p + 1, name_len);
+	p += 1 + name_len;
+	h->session_id = wire_get64(p);
+	h->generation = wire_get32(p + 8);
+	h->caps = wire_get32(p + 12);
+	memcpy(h->gid, p + 16, 16);
+	h->lid = wire_get16(p + 32);
+	h->mtu = p[34];
+	h->n_qps = p[35];
+	h->probe_addr = wire_get64(p + 36);
+	h->probe_rkey = wire_get32(p + 44);
+	if (h->n_qps == 0 || h->n_qps > RN_PROTO_MAX_QPS)
+		return bad(why, why_len, "hello: %u QPs; allowed 1..%d",
+			   h->n_qps, RN_PROTO_MAX_QPS);
+	if (len != RN_PROTO_HELLO_FIXED + name_len +
+		   (uint32_t)h->n_qps * RN_PROTO_QP_SIZE)
+		return bad(why, why_len, "hello: length %u does not match "
+			   "%u QPs", len, h->n_qps);
+	if (h->mtu < 1 || h->mtu > 5)
+		return bad(why, why_len, "hello: MTU code %u; allowed 1..5",
+			   h->mtu);
+	return decode_qps(p + 48, h, why, why_len);
+}
+
+static int
+decode_payload(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
+	       char *why, size_t why_len)
+{
+	switch (f->type) {
+	case RN_PROTO_HELLO:
+	case RN_PROTO_ACCEPT:
+		return decode_hello(p, len, &f->hello, why, why_len);
+	case RN_PROTO_REFUSE:
+		if (len < 3 || len != 3u + p[2] || p[2] > RN_PROTO_REASON_MAX)
+			return bad(why, why_len, "refuse: length %u", len);
+		f->refuse.code = wire_get16(p);
+		memcpy(f->refuse.text, p + 3, p[2]);
+		f->refuse.text[p[2]] = '\0';
+		return 0;
+	case RN_PROTO_READY:
+		if (len != 4)
+			return bad(why, why_len, "ready: length %u", len);
+		f->ready_generation = wire_get32(p);
+		return 0;
+	case RN_PROTO_HEARTBEAT:
+		return len == 0 ? 0 : bad(why, why_len, "heartbeat: length %u",
+					  len);
+	case RN_PROTO_CLOSE:
+		if (len != 2)
+			return bad(why, why_len, "close: length %u", len);
+		f->close_reason = wire_get16(p);
+		return 0;
+	case RN_PROTO_NOTIFY: {
+		uint32_t name_len, msg_len;
+
+		if (len < 8)
+			return bad(why, why_len, "notify: length %u", len);
+		name_len = wire_get32(p);
+		if (name_len > len - 8)
+			return bad(why, why_len, "notify: name length %u", name_len);
+		msg_len = wire_get32(p + 4 + name_len);
+		if ((uint64_t)name_len + msg_len + 8 != len)
+			return bad(why, why_len, "notify: lengths %u + %u do not "
+				   "add up to %u", name_len, msg_len, len);
+		f->notify.name = p + 4;
+		f->notify.name_len = name_len;
+		f->notify.msg = p + 8 + name_len;
+		f->notify.msg_len = msg_len;
+		return 0;
+	}
+	}
+	return bad(why, why_len, "unknown frame type %u", f->type);
+}
+
+int
+rn_proto_decode(const uint8_t *buf, size_t len, struct rn_proto_frame *f,
+		size_t *frame_len, char *why, size_t why_len)
+{
+	uint32_t magic, payload;
+	int rc;
+
+	if (len < RN_PROTO_HEADER_SIZE)
+		return 0;
+	magic = wire_get32(buf);
+	if (magic != RN_PROTO_MAGIC)
+		return bad(why, why_len, "wrong magic 0x%08x", magic);
+	if (buf[4] != RN_PROTO_VERSION) {
+		snprintf(why, why_len, "protocol version %u; this side speaks %u",
+			 buf[4], RN_PROTO_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (wire_get16(buf + 6) != 0)
+		return bad(why, why_len, "unknown flags 0x%04x",
+			   wire_get16(buf + 6));
+	payload = wire_get32(buf + 8);
+	if (payload > RN_PROTO_MAX_PAYLOAD)
+		return bad(why, why_len, "frame of %u bytes; at most %u",
+			   payload, RN_PROTO_MAX_PAYLOAD);
+	f->type = buf[5];
+	if (f->type < RN_PROTO_HELLO || f->type > RN_PROTO_NOTIFY)
+		return bad(why, why_len, "unknown frame type %u", f->type);
+	if (len < RN_PROTO_HEADER_SIZE + (size_t)payload)
+		return 0;
+	rc = decode_payload(buf + RN_PROTO_HEADER_SIZE, payload, f, why,
+			    why_len);
+	if (rc != 0)
+		return rc;
+	*frame_len = RN_PROTO_HEADER_SIZE + payload;
+	return 1;
+}
+
+const char *
+rn_proto_type_name(uint8_t type)
+{
+	static const char *const names[] = {
+		[RN_PROTO_HELLO] = "HELLO", [RN_PROTO_ACCEPT] = "ACCEPT",
+		[RN_PROTO_REFUSE] = "REFUSE", [RN_PROTO_READY] = "READY",
+		[RN_PROTO_HEARTBEAT] = "HEARTBEAT", [RN_PROTO_CLOSE] = "CLOSE",
+		[RN_PROTO_NOTIFY] = "NOTIFY",
+	};
+
+	return type < sizeof(names) / sizeof(names[0]) && names[type] != NULL ?
+		       names[type] : "unknown";
+}
+
+const char *
+rn_proto_refusal_name(uint16_t code)
+{
+	static const char *const names[] = {
+		[RN_REFUSE_VERSION] = "version", [RN_REFUSE_CAPABILITY] = "capability",
+		[RN_REFUSE_DUPLICATE] = "duplicate", [RN_REFUSE_NAME] = "name",
+		[RN_REFUSE_RESOURCES] = "resources", [RN_REFUSE_PROTOCOL] = "protocol",
+	};
+
+	return code < sizeof(names) / sizeof(names[0]) && names[code] != NULL ?
+		       names[code] : "unknown";
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_PROTO_H
+#define RN_PROTO_H
+
+/*
+ * The control protocol between two rnotifyd: binary, versioned,
+ * length-prefixed frames on one persistent TCP connection per peer pair.
+ * docs/protocol.md describes every byte. All integers are big endian.
+ *
+ * The codec is pure (no I/O, no allocation): the decoder is what the fuzz
+ * target (tests/fuzz/) exercises.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RN_PROTO_MAGIC 0x524e5450u        /* "RNTP" */
+#define RN_PROTO_VERSION 1
+#define RN_PROTO_HEADER_SIZE 12
+#define RN_PROTO_MAX_PAYLOAD (65536 + 64) /* a whole notification fits */
+#define RN_PROTO_NAME_MAX 31
+#define RN_PROTO_MAX_QPS 17               /* 16 data QPs + 1 notify QP */
+#define RN_PROTO_QP_SIZE 24
+#define RN_PROTO_REASON_MAX 200
+
+enum rn_proto_type {
+	RN_PROTO_HELLO = 1,      /* caller: who I am, my QPs */
+	RN_PROTO_ACCEPT = 2,     /* callee: the same, in answer */
+	RN_PROTO_REFUSE = 3,     /* no endpoint: reason code and text */
+	RN_PROTO_READY = 4,      /* caller's QPs are ready to send */
+	RN_PROTO_HEARTBEAT = 5,  /* liveness; any frame counts */
+	RN_PROTO_CLOSE = 6,      /* the endpoint is closed on purpose */
+	RN_PROTO_NOTIFY = 7,     /* a notification over TCP (fallback) */
+};
+
+enum rn_proto_caps {
+	RN_CAP_NATIVE_NOTIFY = 1u << 0,  /* has a notification QP */
+	RN_CAP_TCP_FALLBACK = 1u << 1,   /* accepts NOTIFY frames */
+};
+#define RN_CAP_KNOWN (RN_CAP_NATIVE_NOTIFY | RN_CAP_TCP_FALLBACK)
+
+enum rn_proto_refusal {
+	RN_REFUSE_VERSION = 1,
+	RN_REFUSE_CAPABILITY = 2,
+	RN_REFUSE_DUPLICATE = 3,  /* simultaneous connect: the other one stays */
+	RN_REFUSE_NAME = 4,       /* name in use, or not the peer configured */
+	RN_REFUSE_RESOURCES = 5,
+	RN_REFUSE_PROTOCOL = 6,
+};
+
+enum rn_proto_qp_kind {
+	RN_PROTO_QP_DATA = 1,
+	RN_PROTO_QP_NOTIFY = 2,
+};
+
+struct rn_proto_qp {
+	uint8_t kind;             /* enum rn_proto_qp_kind */
+	uint32_t qpn;             /* 24 bits */
+	uint32_t psn;             /* 24 bits */
+	uint32_t recv_depth;      /* notify: receive WQEs posted */
+	uint32_t slot_size;       /* notify: bytes per receive slot */
+	uint32_t credits;         /* notify: sends the peer may start with */
+};
+
+/* HELLO and ACCEPT. */
+struct rn_proto_hello {
+	char name[RN_PROTO_NAME_MAX + 1];
+	uint64_t session_id;      /* random, new at every process start */
+	uint32_t generation;      /* of this endpoint on the sender's side */
+	uint32_t caps;            /* enum rn_proto_caps */
+	uint8_t gid[16];
+	uint16_t lid;
+	uint8_t mtu;              /* IBV_MTU_* of the sender's port */
+	uint8_t n_qps;
+	uint64_t probe_addr;      /* 64 bytes the peer may RDMA READ */
+	uint32_t probe_rkey;
+	struct rn_proto_qp qps[RN_PROTO_MAX_QPS];
+};
+
+struct rn_proto_frame {
+	uint8_t type;             /* enum rn_proto_type */
+	union {
+		struct rn_proto_hello hello;
+		struct {
+			uint16_t code;    /* enum rn_proto_refusal */
+			char text[RN_PROTO_REASON_MAX + 1];
+		} refuse;
+		uint32_t ready_generation;
+		uint16_t close_reason;
+		struct {
+			const uint8_t *name;   /* into the decoded buffer */
+			uint32_t name_len;
+			const uint8_t *msg;
+			uint32_t msg_len;
+		} notify;
+	};
+};
+
+/*
+ * Decode the frame at the start of buf[0..len). Returns 1 and sets
+ * *frame_len when a whole frame was decoded, 0 when more bytes are needed
+ * (nothing is wrong yet), or a negative errno with why set:
+ *   -EPROTONOSUPPORT  another protocol version (its number is in why)
+ *   -EPROTO           anything else malformed: magic, type, flags, length,
+ *                     fields that do not add up or are out of range
+ * Garbage is refused as soon as the 12-byte header is in.
+ */
+int rn_proto_decode(const uint8_t *buf, size_t len, struct rn_proto_frame *f,
+		    size_t *frame_len, char *why, size_t why_len);
+
+/*
+ * Encoders write one whole frame into buf and return its length, or 0 when
+ * cap is too small or a field is out of range.
+ */
+size_t rn_proto_encode_hello(uint8_t *buf, size_t cap, uint8_t type,
+			     const struct rn_proto_hello *h);
+size_t rn_proto_encode_refuse(uint8_t *buf, size_t cap, uint16_t code,
+			      const char *text);
+size_t rn_proto_encode_ready(uint8_t *buf, size_t cap, uint32_t generation);
+size_t rn_proto_encode_heartbeat(uint8_t *buf, size_t cap);
+size_t rn_proto_encode_close(uint8_t *buf, size_t cap, uint16_t reason);
+size_t rn_proto_encode_notify(uint8_t *buf, size_t cap, const void *name,
+			      uint32_t name_len, const void *msg,
+			      uint32_t msg_len);
+
+const char *rn_proto_type_name(uint8_t type);
+const char *rn_proto_refusal_name(uint16_t code);
+
+#endif /* RN_PROTO_H */

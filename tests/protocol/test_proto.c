@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control protocol codec: every frame round-trips, a frame cut short
+ * asks for more, and every kind of malformed input is refused with its
+ * reason, never read past its end.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rn_proto.h"
+
+static struct rn_proto_hello
+sample_hello(void)
+{
+	struct rn_proto_hello h = {
+		.name = "node-a",
+		.session_id = 0x0123456789abcdefull,
+		.generation = 7,
+		.caps = RN_CAP_NATIVE_NOTIFY | RN_CAP_TCP_FALLBACK,
+		.lid = 18515,
+		.mtu = 5,
+		.n_qps = 3,
+		.probe_addr = 0x7f0012345678ull,
+		.probe_rkey = 0x1234,
+	};
+
+	h.gid[10] = h.gid[11] = 0xff;
+	h.gid[12] = 127;
+	h.gid[15] = 1;
+	h.qps[0] = (struct rn_proto_qp){ .kind = RN_PROTO_QP_DATA, .qpn = 0x100,
+					 .psn = 0xabcdef };
+	h.qps[1] = (struct rn_proto_qp){ .kind = RN_PROTO_QP_DATA, .qpn = 0x101,
+					 .psn = 1 };
+	h.qps[2] = (struct rn_proto_qp){ .kind = RN_PROTO_QP_NOTIFY,
+					 .qpn = 0xffffff, .psn = 2,
+					 .recv_depth = 256, .slot_size = 65536,
+					 .credits = 256 };
+	return h;
+}
+
+static int
+decode(const uint8_t *buf, size_t len, struct rn_proto_frame *f,
+       size_t *used, char *why)
+{
+	return rn_proto_decode(buf, len, f, used, why, 128);
+}
+
+static void
+test_hello_round_trip(void **state)
+{
+	struct rn_proto_hello h = sample_hello();
+	struct rn_proto_frame f;
+	uint8_t buf[1024];
+	char why[128];
+	size_t n, used = 0;
+
+	(void)state;
+	n = rn_proto_encode_hello(buf, sizeof(buf), RN_PROTO_ACCEPT, &h);
+	assert_int_equal(n, RN_PROTO_HEADER_SIZE + 1 + 6 + 48 + 3 * 24);
+	/* Header bytes as docs/protocol.md gives them. */
+	assert_memory_equal(buf, "RNTP\x01\x02\x00\x00", 8);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(used, n);
+	assert_int_equal(f.type, RN_PROTO_ACCEPT);
+	assert_memory_equal(&f.hello, &h, sizeof(h));
+}
+
+/* Every prefix of a frame asks for more and never claims a frame. */
+static void
+test_every_prefix_needs_more(void **state)
+{
+	struct rn_proto_hello h = sample_hello();
+	struct rn_proto_frame f;
+	uint8_t buf[1024];
+	char why[128];
+	size_t n = rn_proto_encode_hello(buf, sizeof(buf), RN_PROTO_HELLO, &h);
+	size_t used;
+
+	(void)state;
+	for (size_t len = 0; len < n; len++) {
+		uint8_t *copy = malloc(len + 1);   /* exact size: ASan sees overreads */
+
+		memcpy(copy, buf, len);
+		assert_int_equal(decode(copy, len, &f, &used, why), 0);
+		free(copy);
+	}
+}
+
+static void
+test_small_frames_round_trip(void **state)
+{
+	struct rn_proto_frame f;
+	uint8_t buf[256];
+	char why[128];
+	size_t used, n;
+
+	(void)state;
+	n = rn_proto_encode_refuse(buf, sizeof(buf), RN_REFUSE_VERSION, "no");
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.type, RN_PROTO_REFUSE);
+	assert_int_equal(f.refuse.code, RN_REFUSE_VERSION);
+	assert_string_equal(f.refuse.text, "no");
+
+	n = rn_proto_encode_ready(buf, sizeof(buf), 99);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.ready_generation, 99);
+
+	n = rn_proto_encode_heartbeat(buf, sizeof(buf));
+	assert_int_equal(n, RN_PROTO_HEADER_SIZE);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.type, RN_PROTO_HEARTBEAT);
+
+	n = rn_proto_encode_close(buf, sizeof(buf), 3);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.close_reason, 3);
+
+	n = rn_proto_encode_notify(buf, sizeof(buf), "a\0b", 3, "", 0);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.notify.name_len, 3);
+	assert_memory_equal(f.notify.name, "a\0b", 3);
+	assert_int_equal(f.notify.msg_len, 0);
+}
+
+static void
+test_full_size_notify(void **state)
+{
+	size_t cap = RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD;
+	uint8_t *buf = malloc(cap);
+	uint8_t *msg = malloc(65528);
+	struct rn_proto_frame f;
+	char why[128];
+	size_t used, n;
+
+	(void)state;
+	memset(msg, 0xa5, 65528);
+	n = rn_proto_encode_notify(buf, cap, "", 0, msg, 65528);
+	assert_int_equal(n, RN_PROTO_HEADER_SIZE + 8 + 65528);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.notify.msg_len, 65528);
+	assert_memory_equal(f.notify.msg, msg, 65528);
+	/* One byte more than a frame may carry: the encoder refuses. */
+	assert_int_equal(rn_proto_encode_notify(buf, cap, "x", 1, msg,
+						RN_PROTO_MAX_PAYLOAD - 8), 0);
+	free(buf);
+	free(msg);
+}
+
+static void
+test_two_frames_back_to_back(void **state)
+{
+	struct rn_proto_frame f;
+	uint8_t buf[64];
+	char why[128];
+	size_t used, n;
+
+	(void)state;
+	n = rn_proto_encode_heartbeat(buf, sizeof(buf));
+	n += rn_proto_encode_ready(buf + n, sizeof(buf) - n, 5);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.type, RN_PROTO_HEARTBEAT);
+	assert_int_equal(decode(buf + used, n - used, &f, &used, why), 1);
+	assert_int_equal(f.ready_generation, 5);
+}
+
+/* ---- malformed input: table of mutations of a valid HELLO ---- */
+
+struct mutation {
+	const char *name;
+	size_t offset;          /* byte to overwrite */
+	uint8_t value;
+	int rc;
+	const char *why;
+};
+
+#define HDR RN_PROTO_HEADER_SIZE
+#define BODY (HDR + 1 + 6)      /* after "node-a" */
+static const struct mutation mutations[] = {
+	{ "wrong magic", 0, 'X', -EPROTO, "wrong magic 0x584e5450" },
+	{ "other version", 4, 2, -EPROTONOSUPPORT,
+	  "protocol version 2; this side speaks 1" },
+	{ "unknown type", 5, 9, -EPROTO, "unknown frame type 9" },
+	{ "flags set", 7, 1, -EPROTO, "unknown flags 0x0001" },
+	{ "oversized length", 8, 0x7f, -EPROTO,
+	  "frame of 2130706559 bytes; at most 65600" },
+	{ "name with a space", HDR + 2, ' ', -EPROTO,
+	  "hello: node name is not valid" },
+	{ "zero name length", HDR, 0, -EPROTO, "hello: node name is not valid" },
+	{ "name length past the end", HDR, 200, -EPROTO,
+	  "hello: 127 bytes, too short" },
+	{ "too many QPs", BODY + 35, 18, -EPROTO, "hello: 18 QPs; allowed 1..17" },
+	{ "QP count not matching", BODY + 35, 2, -EPROTO,
+	  "hello: length 127 does not match 2 QPs" },
+	{ "bad MTU", BODY + 34, 9, -EPROTO, "hello: MTU code 9; allowed 1..5" },
+	{ "QP reserved byte", BODY + 48 + 1, 1, -EPROTO,
+	  "QP 0: reserved bytes set" },
+	{ "QPN over 24 bits", BODY + 48 + 4, 1, -EPROTO,
+	  "QP 0: QPN or PSN over 24 bits" },
+	{ "unknown QP kind", BODY + 48, 7, -EPROTO, "QP 0: unknown kind 7" },
+	{ "two notify QPs", BODY + 48, RN_PROTO_QP_NOTIFY, -EPROTO,
+	  "QP 0: notify QP fields do not add up" },
+	{ "notify QP without the capability", BODY + 15, RN_CAP_TCP_FALLBACK,
+	  -EPROTO, "QP 2: notify QP fields do not add up" },
+};
+
+static void
+run_mutation(void **state)
+{
+	const struct mutation *m = *state;
+	struct rn_proto_hello h = sample_hello();
+	struct rn_proto_frame f;
+	uint8_t buf[1024];
+	char why[128] = "";
+	size_t used, n = rn_proto_encode_hello(buf, sizeof(buf), RN_PROTO_HELLO,
+					       &h);
+
+	buf[m->offset] = m->value;
+	assert_int_equal(decode(buf, n, &f, &used, why), m->rc);
+	assert_string_equal(why, m->why);
+}
+
+static void
+test_small_frames_malformed(void **state)
+{
+	struct rn_proto_frame f;
+	uint8_t buf[64];
+	char why[128];
+	size_t used, n;
+
+	(void)state;
+	n = rn_proto_encode_ready(buf, sizeof(buf), 1);
+	buf[11] = 3;   /* READY of 3 bytes */
+	assert_int_equal(decode(buf, n - 1, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "ready: length 3");
+
+	n = rn_proto_encode_notify(buf, sizeof(buf), "ab", 2, "cd", 2);
+	buf[HDR + 4 + 2 + 3] = 5;   /* msg length 5 in a 12-byte payload */
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "notify: lengths 2 + 5 do not add up to 12");
+	buf[HDR + 3] = 200;
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "notify: name length 200");
+
+	n = rn_proto_encode_refuse(buf, sizeof(buf), 1, "abc");
+	buf[HDR + 2] = 5;   /* text length past the payload */
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "refuse: length 6");
+}
+
+int
+main(void)
+{
+	static const struct CMUnitTest fixed[] = {
+		cmocka_unit_test(test_hello_round_trip),
+		cmocka_unit_test(test_every_prefix_needs_more),
+		cmocka_unit_test(test_small_frames_round_trip),
+		cmocka_unit_test(test_full_size_notify),
+		cmocka_unit_test(test_two_frames_back_to_back),
+		cmocka_unit_test(test_small_frames_malformed),
+	};
+	const size_t n_fixed = sizeof(fixed) / sizeof(fixed[0]);
+	const size_t n_mut = sizeof(mutations) / sizeof(mutations[0]);
+	struct CMUnitTest tests[sizeof(fixed) / sizeof(fixed[0]) +
+				sizeof(mutations) / sizeof(mutations[0])];
+
+	memcpy(tests, fixed, sizeof(fixed));
+	for (size_t i = 0; i < n_mut; i++)
+		tests[n_fixed + i] = (struct CMUnitTest){
+			.name = mutations[i].name,
+			.test_func = run_mutation,
+			.initial_state = (void *)&mutations[i],
+		};
+	return _cmocka_run_group_tests("protocol", tests, n_fixed + n_mut,
+				       NULL, NULL);
+}
