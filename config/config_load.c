@@ -128,6 +128,7 @@ open_peer(struct load *ld, int index, const char *header, unsigned int line)
 	}
 	ld->peer_index[cfg->n_peers] = index;
 	peer = &cfg->peers[cfg->n_peers++];
+	apply_defaults(rn_config_section_find("peer"), peer);
 	strcpy(peer->name, name);
 	return peer;
 }
@@ -256,6 +257,14 @@ check_across(struct load *ld)
 			 "dead_after_ms = %u: must be at least twice "
 			 "heartbeat_ms (%u)", ld->path,
 			 cfg->control.dead_after_ms, cfg->control.heartbeat_ms);
+		return -EINVAL;
+	}
+	if (cfg->control.reconnect_min_ms > cfg->control.reconnect_max_ms) {
+		snprintf(err->text, sizeof(err->text), "%s: [control] "
+			 "reconnect_min_ms = %u: must be at most "
+			 "reconnect_max_ms (%u)", ld->path,
+			 cfg->control.reconnect_min_ms,
+			 cfg->control.reconnect_max_ms);
 		return -EINVAL;
 	}
 	if (cfg->notify.max_inline > cfg->notify.slot_size - 8) {

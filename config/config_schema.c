@@ -20,6 +20,9 @@ static const char *const idle_names[] = {
 static const char *const provider_names[] = {
 	[RN_NIC_SIM] = "sim", [RN_NIC_MLX5] = "mlx5", NULL,
 };
+static const char *const connect_names[] = {
+	[RN_PEER_ON_DEMAND] = "on_demand", [RN_PEER_EAGER] = "eager", NULL,
+};
 
 #define DP(m) FIELD(struct rn_dataplane_config, m)
 static const struct rn_config_key dataplane_keys[] = {
@@ -41,6 +44,9 @@ static const struct rn_config_key nic_keys[] = {
 	{ "device", RN_CFG_TEXT, NIC(device), 0, 0, NULL, "auto" },
 	{ "port", RN_CFG_UINT, NIC(port), 1, 255, NULL, "1" },
 	{ "gid_index", RN_CFG_UINT, NIC(gid_index), 0, 255, NULL, "0" },
+	{ "data_qps", RN_CFG_UINT, NIC(data_qps), 1, 16, NULL, "2" },
+	{ "qp_timeout", RN_CFG_UINT, NIC(qp_timeout), 1, 31, NULL, "14" },
+	{ "qp_retry_cnt", RN_CFG_UINT, NIC(qp_retry_cnt), 0, 7, NULL, "7" },
 };
 
 #define NOTIFY(m) FIELD(struct rn_notify_config, m)
@@ -64,12 +70,18 @@ static const struct rn_config_key control_keys[] = {
 	  "100" },
 	{ "dead_after_ms", RN_CFG_UINT, CTL(dead_after_ms), 20, 60000, NULL,
 	  "1000" },
+	{ "reconnect_min_ms", RN_CFG_UINT, CTL(reconnect_min_ms), 1, 60000,
+	  NULL, "50" },
+	{ "reconnect_max_ms", RN_CFG_UINT, CTL(reconnect_max_ms), 1, 600000,
+	  NULL, "2000" },
 };
 
 #define PEER(m) FIELD(struct rn_peer_config, m)
 static const struct rn_config_key peer_keys[] = {
 	{ "address", RN_CFG_ADDRESS, PEER(address), 0, 0, NULL, NULL },
 	{ "port", RN_CFG_UINT, PEER(port), 1, 65535, NULL, NULL },
+	{ "connect", RN_CFG_ENUM, PEER(connect), 0, 0, connect_names,
+	  "on_demand" },
 };
 
 #define TEL(m) FIELD(struct rn_telemetry_config, m)
@@ -126,4 +138,10 @@ const char *
 rn_nic_provider_name(enum rn_nic_provider provider)
 {
 	return provider_names[provider];
+}
+
+const char *
+rn_peer_connect_name(enum rn_peer_connect connect)
+{
+	return connect_names[connect];
 }

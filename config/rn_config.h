@@ -56,6 +56,9 @@ struct rn_nic_config {
 	char device[RN_CONFIG_TEXT_MAX];
 	uint32_t port;
 	uint32_t gid_index;
+	uint32_t data_qps;      /* RDMA READ/WRITE QPs per endpoint */
+	uint32_t qp_timeout;    /* IB ACK timeout code: 4.096 us * 2^n */
+	uint32_t qp_retry_cnt;  /* transport retries before a QP fails */
 };
 
 struct rn_notify_config {
@@ -72,12 +75,20 @@ struct rn_control_config {
 	uint32_t connect_timeout_ms;
 	uint32_t heartbeat_ms;
 	uint32_t dead_after_ms;          /* silence that declares a peer dead */
+	uint32_t reconnect_min_ms;       /* first retry after a failure */
+	uint32_t reconnect_max_ms;       /* backoff cap */
+};
+
+enum rn_peer_connect {
+	RN_PEER_ON_DEMAND,      /* at the first send or transfer */
+	RN_PEER_EAGER,          /* at start-up, and kept up */
 };
 
 struct rn_peer_config {
-	char name[RN_CONFIG_NAME_MAX];
+	char name[RN_CONFIG_NAME_MAX];   /* the peer's [dataplane] name */
 	char address[RN_CONFIG_TEXT_MAX];
 	uint32_t port;
+	enum rn_peer_connect connect;
 };
 
 struct rn_telemetry_config {
@@ -131,5 +142,6 @@ int rn_config_print(const struct rn_config *cfg, FILE *out);
 const char *rn_hugepages_mode_name(enum rn_hugepages_mode mode);
 const char *rn_idle_policy_name(enum rn_idle_policy policy);
 const char *rn_nic_provider_name(enum rn_nic_provider provider);
+const char *rn_peer_connect_name(enum rn_peer_connect connect);
 
 #endif /* RN_CONFIG_H */

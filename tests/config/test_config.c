@@ -69,7 +69,7 @@ static const struct bad_case bad_cases[] = {
 	  "[notify], [control], [peer NAME], [telemetry]" },
 	{ "unknown key", "[nic]\nprovider = sim\ndevce = mlx5_0\n",
 	  "%s:3: [nic] unknown key 'devce'; allowed provider, device, port, "
-	  "gid_index" },
+	  "gid_index, data_qps, qp_timeout, qp_retry_cnt" },
 	{ "duplicate key", "[nic]\nport = 1\n\nport = 2\n",
 	  "%s:4: [nic] duplicate key 'port' (first at line 2)" },
 	{ "duplicate section", "[nic]\nport = 1\n[notify]\n[nic]\n",
@@ -157,6 +157,14 @@ static const struct bad_case bad_cases[] = {
 	  "dead_after_ms = 150\n",
 	  "%s: [control] dead_after_ms = 150: must be at least twice "
 	  "heartbeat_ms (100)" },
+	{ "reconnect bounds reversed", "[control]\nreconnect_min_ms = 500\n"
+	  "reconnect_max_ms = 100\n",
+	  "%s: [control] reconnect_min_ms = 500: must be at most "
+	  "reconnect_max_ms (100)" },
+	{ "bad peer connect", "[peer b]\naddress = ::1\nport = 1\n"
+	  "connect = always\n",
+	  "%s:4: [peer b] connect = always: unknown value; allowed on_demand, "
+	  "eager" },
 	{ "max_inline over slot", "[notify]\nslot_size = 64\nmax_inline = 64\n",
 	  "%s: [notify] max_inline = 64: must be at most slot_size - 8 (56)" },
 	{ "key too long",
@@ -245,6 +253,7 @@ test_every_key(void **state)
 		"[peer b]\n"
 		"address = fe80::1\n"
 		"port = 1\n"
+		"connect = eager\n"
 		"[peer  c-2]\n"
 		"port = 65535\n"
 		"address = 10.0.0.3\n", &cfg, &err), 0);
@@ -277,7 +286,9 @@ test_every_key(void **state)
 	assert_string_equal(cfg.peers[0].name, "b");
 	assert_string_equal(cfg.peers[0].address, "fe80::1");
 	assert_int_equal(cfg.peers[0].port, 1);
+	assert_int_equal(cfg.peers[0].connect, RN_PEER_EAGER);
 	assert_string_equal(cfg.peers[1].name, "c-2");
+	assert_int_equal(cfg.peers[1].connect, RN_PEER_ON_DEMAND);
 	assert_string_equal(cfg.peers[1].address, "10.0.0.3");
 	assert_int_equal(cfg.peers[1].port, 65535);
 }
