@@ -71,6 +71,8 @@ handle_event(struct rn_daemon *d, const struct rn_lcore_event *ev)
 				      rte_get_main_lcore());
 		}
 		break;
+	default:
+		break;
 	}
 }
 

@@ -2,13 +2,17 @@
 /*
  * The run-to-completion loop. Each iteration is a short checklist:
  *   1. drain the command ring (at most RN_LCORE_BURST commands),
- *   2. progress the NIC (the sim device's work; nothing for hardware) and
- *      poll the queues this lcore owns,
- *   3. apply the idle policy when the iteration found nothing to do.
+ *   2. progress the NIC (the sim device's work; nothing for hardware),
+ *   3. poll the CQ of this lcore's endpoints and dispatch the completions,
+ *   4. reap endpoints whose QPs finished draining (rarely any),
+ *   5. apply the idle policy when the iteration found nothing to do.
  */
 #include <sys/eventfd.h>
 
+#include <rte_pause.h>
+
 #include "lcore_internal.h"
+#include "rn_cq.h"
 
 static void
 post_event(struct rn_lcore *lc, struct rn_lcore_event ev)
@@ -21,10 +25,21 @@ post_event(struct rn_lcore *lc, struct rn_lcore_event ev)
 	eventfd_write(lc->control_wake_fd, 1);
 }
 
+void
+rn_lcore_post_event_wait(struct rn_lcore *lc, struct rn_lcore_event ev)
+{
+	/* The control thread drains the ring whenever it is woken. */
+	while (rte_ring_mp_enqueue_elem(lc->event_ring, &ev, sizeof(ev)) != 0) {
+		eventfd_write(lc->control_wake_fd, 1);
+		rte_pause();
+	}
+	eventfd_write(lc->control_wake_fd, 1);
+}
+
 static void
 execute(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 {
-	switch ((enum rn_lcore_cmd_type)cmd->type) {
+	switch (cmd->type) {
 	case RN_LCORE_CMD_PING: {
 		struct rn_lcore_event ev = {
 			.type = RN_LCORE_EVENT_PONG,
@@ -37,6 +52,9 @@ execute(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 	}
 	case RN_LCORE_CMD_STOP:
 		lc->running = false;
+		break;
+	default:
+		rn_lcore_ep_command(lc, cmd);
 		break;
 	}
 }
@@ -55,6 +73,22 @@ drain_commands(struct rn_lcore *lc)
 	return n;
 }
 
+static inline unsigned int
+poll_completions(struct rn_lcore *lc)
+{
+	struct rn_wc wc[RN_LCORE_BURST];
+	unsigned int n = rn_cq_poll(&lc->cq, wc, RN_LCORE_BURST);
+
+	for (unsigned int i = 0; i < n; i++)
+		rn_lcore_ep_completion(lc, &wc[i]);
+	if (n != 0)
+		rn_lcore_count(&lc->stats.completions, n);
+	if (unlikely(lc->cq.stale != lc->stats.stale_cqes))
+		rn_lcore_count(&lc->stats.stale_cqes,
+			       lc->cq.stale - lc->stats.stale_cqes);
+	return n;
+}
+
 int
 rn_lcore_run(void *arg)
 {
@@ -68,6 +102,9 @@ rn_lcore_run(void *arg)
 		unsigned int work = drain_commands(lc);
 
 		work += rn_nic_progress(lc->nic);
+		work += poll_completions(lc);
+		if (unlikely(lc->closing != NULL))
+			rn_lcore_ep_reap(lc);
 
 		rn_lcore_count(&lc->stats.loops, 1);
 		if (work != 0) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Setting up and tearing down a worker lcore: control thread only. */
 #include <errno.h>
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,8 +82,19 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 		snprintf(why, why_len, "epoll: %s", strerror(-rc));
 		goto close_nic;
 	}
+	rc = rn_qp_table_create(RN_LCORE_QP_TABLE_ORDER, &lc->qps);
+	if (rc == 0)
+		rc = rn_nic_cq_create(lc->nic, RN_LCORE_CQ_SIZE, lc->qps, &lc->cq);
+	if (rc != 0) {
+		snprintf(why, why_len, "completion queue: %s", strerror(-rc));
+		goto free_table;
+	}
+	lc->tsc_hz = rte_get_tsc_hz();
 	return 0;
 
+free_table:
+	rn_qp_table_free(lc->qps);
+	lc->qps = NULL;
 close_nic:
 	rn_nic_close(lc->nic);
 	lc->nic = NULL;
@@ -101,6 +113,9 @@ rn_lcore_fini(struct rn_lcore *lc)
 {
 	if (lc->cmd_ring == NULL)
 		return;
+	rn_lcore_ep_free_all(lc);
+	rn_nic_cq_destroy(lc->nic, &lc->cq);
+	rn_qp_table_free(lc->qps);
 	rn_nic_close(lc->nic);
 	lc->nic = NULL;
 	close(lc->epoll_fd);
@@ -130,4 +145,10 @@ rn_lcore_stats_read(const struct rn_lcore *lc, struct rn_lcore_stats *out)
 	out->commands = __atomic_load_n(&lc->stats.commands, __ATOMIC_RELAXED);
 	out->events_dropped = __atomic_load_n(&lc->stats.events_dropped,
 					      __ATOMIC_RELAXED);
+	out->completions = __atomic_load_n(&lc->stats.completions,
+					   __ATOMIC_RELAXED);
+	out->stale_cqes = __atomic_load_n(&lc->stats.stale_cqes,
+					  __ATOMIC_RELAXED);
+	out->qps = __atomic_load_n(&lc->stats.qps, __ATOMIC_RELAXED);
+	out->endpoints = __atomic_load_n(&lc->stats.endpoints, __ATOMIC_RELAXED);
 }

@@ -20,9 +20,14 @@
 #define RN_LCORE_RING_SIZE 1024   /* commands in flight per lcore (exact) */
 #define RN_LCORE_BURST 32         /* commands drained per iteration */
 
+/* Endpoint commands carry a struct rn_ep_request * in the cookie. */
 enum rn_lcore_cmd_type {
 	RN_LCORE_CMD_PING = 1,  /* answer RN_LCORE_EVENT_PONG with the cookie */
 	RN_LCORE_CMD_STOP,      /* leave the loop after this iteration */
+	RN_LCORE_CMD_EP_OPEN,   /* create the QPs in INIT: EP_OPENED */
+	RN_LCORE_CMD_EP_CONNECT,/* RTR, RTS toward req->remote: EP_CONNECTED */
+	RN_LCORE_CMD_EP_PROBE,  /* RDMA READ the peer's probe: EP_PROBED */
+	RN_LCORE_CMD_EP_CLOSE,  /* ERR, drain, destroy: EP_CLOSED */
 };
 
 /* 16 bytes, copied by value through the ring: no allocation per command. */
@@ -33,14 +38,22 @@ struct rn_lcore_cmd {
 };
 _Static_assert(sizeof(struct rn_lcore_cmd) == 16, "ring element size");
 
+/* Endpoint events return the request in the cookie; arg is the result:
+ * 0 or a negative errno, or for EP_FAILED the CQE syndrome. */
 enum rn_lcore_event_type {
 	RN_LCORE_EVENT_PONG = 1,
+	RN_LCORE_EVENT_EP_OPENED,
+	RN_LCORE_EVENT_EP_CONNECTED,
+	RN_LCORE_EVENT_EP_PROBED,   /* 0, -EBADMSG (not who the handshake
+				     * said), or -EIO (the READ failed) */
+	RN_LCORE_EVENT_EP_FAILED,   /* a QP completed in error */
+	RN_LCORE_EVENT_EP_CLOSED,   /* the request is the control's again */
 };
 
 struct rn_lcore_event {
 	uint16_t type;          /* enum rn_lcore_event_type */
 	uint16_t lcore_id;
-	uint32_t arg;
+	int32_t arg;
 	uint64_t cookie;
 };
 _Static_assert(sizeof(struct rn_lcore_event) == 16, "ring element size");
@@ -52,6 +65,10 @@ struct rn_lcore_stats {
 	uint64_t sleeps;        /* adaptive idle: times it slept */
 	uint64_t commands;      /* commands executed */
 	uint64_t events_dropped;/* event ring full */
+	uint64_t completions;   /* CQEs polled */
+	uint64_t stale_cqes;    /* CQEs of QPs already destroyed */
+	uint64_t qps;           /* QPs alive now */
+	uint64_t endpoints;     /* endpoint incarnations alive now */
 };
 
 struct rn_lcore {
@@ -59,6 +76,10 @@ struct rn_lcore {
 	struct rte_ring *cmd_ring;      /* control -> lcore, single producer */
 	struct rte_ring *event_ring;    /* lcores -> control, shared */
 	struct rn_nic *nic;             /* this lcore's device context */
+	struct rn_cq cq;                /* every endpoint QP completes here */
+	struct rn_qp_table *qps;
+	struct rn_lcore_ep *closing;    /* draining before destruction */
+	struct rn_lcore_ep *eps;        /* every endpoint open here */
 	uint32_t idle_polls_left;
 	bool running;
 	struct rn_lcore_stats stats;
@@ -72,7 +93,11 @@ struct rn_lcore {
 	int epoll_fd;            /* wake_fd and the NIC's wait fds */
 	int wake_fd;             /* eventfd: control -> sleeping lcore */
 	int control_wake_fd;     /* eventfd: lcore -> control, after an event */
+	uint64_t tsc_hz;
 } __rte_cache_aligned;
+
+#define RN_LCORE_CQ_SIZE 8192     /* CQEs shared by the lcore's endpoints */
+#define RN_LCORE_QP_TABLE_ORDER 10
 
 /*
  * Prepare lc for lcore_id (control thread, before launch): its rings, its

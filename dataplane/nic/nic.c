@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rn_cq.h"
 #include "rn_nic.h"
 
 static const char *const qp_state_names[] = {
@@ -148,9 +149,44 @@ rn_nic_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
 		return -ENOMEM;
 	}
 	reset_rings(qp);
+	qp->send_cq = send_cq;
+	qp->recv_cq = recv_cq;
+	qp->state = RN_QP_RESET;
 	qp->table = send_cq->qps;
 	rn_qp_table_add(qp->table, qp);
 	return 0;
+}
+
+/*
+ * Mark the CQEs of qpn not polled yet in cq as stale. As libmlx5 does for
+ * its own CQs (and stops doing once they are handed to direct verbs): a QP
+ * that is reset, or a new QP that gets the same number, must never see the
+ * completions of the QP that was.
+ */
+static void
+scrub_cq(struct rn_cq *cq, uint32_t qpn)
+{
+	for (uint32_t ci = cq->ci;; ci++) {
+		struct mlx5_cqe64 *cqe = rn_cq_cqe(cq, ci);
+		uint8_t op_own = cqe->op_own;
+
+		if ((op_own >> 4) == MLX5_CQE_INVALID ||
+		    (op_own & MLX5_CQE_OWNER_MASK) != !!(ci & cq->cqe_cnt))
+			return;
+		rte_io_rmb();
+		if ((rte_be_to_cpu_32(cqe->sop_drop_qpn) & 0xffffff) == qpn)
+			cqe->sop_drop_qpn = rte_cpu_to_be_32(
+				(rte_be_to_cpu_32(cqe->sop_drop_qpn) &
+				 0xff000000) | RN_QPN_STALE);
+	}
+}
+
+static void
+scrub(struct rn_qp *qp)
+{
+	scrub_cq(qp->send_cq, qp->qpn);
+	if (qp->recv_cq != qp->send_cq)
+		scrub_cq(qp->recv_cq, qp->qpn);
 }
 
 int
@@ -162,9 +198,14 @@ rn_nic_qp_modify(struct rn_nic *nic, struct rn_qp *qp, enum rn_qp_state state,
 	if ((state == RN_QP_RTR || state == RN_QP_RTS) && conn == NULL)
 		return -EINVAL;
 	rc = nic->ops->qp_modify(nic, qp, state, conn);
-	if (rc == 0 && state == RN_QP_RESET)
+	if (rc != 0)
+		return rc;
+	qp->state = state;
+	if (state == RN_QP_RESET) {
+		scrub(qp);
 		reset_rings(qp);
-	return rc;
+	}
+	return 0;
 }
 
 int
@@ -175,8 +216,10 @@ rn_nic_qp_destroy(struct rn_nic *nic, struct rn_qp *qp)
 	if (qp->table != NULL)
 		rn_qp_table_remove(qp->table, qp);
 	qp->table = NULL;
-	if (qp->priv != NULL)
+	if (qp->priv != NULL) {
 		rc = nic->ops->qp_destroy(nic, qp);
+		scrub(qp);
+	}
 	qp->priv = NULL;
 	free(qp->sq.wr_id);
 	free(qp->sq.wqe_end);

@@ -100,6 +100,9 @@ struct rn_nic_ops {
 	int (*wait_fds)(struct rn_nic *nic, int *fds, int max);
 };
 
+/* A QPN no QP has (24 bits): what scrubbed CQEs carry. */
+#define RN_QPN_STALE 0xffffff
+
 /* Every provider's context starts with this. */
 struct rn_nic {
 	const struct rn_nic_ops *ops;

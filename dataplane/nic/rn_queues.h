@@ -55,6 +55,8 @@ struct rn_qp {
 	void *user;                 /* the owner's object (endpoint) */
 	struct rn_nic *nic;
 	void *priv;                 /* the provider's QP */
+	struct rn_cq *send_cq, *recv_cq;
+	int state;                  /* enum rn_qp_state, as last set */
 };
 
 /*

@@ -14,7 +14,10 @@
 
 #include "rn_queues.h"
 
-/* Returns 0, -EAGAIN when the ring is full, -EINVAL for too many SGEs. */
+/*
+ * Empty entries are left out (a byte count of 0 means 2 GiB to the NIC).
+ * Returns 0, -EAGAIN when the ring is full, -EINVAL for too many SGEs.
+ */
 static inline int
 rn_rq_post(struct rn_rq *rq, const struct rn_sge *sg, uint32_t num_sge,
 	   uint64_t wr_id)
@@ -22,17 +25,18 @@ rn_rq_post(struct rn_rq *rq, const struct rn_sge *sg, uint32_t num_sge,
 	uint32_t slot = rq->head & rq->wqe_mask;
 	struct mlx5_wqe_data_seg *seg =
 		(void *)(rq->buf + ((size_t)slot << rq->stride_shift));
-	uint32_t i;
+	uint32_t n = 0;
 
 	if (unlikely(num_sge > rq->max_sge))
 		return -EINVAL;
 	if (unlikely(rq->head - rq->tail > rq->wqe_mask))
 		return -EAGAIN;
-	for (i = 0; i < num_sge; i++)
-		mlx5dv_set_data_seg(&seg[i], sg[i].length, sg[i].lkey,
-				    sg[i].addr);
-	if (i < rq->max_sge)
-		mlx5dv_set_data_seg(&seg[i], 0, MLX5_INVALID_LKEY, 0);
+	for (uint32_t i = 0; i < num_sge; i++)
+		if (likely(sg[i].length != 0))
+			mlx5dv_set_data_seg(&seg[n++], sg[i].length, sg[i].lkey,
+					    sg[i].addr);
+	if (n < rq->max_sge)
+		mlx5dv_set_data_seg(&seg[n], 0, MLX5_INVALID_LKEY, 0);
 	rq->wr_id[slot] = wr_id;
 	rq->head++;
 	return 0;

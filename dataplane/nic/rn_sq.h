@@ -60,15 +60,32 @@ rn_sq_set_inline(const struct rn_sq *sq, uint32_t off, const struct rn_wr *wr,
 	}
 }
 
+/*
+ * Data segments for the non-empty entries of wr: to the NIC a byte count of
+ * 0 means 2 GiB, so an empty entry is left out, as libmlx5 does.
+ */
 static inline void
 rn_sq_set_data(const struct rn_sq *sq, uint32_t off, const struct rn_wr *wr)
 {
-	for (uint32_t i = 0; i < wr->num_sge; i++, off += RN_WQE_SEG) {
+	for (uint32_t i = 0; i < wr->num_sge; i++) {
 		const struct rn_sge *sge = &wr->sg_list[i];
 
+		if (unlikely(sge->length == 0))
+			continue;
 		mlx5dv_set_data_seg((struct mlx5_wqe_data_seg *)rn_sq_at(sq, off),
 				    sge->length, sge->lkey, sge->addr);
+		off += RN_WQE_SEG;
 	}
+}
+
+static inline uint32_t
+rn_wr_nonempty(const struct rn_wr *wr)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < wr->num_sge; i++)
+		n += wr->sg_list[i].length != 0;
+	return n;
 }
 
 /*
@@ -105,10 +122,11 @@ rn_sq_commit(struct rn_sq *sq, uint32_t off, uint32_t nbb, uint64_t wr_id,
 	sq->last_ctrl = ctrl;
 }
 
-static inline uint32_t
+/* Total bytes of wr, in 64 bits: 32-bit lengths must not wrap the sum. */
+static inline uint64_t
 rn_wr_length(const struct rn_wr *wr)
 {
-	uint32_t total = 0;
+	uint64_t total = 0;
 
 	for (uint32_t i = 0; i < wr->num_sge; i++)
 		total += wr->sg_list[i].length;
@@ -129,7 +147,7 @@ rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 	struct mlx5_wqe_ctrl_seg *ctrl = (void *)(sq->buf + off);
 	bool remote = wr->opcode != RN_WR_SEND && wr->opcode != RN_WR_SEND_IMM;
 	uint32_t head = 1 + remote;     /* ctrl [+ raddr], in 16-byte units */
-	uint32_t inline_len = 0;
+	uint64_t inline_len = 0;
 	uint32_t ds, nbb;
 
 	if (unlikely(wr->num_sge > RN_WR_MAX_SGE))
@@ -139,9 +157,10 @@ rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 		if (unlikely(inline_len > sq->max_inline ||
 			     wr->opcode == RN_WR_READ))
 			return -EINVAL;
-		ds = head + (4 + inline_len + RN_WQE_SEG - 1) / RN_WQE_SEG;
+		ds = head + (uint32_t)(4 + inline_len + RN_WQE_SEG - 1) /
+			    RN_WQE_SEG;
 	} else {
-		ds = head + wr->num_sge;
+		ds = head + rn_wr_nonempty(wr);
 	}
 	nbb = (ds + 3) / 4;
 	if (unlikely(sq->pi - sq->ci + nbb > sq->wqe_mask + 1))
@@ -155,7 +174,8 @@ rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 	}
 	/* ctrl + raddr are 32 bytes: the rest starts inside the first BB. */
 	if (wr->flags & RN_WR_INLINE)
-		rn_sq_set_inline(sq, off + head * RN_WQE_SEG, wr, inline_len);
+		rn_sq_set_inline(sq, off + head * RN_WQE_SEG, wr,
+				 (uint32_t)inline_len);
 	else
 		rn_sq_set_data(sq, off + head * RN_WQE_SEG, wr);
 	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, wr->opcode, 0,

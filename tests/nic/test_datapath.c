@@ -287,6 +287,26 @@ test_ring_full_and_bad_requests(void **state)
 	wr.num_sge = RN_WR_MAX_SGE + 1;
 	wr.flags = 0;
 	assert_int_equal(rn_sq_post(&sq, &wr), -EINVAL);
+	/* Lengths whose 32-bit sum wraps to a small number are refused. */
+	many[0] = (struct rn_sge){ (uintptr_t)big, 0xfffffff0u, 0 };
+	many[1] = (struct rn_sge){ (uintptr_t)big, 0x20, 0 };
+	wr.num_sge = 2;
+	wr.flags = RN_WR_INLINE;
+	assert_int_equal(rn_sq_post(&sq, &wr), -EINVAL);
+}
+
+/* Empty gather entries are left out: to the NIC, 0 bytes means 2 GiB. */
+static void
+test_empty_entries_left_out(void **state)
+{
+	struct rn_sge sge[3] = { { 0x1000, 0, 1 }, { 0x2000, 8, 2 },
+				 { 0x3000, 0, 3 } };
+	struct rn_wr wr = { .sg_list = sge, .num_sge = 3, .opcode = RN_WR_SEND };
+
+	(void)state;
+	assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	check_ctrl(0, MLX5_OPCODE_SEND, 2, 0, 0);
+	check_data_seg(ring + 16, 8, 2, 0x2000);
 }
 
 /* Unsignalled WQEs never fill the ring: one is signalled past half. */
@@ -465,6 +485,52 @@ test_cq_error_and_recv_decode(void **state)
 	assert_int_equal(qp.sq.ci, 3);
 }
 
+/* 128-byte CQEs: the mlx5_cqe64 is the second half of each entry. */
+static void
+test_cq_128_byte_entries(void **state)
+{
+	static uint8_t big_ring[CQES * 128] __attribute__((aligned(128)));
+	struct rn_wc wc;
+
+	(void)state;
+	memset(big_ring, 0, sizeof(big_ring));
+	for (int i = 0; i < CQES; i++)
+		big_ring[i * 128 + 127] = MLX5_CQE_INVALID << 4;
+	cq.buf = big_ring + 64;
+	cq.cqe_shift = 7;
+	qp.sq.wqe_end[0] = 1;
+	qp.sq.wr_id[0] = 8;
+	for (uint32_t i = 0; i < 3 * CQES; i++) {
+		struct mlx5_cqe64 *cqe = (void *)(big_ring + (i % CQES) * 128 + 64);
+
+		assert_int_equal(rn_cq_poll(&cq, &wc, 1), 0);
+		memset(cqe, 0, 63);
+		cqe->sop_drop_qpn = htobe32(QPN);
+		cqe->op_own = (uint8_t)(MLX5_CQE_REQ << 4 | ((i & CQES) ? 1 : 0));
+		assert_int_equal(rn_cq_poll(&cq, &wc, 1), 1);
+		assert_int_equal(wc.wr_id, 8);
+	}
+	/* The first halves were never read as CQEs. */
+	for (int i = 0; i < CQES; i++)
+		assert_int_equal(big_ring[i * 128 + 63], 0);
+}
+
+/* The consumer index record is 24 bits; the counter behind it is not. */
+static void
+test_cq_index_wraps_24_bits(void **state)
+{
+	struct rn_wc wc[4];
+
+	(void)state;
+	cq.ci = device_pi = 0xfffffe;
+	qp.sq.wqe_end[0] = 1;
+	for (int i = 0; i < 4; i++)
+		device_write(MLX5_CQE_REQ, QPN, 0, 0, 0);
+	assert_int_equal(rn_cq_poll(&cq, wc, 4), 4);
+	assert_int_equal(cq.ci, 0x1000002);
+	assert_int_equal(be32toh(cq_dbrec[0]), 0x000002);
+}
+
 int
 main(void)
 {
@@ -480,6 +546,9 @@ main(void)
 		cmocka_unit_test_setup(test_wqe_counter_wraps_16_bits, setup_sq),
 		cmocka_unit_test_setup(test_ring_full_and_bad_requests, setup_sq),
 		cmocka_unit_test_setup(test_forced_signal, setup_sq),
+		cmocka_unit_test_setup(test_empty_entries_left_out, setup_sq),
+		cmocka_unit_test_setup(test_cq_128_byte_entries, setup_cq),
+		cmocka_unit_test_setup(test_cq_index_wraps_24_bits, setup_cq),
 		cmocka_unit_test(test_recv_wqe),
 		cmocka_unit_test_setup(test_cq_owner_bit_many_laps, setup_cq),
 		cmocka_unit_test_setup(test_cq_one_cqe_retires_earlier_wqes,

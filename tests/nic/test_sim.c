@@ -307,6 +307,8 @@ test_rnr_retry_exceeded(void **state)
 	struct rn_wr wr = { .wr_id = 11, .sg_list = &sge, .num_sge = 1,
 			    .opcode = RN_WR_SEND, .flags = 0 };
 
+	struct rn_sim_stats stats;
+
 	reconnect_a(p, 2, 3);
 	assert_int_equal(end_post(&p->a, &wr), 0);
 	wr.wr_id = 12;
@@ -314,6 +316,8 @@ test_rnr_retry_exceeded(void **state)
 	/* Unsignalled, yet it completes: errors always do. */
 	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR, 11);
 	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 12);
+	rn_sim_stats(p->b.nic, &stats);
+	assert_int_equal(stats.rnr_naks_sent, 2 + 1);   /* rnr_retry + 1 */
 	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
 	assert_int_equal(p->a.qp.sq.ci, p->a.qp.sq.pi);
 }
@@ -562,6 +566,105 @@ test_cq_overrun_puts_cq_in_error(void **state)
 	assert_int_equal(stats.cq_overruns, 1);
 }
 
+/* Completions of a QP's earlier life never reach it after RESET. */
+static void
+test_reset_scrubs_unpolled_cqes(void **state)
+{
+	struct pair *p = *state;
+	struct end_info ia = { .addr = p->a.addr, .qpn = p->a.qp.qpn };
+	struct rn_qp_connect c = end_connect_params(&ia);
+	struct rn_sge sge = { (uintptr_t)p->abuf, 8, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = 40, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
+
+	for (uint64_t i = 0; i < 3; i++)
+		assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, i), 0);
+	assert_int_equal(rn_sim_qp_fail(p->b.nic, &p->b.qp), 0);
+	/* Three flush CQEs wait in b's CQ, unpolled, when b is reset. */
+	assert_int_equal(rn_nic_qp_modify(p->b.nic, &p->b.qp, RN_QP_RESET, NULL), 0);
+	assert_int_equal(end_connect(&p->b, &c), 0);
+	reconnect_a(p, 7, 3);
+	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 9), 0);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->b, RN_WC_RECV, 0, 9);
+	assert_int_equal(p->b.cq.stale, 3);
+	assert_int_equal(p->b.qp.rq.tail, p->b.qp.rq.head);
+}
+
+/* Nor does a new QP that was given a destroyed QP's number. */
+static void
+test_destroy_scrubs_for_the_next_user_of_the_qpn(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge sge = { (uintptr_t)p->abuf, 8, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = 41, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
+	struct rn_sim_stats stats;
+	uint32_t qpn = p->b.qp.qpn;
+	struct rn_wc wc;
+	uint64_t deadline = now_ms() + WAIT_MS;
+
+	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 1), 0);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	/* Progress until b's receive CQE is written, but do not poll it. */
+	do {
+		ends_progress(p->ends);
+		rn_sim_stats(p->b.nic, &stats);
+	} while (stats.frames_received < 2 && now_ms() < deadline);
+	expect_wc(p, &p->a, RN_WC_SEND, 0, 41);
+	assert_int_equal(rn_nic_qp_destroy(p->b.nic, &p->b.qp), 0);
+	assert_int_equal(rn_nic_qp_create(p->b.nic, &p->b.cq, &p->b.cq,
+					  &harness_caps, &p->b.qp), 0);
+	assert_int_equal(p->b.qp.qpn, qpn);
+	assert_int_equal(rn_cq_poll(&p->b.cq, &wc, 1), 0);
+	assert_int_equal(p->b.cq.stale, 1);
+	assert_int_equal(p->b.qp.rq.tail, 0);
+}
+
+/* In-flight WQEs complete before the later WQE that failed locally. */
+static void
+test_error_completions_stay_in_order(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sge good = { (uintptr_t)p->abuf, 8, p->amr.lkey };
+	struct rn_sge bad = { (uintptr_t)p->abuf, 8, 0xbad00 };
+	struct rn_wr wr = { .wr_id = 50, .sg_list = &good, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
+
+	/* A waits on RNR (b posts no receive); then B has a bad lkey. */
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_no_wc(p, &p->a, 20);
+	wr.wr_id = 51;
+	wr.sg_list = &bad;
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 50);
+	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 51);
+	assert_int_equal(p->a.qp.sq.ci, p->a.qp.sq.pi);
+}
+
+/* RTS -> RTS changes the RNR timer and rights, never the send PSN. */
+static void
+test_rts_to_rts_keeps_the_psn(void **state)
+{
+	struct pair *p = *state;
+	struct end_info ib = { .addr = p->b.addr, .qpn = p->b.qp.qpn };
+	struct rn_qp_connect c = end_connect_params(&ib);
+	struct rn_sge sge = { (uintptr_t)p->abuf, 8, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = 60, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
+
+	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 1), 0);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->b, RN_WC_RECV, 0, 1);
+	expect_wc(p, &p->a, RN_WC_SEND, 0, 60);
+	c.local_psn = 0x100;   /* what the first RTS had: would replay PSNs */
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RTS, &c), 0);
+	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 2), 0);
+	assert_int_equal(end_post(&p->a, &wr), 0);
+	expect_wc(p, &p->b, RN_WC_RECV, 0, 2);   /* delivered, not a duplicate */
+	expect_wc(p, &p->a, RN_WC_SEND, 0, 60);
+}
+
 static void
 test_state_machine(void **state)
 {
@@ -609,6 +712,10 @@ main(void)
 		PAIR_TEST(test_qp_error_flushes_both_queues),
 		PAIR_TEST(test_send_to_destroyed_qpn_never_reaches_its_reuser),
 		PAIR_TEST(test_cq_overrun_puts_cq_in_error),
+		PAIR_TEST(test_reset_scrubs_unpolled_cqes),
+		PAIR_TEST(test_destroy_scrubs_for_the_next_user_of_the_qpn),
+		PAIR_TEST(test_error_completions_stay_in_order),
+		PAIR_TEST(test_rts_to_rts_keeps_the_psn),
 		PAIR_TEST(test_state_machine),
 	};
 

@@ -30,9 +30,10 @@ open_port(struct mlx5_ctx *ctx, const struct rn_nic_config *cfg, char *why,
 	  size_t why_len)
 {
 	struct ibv_port_attr port;
+	int rc = ibv_query_port(ctx->verbs, (uint8_t)cfg->port, &port);
 
-	if (ibv_query_port(ctx->verbs, (uint8_t)cfg->port, &port) != 0)
-		return -errno;
+	if (rc != 0)
+		return -rc;   /* ibv_query_port returns the errno */
 	if (port.state != IBV_PORT_ACTIVE) {
 		snprintf(why, why_len, "%s port %u is not active",
 			 ibv_get_device_name(ctx->verbs->device), cfg->port);

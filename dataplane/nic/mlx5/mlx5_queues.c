@@ -5,6 +5,7 @@
  * scatter-to-CQE is disabled (a small SEND always lands in its buffer).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,8 +23,8 @@ rn_mlx5_cq_create(struct rn_nic *nic, uint32_t cqe, struct rn_cq *cq)
 	struct mlx5_ctx *ctx = mlx5_ctx_of(nic);
 	struct ibv_cq_init_attr_ex attr = { .cqe = cqe };
 	struct mlx5dv_cq_init_attr dv_attr = { .comp_mask = 0 };
-	struct mlx5dv_obj obj;
-	struct mlx5dv_cq dv;
+	struct mlx5dv_obj obj = { 0 };
+	struct mlx5dv_cq dv = { 0 };   /* comp_mask is an input: zero it */
 	struct ibv_cq_ex *cq_ex = mlx5dv_create_cq(ctx->verbs, &attr, &dv_attr);
 
 	if (cq_ex == NULL)
@@ -76,8 +77,8 @@ rn_mlx5_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
 		.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS,
 		.create_flags = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
 	};
-	struct mlx5dv_obj obj;
-	struct mlx5dv_qp dv;
+	struct mlx5dv_obj obj = { 0 };
+	struct mlx5dv_qp dv = { 0 };   /* comp_mask is an input: zero it */
 	struct ibv_qp *iqp = mlx5dv_create_qp(ctx->verbs, &attr, &dv_attr);
 
 	if (iqp == NULL)
@@ -99,24 +100,25 @@ rn_mlx5_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
 		.bf_reg = dv.bf.reg,
 		.bf_size = dv.bf.size,
 	};
-	qp->rq = (struct rn_rq){
-		.buf = dv.rq.buf,
-		.wqe_mask = dv.rq.wqe_cnt - 1,
-		.stride_shift = log2_u32(dv.rq.stride),
-		.max_sge = dv.rq.stride / sizeof(struct mlx5_wqe_data_seg),
-		.dbrec = &dv.dbrec[MLX5_RCV_DBR],
-	};
+	qp->rq = (struct rn_rq){ .dbrec = &dv.dbrec[MLX5_RCV_DBR] };
+	if (dv.rq.wqe_cnt != 0) {   /* no receive queue: posts get -EINVAL */
+		qp->rq.buf = dv.rq.buf;
+		qp->rq.wqe_mask = dv.rq.wqe_cnt - 1;
+		qp->rq.stride_shift = log2_u32(dv.rq.stride);
+		qp->rq.max_sge = dv.rq.stride / sizeof(struct mlx5_wqe_data_seg);
+	}
 	return 0;
 }
 
+/* Remote rights come at RTR, from the connection, as in the sim. */
 static int
-to_init(struct ibv_qp *iqp, uint8_t port, uint32_t access)
+to_init(struct ibv_qp *iqp, uint8_t port)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.pkey_index = 0,
 		.port_num = port,
-		.qp_access_flags = (unsigned int)rn_mlx5_access(access),
+		.qp_access_flags = 0,
 	};
 
 	return ibv_modify_qp(iqp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
@@ -129,6 +131,7 @@ to_rtr(struct mlx5_ctx *ctx, struct ibv_qp *iqp,
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR,
+		.qp_access_flags = (unsigned int)rn_mlx5_access(c->access),
 		.path_mtu = RTE_MIN(ctx->mtu, (enum ibv_mtu)c->remote.mtu),
 		.dest_qp_num = c->remote_qpn,
 		.rq_psn = c->remote_psn & 0xffffff,
@@ -145,11 +148,12 @@ to_rtr(struct mlx5_ctx *ctx, struct ibv_qp *iqp,
 	memcpy(a.ah_attr.grh.dgid.raw, c->remote.gid, 16);
 	return ibv_modify_qp(iqp, &a, IBV_QP_STATE | IBV_QP_AV |
 			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER |
+			     IBV_QP_ACCESS_FLAGS);
 }
 
 static int
-to_rts(struct ibv_qp *iqp, const struct rn_qp_connect *c)
+to_rts(struct ibv_qp *iqp, const struct rn_qp_connect *c, bool from_rts)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTS,
@@ -160,6 +164,13 @@ to_rts(struct ibv_qp *iqp, const struct rn_qp_connect *c)
 		.max_rd_atomic = 16,
 	};
 
+	/* RTS -> RTS may change the responder's RNR timer and rights only. */
+	if (from_rts) {
+		a.min_rnr_timer = c->min_rnr_timer;
+		a.qp_access_flags = (unsigned int)rn_mlx5_access(c->access);
+		return ibv_modify_qp(iqp, &a, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
+				     IBV_QP_ACCESS_FLAGS);
+	}
 	return ibv_modify_qp(iqp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
 			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
@@ -175,15 +186,13 @@ rn_mlx5_qp_modify(struct rn_nic *nic, struct rn_qp *qp, enum rn_qp_state state,
 
 	switch (state) {
 	case RN_QP_INIT:
-		rc = to_init(qp->priv, ctx->port,
-			     RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE |
-			     RN_ACCESS_REMOTE_READ);
+		rc = to_init(qp->priv, ctx->port);
 		break;
 	case RN_QP_RTR:
 		rc = to_rtr(ctx, qp->priv, conn);
 		break;
 	case RN_QP_RTS:
-		rc = to_rts(qp->priv, conn);
+		rc = to_rts(qp->priv, conn, qp->state == RN_QP_RTS);
 		break;
 	case RN_QP_ERR:
 		a.qp_state = IBV_QPS_ERR;

@@ -18,6 +18,7 @@ struct rn_sim_stats {
 	uint64_t frames_received;
 	uint64_t dropped_no_qp;       /* no such QP, or not connected to sender */
 	uint64_t dropped_out_of_order;/* PSN ahead of the expected one */
+	uint64_t dropped_malformed;   /* lengths that do not add up */
 	uint64_t duplicates;          /* PSN behind: re-acknowledged */
 	uint64_t rnr_naks_sent;
 	uint64_t retransmits;         /* go-back-N resends (RNR or timeout) */

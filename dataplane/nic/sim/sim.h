@@ -15,6 +15,7 @@
  */
 
 #include <netinet/in.h>
+#include <rte_byteorder.h>
 #include <rte_common.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -28,6 +29,16 @@
 #define SIM_QPN_BASE 0x100        /* QPNs 0..0xff are reserved, as on IB */
 #define SIM_BF_SIZE 256           /* doorbell register halves */
 #define SIM_EXEC_BUDGET 64        /* WQEs one QP executes per progress */
+#define SIM_MAX_MSG (1u << 30)    /* max_msg_sz: 1 GiB, as ConnectX */
+
+/* A data segment's byte count: 0 stands for 2 GiB (mlx5 format). */
+static inline uint64_t
+sim_seg_bytes(__be32 byte_count)
+{
+	uint32_t n = rte_be_to_cpu_32(byte_count);
+
+	return n == 0 ? 1ull << 31 : n;
+}
 
 struct sim_ctx;
 struct sim_wire;
@@ -161,6 +172,8 @@ int sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp,
 void sim_qp_destroy(struct sim_ctx *ctx, struct sim_qp *sqp);
 /* Enter ERR: flush every WQE outstanding on both queues. */
 void sim_qp_error(struct sim_qp *sqp);
+/* Flush the WQEs in flight (sent, not acknowledged), oldest first. */
+void sim_qp_flush_inflight(struct sim_qp *sqp);
 /* In ERR: flush WQEs posted since (software keeps posting). */
 unsigned int sim_qp_flush_new(struct sim_qp *sqp);
 uint32_t sim_rq_posted(const struct sim_qp *sqp);

@@ -74,10 +74,12 @@ sim_cq_push(struct sim_cq *scq, struct mlx5_cqe64 *src)
 
 		scq->error = true;
 		ctx->stats.cq_overruns++;
-		/* Every QP completing to it fails with it. */
+		/* Every QP completing to it fails with it; their flushes to a
+		 * healthy CQ still arrive, those to this one are lost. */
 		for (struct sim_qp *q = ctx->live; q != NULL; q = q->next)
-			if (q->scq == scq || q->rcq == scq)
-				q->state = RN_QP_ERR;
+			if ((q->scq == scq || q->rcq == scq) &&
+			    q->state != RN_QP_ERR)
+				sim_qp_error(q);
 		return;
 	}
 	dst = (void *)(scq->buf + (size_t)(scq->pi & (scq->cqe_cnt - 1)) * 64);

@@ -91,6 +91,9 @@ sim_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint32_t access,
 {
 	struct sim_ctx *ctx = sim_ctx_of(nic);
 
+	/* As ibv_reg_mr: remote write needs local write. */
+	if ((access & RN_ACCESS_REMOTE_WRITE) && !(access & RN_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
 	for (uint32_t i = 0; i < SIM_MAX_MRS; i++) {
 		struct sim_mr *m = &ctx->mrs[i];
 

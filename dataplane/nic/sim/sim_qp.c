@@ -77,8 +77,8 @@ sim_qp_create(struct sim_ctx *ctx, struct rn_cq *scq, struct rn_cq *rcq,
 		return -EINVAL;
 	}
 	sqp->rq_wqe_cnt = rte_align32pow2(RTE_MAX(caps->max_recv_wr, 1u));
-	sqp->rq_max_sge = RTE_MAX(caps->max_recv_sge, 1u);
-	rq_stride = rte_align32pow2(16 * sqp->rq_max_sge);
+	rq_stride = rte_align32pow2(16 * RTE_MAX(caps->max_recv_sge, 1u));
+	sqp->rq_max_sge = rq_stride / 16;   /* as mlx5: the stride decides */
 	sqp->rq_stride_shift = log2_u32(rq_stride);
 	sqp->inflight_cap = sqp->sq_wqe_cnt;
 	sqp->dbrec = zalloc_aligned(64);
@@ -189,6 +189,13 @@ sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp, enum rn_qp_state state,
 		sqp->expected_psn = conn->remote_psn & 0xffffff;
 		break;
 	case RN_QP_RTS:
+		if (sqp->state == RN_QP_RTS) {
+			/* RTS -> RTS may change these two only (IBA 11.2.4.2):
+			 * the send PSN and the retry counts stay. */
+			sqp->conn.min_rnr_timer = conn->min_rnr_timer;
+			sqp->conn.access = conn->access;
+			return 0;
+		}
 		if (conn->retry_cnt > 7 || conn->rnr_retry > 7 ||
 		    conn->timeout > 31)
 			return -EINVAL;
@@ -282,9 +289,8 @@ flush_rq(struct sim_qp *sqp)
 }
 
 void
-sim_qp_error(struct sim_qp *sqp)
+sim_qp_flush_inflight(struct sim_qp *sqp)
 {
-	sqp->state = RN_QP_ERR;
 	for (; sqp->inflight_count > 0; sqp->inflight_count--) {
 		struct sim_inflight *f = &sqp->inflight[sqp->inflight_head];
 
@@ -294,6 +300,13 @@ sim_qp_error(struct sim_qp *sqp)
 		sqp->inflight_head = (sqp->inflight_head + 1) %
 				     sqp->inflight_cap;
 	}
+}
+
+void
+sim_qp_error(struct sim_qp *sqp)
+{
+	sqp->state = RN_QP_ERR;
+	sim_qp_flush_inflight(sqp);
 	sqp->flags = 0;
 	flush_sq(sqp);
 	flush_rq(sqp);

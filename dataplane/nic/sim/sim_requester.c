@@ -102,27 +102,34 @@ scratch(struct sim_ctx *ctx, size_t len)
 	return ctx->scratch;
 }
 
-/* The data segments of w: total length, lkeys checked for access. */
+/*
+ * The data segments of w: total length, lkeys checked for access. A byte
+ * count of 0 means 2 GiB, as on the NIC. Messages over SIM_MAX_MSG fail
+ * with LOCAL_LENGTH, as over the port's max_msg_sz.
+ */
 static int
 gather(struct sim_qp *sqp, const struct sim_wqe *w, uint8_t *out,
        uint32_t *total, uint32_t access)
 {
-	*total = 0;
+	uint64_t sum = 0;
+
 	for (uint32_t u = w->first_data; u < w->ds; u++) {
 		const struct mlx5_wqe_data_seg *d = (const void *)sim_wqe_unit(sqp, w->bb, u);
-		uint32_t len = rte_be_to_cpu_32(d->byte_count);
+		uint64_t len = sim_seg_bytes(d->byte_count);
 		uint64_t addr = rte_be_to_cpu_64(d->addr);
 		uint32_t lkey = rte_be_to_cpu_32(d->lkey);
 
 		if (lkey == MLX5_INVALID_LKEY)
 			break;
-		if (len != 0 &&
-		    sim_mr_check(sqp->ctx, lkey, addr, len, access) == NULL)
+		if (sum + len > SIM_MAX_MSG)
+			return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+		if (sim_mr_check(sqp->ctx, lkey, addr, len, access) == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
 		if (out != NULL)
-			memcpy(out + *total, (const void *)(uintptr_t)addr, len);
-		*total += len;
+			memcpy(out + sum, (const void *)(uintptr_t)addr, len);
+		sum += len;
 	}
+	*total = (uint32_t)sum;
 	return 0;
 }
 
@@ -238,6 +245,17 @@ retire_until(struct sim_qp *sqp, uint32_t limit, bool inclusive)
 		progress_made(sqp);
 }
 
+static void
+flush_oldest(struct sim_qp *sqp)
+{
+	struct sim_inflight *f = oldest(sqp);
+
+	sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR,
+			  MLX5_CQE_SYNDROME_WR_FLUSH_ERR, f->opcode, sqp->qpn,
+			  (uint16_t)f->bb);
+	retire_oldest(sqp);
+}
+
 void
 sim_requester_fail(struct sim_qp *sqp, uint8_t syndrome)
 {
@@ -248,6 +266,25 @@ sim_requester_fail(struct sim_qp *sqp, uint8_t syndrome)
 				  f->opcode, sqp->qpn, (uint16_t)f->bb);
 		retire_oldest(sqp);
 	}
+	sim_qp_error(sqp);
+}
+
+/*
+ * A WQE that was never sent failed locally. Completions stay in order:
+ * what is in flight before it is flushed first, then its error, then the
+ * WQEs after it.
+ */
+static void
+fail_unsent(struct sim_qp *sqp, const struct sim_wqe *w, uint8_t syndrome)
+{
+	uint32_t posted = (rte_be_to_cpu_32(__atomic_load_n(
+		&sqp->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE)) - sqp->sq_next) & 0xffff;
+
+	sim_qp_flush_inflight(sqp);
+	sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR, syndrome, w->opcode,
+			  sqp->qpn, (uint16_t)sqp->sq_next);
+	/* A malformed WQE's size cannot be trusted past what was posted. */
+	sqp->sq_next += RTE_MIN(w->nbb, RTE_MAX(posted, 1u));
 	sim_qp_error(sqp);
 }
 
@@ -264,7 +301,10 @@ resend_all(struct sim_qp *sqp)
 		if (rc == 0)
 			rc = execute(sqp, &w, f->psn);
 		if (rc != 0) {
-			/* Its memory went away since the first try. */
+			/* Its memory went away since the first try: everything
+			 * before it completes (flushed), then it fails. */
+			for (uint32_t j = 0; j < i; j++)
+				flush_oldest(sqp);
 			sim_requester_fail(sqp, (uint8_t)rc);
 			return;
 		}
@@ -319,11 +359,7 @@ sim_requester_run(struct sim_qp *sqp)
 		if (rc == 0)
 			rc = execute(sqp, &w, sqp->next_psn);
 		if (rc != 0) {
-			sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR, (uint8_t)rc,
-					  w.opcode, sqp->qpn,
-					  (uint16_t)sqp->sq_next);
-			sqp->sq_next += w.nbb;
-			sim_qp_error(sqp);
+			fail_unsent(sqp, &w, (uint8_t)rc);
 			return done + 1;
 		}
 		if (sqp->inflight_count == 0)

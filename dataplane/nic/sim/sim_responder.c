@@ -49,12 +49,11 @@ scatter(struct sim_qp *sqp, const uint8_t *data, uint32_t len)
 
 	for (uint32_t i = 0; i < sqp->rq_max_sge; i++) {
 		uint32_t lkey = rte_be_to_cpu_32(seg[i].lkey);
-		uint32_t n = rte_be_to_cpu_32(seg[i].byte_count);
+		uint64_t n = sim_seg_bytes(seg[i].byte_count);
 
 		if (lkey == MLX5_INVALID_LKEY)
 			break;
-		/* A zero-length segment touches no memory: nothing to check. */
-		if (n != 0 && sim_mr_check(sqp->ctx, lkey, rte_be_to_cpu_64(seg[i].addr), n,
+		if (sim_mr_check(sqp->ctx, lkey, rte_be_to_cpu_64(seg[i].addr), n,
 				 RN_ACCESS_LOCAL_WRITE) == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
 		capacity += n;
@@ -62,8 +61,8 @@ scatter(struct sim_qp *sqp, const uint8_t *data, uint32_t len)
 	if (capacity < len)
 		return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
 	for (uint32_t i = 0; done < len; i++) {
-		uint32_t n = RTE_MIN(rte_be_to_cpu_32(seg[i].byte_count),
-				     len - done);
+		uint32_t n = (uint32_t)RTE_MIN(sim_seg_bytes(seg[i].byte_count),
+					       (uint64_t)(len - done));
 
 		memcpy((void *)(uintptr_t)rte_be_to_cpu_64(seg[i].addr),
 		       data + done, n);
@@ -188,6 +187,12 @@ sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 	if (sqp == NULL || (sqp->state != RN_QP_RTR && sqp->state != RN_QP_RTS) ||
 	    !from_peer(sqp, wire, h)) {
 		ctx->stats.dropped_no_qp++;
+		return;
+	}
+	/* The frame must carry what it claims to move. */
+	if (h->opcode == MLX5_OPCODE_RDMA_READ ? h->length != 0 :
+						  h->dma_len != h->length) {
+		ctx->stats.dropped_malformed++;
 		return;
 	}
 	d = sim_psn_diff(h->psn, sqp->expected_psn);

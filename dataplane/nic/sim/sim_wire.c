@@ -32,6 +32,7 @@ struct delayed_frame {
 
 struct sim_wire {
 	int fd;
+	bool outbound;            /* we connected it */
 	bool known;               /* remote is known (outbound, or HELLO seen) */
 	bool dead;                /* closed: freed at the end of progress */
 	struct sim_addr remote;
@@ -204,6 +205,7 @@ wire_connect(struct sim_ctx *ctx, const struct sim_addr *remote)
 	if (w == NULL)
 		return NULL;
 	w->known = true;
+	w->outbound = true;
 	w->remote = *remote;
 	tx_append(w, &h, sizeof(h), &hello, sizeof(hello));
 	return w;
@@ -214,15 +216,22 @@ sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 	      const struct sim_pkt_hdr *h, const void *payload)
 {
 	struct sim_cut *fault = sim_fault_find(ctx, remote);
-	struct sim_wire *w;
+	struct sim_wire *w, *any = NULL;
 
 	if (fault != NULL && fault->cut)
 		return;
-	for (w = ctx->wires; w != NULL; w = w->next)
-		if (!w->dead && w->known && addr_equal(&w->remote, remote))
+	/* Our own connection first, always the same one: frames of a QP
+	 * must not switch wires and overtake each other. */
+	for (w = ctx->wires; w != NULL; w = w->next) {
+		if (w->dead || !w->known || !addr_equal(&w->remote, remote))
+			continue;
+		if (w->outbound)
 			break;
+		if (any == NULL)
+			any = w;
+	}
 	if (w == NULL)
-		w = wire_connect(ctx, remote);
+		w = any != NULL ? any : wire_connect(ctx, remote);
 	if (w != NULL)
 		queue_frame(ctx, w, h, payload);
 }

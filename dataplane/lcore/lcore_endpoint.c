@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Endpoint QPs on their owning lcore: created on EP_OPEN, connected on
+ * EP_CONNECT, probed with an RDMA READ of the peer's identity, and on
+ * EP_CLOSE moved to ERR, drained of their completions, then destroyed.
+ * Runs on the worker; nothing here is per packet.
+ */
+#include <errno.h>
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+#include <rte_random.h>
+#include <string.h>
+
+#include "lcore_internal.h"
+#include "rn_cq.h"
+#include "rn_sq.h"
+
+#define EP_DRAIN_MAX_S 1          /* a QP that never drains is destroyed */
+#define WR_ID_PROBE 1
+
+/* What an endpoint publishes for its peer to READ: who it is, now. */
+struct ep_probe {
+	uint32_t magic;
+	uint32_t generation;
+	uint64_t session_id;
+	char name[32];
+	uint8_t pad[16];
+};
+_Static_assert(sizeof(struct ep_probe) == RN_EP_PROBE_SIZE, "probe size");
+
+struct rn_lcore_ep {
+	struct rn_ep_request *req;
+	uint32_t n_qps;
+	struct rn_qp qps[RN_EP_MAX_QPS];
+	struct rn_mr probe_mr;
+	struct ep_probe *probe;     /* [0]: ours, [1]: where the READ lands */
+	bool failed;                /* EP_FAILED sent: once per incarnation */
+	bool closing;
+	bool probing;
+	uint64_t drain_deadline;    /* TSC */
+	struct rn_lcore_ep *next;   /* lc->closing */
+	struct rn_lcore_ep *prev_all, *next_all;   /* lc->eps */
+};
+
+/* Endpoint events must arrive: wait for room rather than drop one. */
+static void
+post(struct rn_lcore *lc, uint16_t type, int32_t arg, struct rn_ep_request *req)
+{
+	struct rn_lcore_event ev = { .type = type, .lcore_id = (uint16_t)lc->lcore_id,
+				     .arg = arg, .cookie = (uintptr_t)req };
+
+	rn_lcore_post_event_wait(lc, ev);
+}
+
+static struct rn_qp_caps
+qp_caps(const struct rn_ep_request *req, uint8_t kind)
+{
+	if (kind == RN_EP_QP_NOTIFY)
+		return (struct rn_qp_caps){ .max_send_wr = req->notify_depth,
+					    .max_recv_wr = req->notify_depth,
+					    .max_send_sge = 2, .max_recv_sge = 1,
+					    .max_inline = 64 };
+	return (struct rn_qp_caps){ .max_send_wr = 64, .max_recv_wr = 1,
+				    .max_send_sge = 4, .max_recv_sge = 1,
+				    .max_inline = 64 };
+}
+
+static void
+destroy_qps(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	for (uint32_t i = 0; i < ep->n_qps; i++)
+		rn_nic_qp_destroy(lc->nic, &ep->qps[i]);
+	rn_lcore_count(&lc->stats.qps, -(uint64_t)ep->n_qps);
+	ep->n_qps = 0;
+}
+
+static void
+free_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	destroy_qps(lc, ep);
+	if (ep->probe_mr.priv != NULL)
+		lc->nic->ops->mr_dereg(lc->nic, &ep->probe_mr);
+	rte_free(ep->probe);
+	rte_free(ep);
+}
+
+static void
+unlink_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	if (ep->prev_all != NULL)
+		ep->prev_all->next_all = ep->next_all;
+	else
+		lc->eps = ep->next_all;
+	if (ep->next_all != NULL)
+		ep->next_all->prev_all = ep->prev_all;
+	rn_lcore_count(&lc->stats.endpoints, -1);
+}
+
+static int
+create_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t kind)
+{
+	struct rn_ep_request *req = ep->req;
+	struct rn_qp_caps caps = qp_caps(req, kind);
+	struct rn_qp *qp = &ep->qps[ep->n_qps];
+	struct rn_ep_qp_info *info = &req->local.qps[ep->n_qps];
+	int rc = rn_nic_qp_create(lc->nic, &lc->cq, &lc->cq, &caps, qp);
+
+	if (rc != 0)
+		return rc;
+	ep->n_qps++;
+	rn_lcore_count(&lc->stats.qps, 1);
+	qp->user = ep;
+	rc = rn_nic_qp_modify(lc->nic, qp, RN_QP_INIT, NULL);
+	*info = (struct rn_ep_qp_info){
+		.kind = kind, .qpn = qp->qpn,
+		.psn = (uint32_t)rte_rand() & 0xffffff,
+	};
+	if (kind == RN_EP_QP_NOTIFY) {
+		info->recv_depth = req->notify_depth;
+		info->slot_size = req->notify_slot_size;
+		info->credits = 0;   /* no receive slots are posted yet */
+	}
+	return rc;
+}
+
+static int
+open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
+{
+	struct rn_lcore_ep *ep = rte_zmalloc("rn_ep", sizeof(*ep), 0);
+	int rc;
+
+	if (ep == NULL)
+		return -ENOMEM;
+	ep->req = req;
+	ep->probe = rte_zmalloc("rn_ep_probe", 2 * RN_EP_PROBE_SIZE,
+				RN_EP_PROBE_SIZE);
+	if (ep->probe == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	ep->probe[0] = (struct ep_probe){ .magic = RN_EP_PROBE_MAGIC,
+					  .generation = req->local.generation,
+					  .session_id = req->local.session_id };
+	memcpy(ep->probe[0].name, req->local.name, sizeof(ep->probe[0].name));
+	rc = lc->nic->ops->mr_reg(lc->nic, ep->probe, 2 * RN_EP_PROBE_SIZE,
+				  RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_READ,
+				  &ep->probe_mr);
+	for (uint32_t i = 0; rc == 0 && i < req->n_data_qps; i++)
+		rc = create_qp(lc, ep, RN_EP_QP_DATA);
+	if (rc == 0 && req->notify)
+		rc = create_qp(lc, ep, RN_EP_QP_NOTIFY);
+	if (rc == 0)
+		rc = lc->nic->ops->query_addr(lc->nic, &req->local.addr);
+	if (rc != 0)
+		goto fail;
+	req->local.n_qps = ep->n_qps;
+	req->local.probe_addr = (uintptr_t)&ep->probe[0];
+	req->local.probe_rkey = ep->probe_mr.rkey;
+	req->ep = ep;
+	ep->next_all = lc->eps;
+	if (lc->eps != NULL)
+		lc->eps->prev_all = ep;
+	lc->eps = ep;
+	rn_lcore_count(&lc->stats.endpoints, 1);
+	return 0;
+fail:
+	free_ep(lc, ep);
+	req->ep = NULL;
+	return rc;
+}
+
+/* The peer's QP that pairs with our QP i: same kind, same rank. */
+static const struct rn_ep_qp_info *
+peer_qp(const struct rn_ep_request *req, uint32_t i)
+{
+	uint8_t kind = req->local.qps[i].kind;
+	uint32_t rank = 0;
+
+	for (uint32_t j = 0; j < i; j++)
+		rank += req->local.qps[j].kind == kind;
+	for (uint32_t j = 0; j < req->remote.n_qps; j++)
+		if (req->remote.qps[j].kind == kind && rank-- == 0)
+			return &req->remote.qps[j];
+	return NULL;
+}
+
+static int
+connect_ep(struct rn_lcore *lc, struct rn_ep_request *req)
+{
+	struct rn_lcore_ep *ep = req->ep;
+
+	for (uint32_t i = 0; i < ep->n_qps; i++) {
+		const struct rn_ep_qp_info *peer = peer_qp(req, i);
+		struct rn_qp_connect c = {
+			.remote = req->remote.addr,
+			.local_psn = req->local.qps[i].psn,
+			.timeout = req->qp_timeout,
+			.retry_cnt = req->qp_retry_cnt,
+			.rnr_retry = 7,
+			.min_rnr_timer = 1,
+			.access = RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE |
+				  RN_ACCESS_REMOTE_READ,
+		};
+		int rc;
+
+		if (peer == NULL)
+			continue;   /* the peer has fewer: this one stays unused */
+		c.remote_qpn = peer->qpn;
+		c.remote_psn = peer->psn;
+		rc = rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_RTR, &c);
+		if (rc == 0)
+			rc = rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_RTS, &c);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* READ the peer's identity over data QP 0: proof the RDMA path works and
+ * reaches the incarnation the handshake named. */
+static int
+probe_ep(struct rn_lcore *lc, struct rn_ep_request *req)
+{
+	struct rn_lcore_ep *ep = req->ep;
+	struct rn_sge sge = { (uintptr_t)&ep->probe[1], RN_EP_PROBE_SIZE,
+			      ep->probe_mr.lkey };
+	struct rn_wr wr = { .wr_id = WR_ID_PROBE, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_READ, .flags = RN_WR_SIGNALED,
+			    .raddr = req->remote.probe_addr,
+			    .rkey = req->remote.probe_rkey };
+	int rc;
+
+	(void)lc;
+	if (ep->probing || ep->failed)
+		return -EBUSY;
+	memset(&ep->probe[1], 0, RN_EP_PROBE_SIZE);
+	rc = rn_sq_post(&ep->qps[0].sq, &wr);
+	if (rc != 0)
+		return rc;
+	rn_sq_ring_doorbell(&ep->qps[0].sq);
+	ep->probing = true;
+	return 0;
+}
+
+static void
+close_ep(struct rn_lcore *lc, struct rn_ep_request *req)
+{
+	struct rn_lcore_ep *ep = req->ep;
+
+	ep->closing = true;
+	/* ERR flushes every outstanding WQE: their CQEs drain below. */
+	for (uint32_t i = 0; i < ep->n_qps; i++)
+		rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_ERR, NULL);
+	ep->drain_deadline = rte_get_tsc_cycles() + EP_DRAIN_MAX_S * lc->tsc_hz;
+	ep->next = lc->closing;
+	lc->closing = ep;
+}
+
+void
+rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
+{
+	struct rn_ep_request *req = (void *)(uintptr_t)cmd->cookie;
+	int rc;
+
+	switch ((enum rn_lcore_cmd_type)cmd->type) {
+	case RN_LCORE_CMD_EP_OPEN:
+		post(lc, RN_LCORE_EVENT_EP_OPENED, open_ep(lc, req), req);
+		return;
+	case RN_LCORE_CMD_EP_CONNECT:
+		post(lc, RN_LCORE_EVENT_EP_CONNECTED, connect_ep(lc, req), req);
+		return;
+	case RN_LCORE_CMD_EP_PROBE:
+		rc = probe_ep(lc, req);
+		if (rc != 0 && rc != -EBUSY)
+			post(lc, RN_LCORE_EVENT_EP_PROBED, rc, req);
+		return;
+	case RN_LCORE_CMD_EP_CLOSE:
+		if (req->ep == NULL)
+			post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
+		else
+			close_ep(lc, req);
+		return;
+	default:
+		return;
+	}
+}
+
+static int
+probe_result(const struct rn_lcore_ep *ep)
+{
+	const struct ep_probe *got = &ep->probe[1];
+	const struct rn_ep_side *peer = &ep->req->remote;
+
+	if (got->magic != RN_EP_PROBE_MAGIC ||
+	    got->generation != peer->generation ||
+	    got->session_id != peer->session_id ||
+	    strncmp(got->name, peer->name, sizeof(got->name)) != 0)
+		return -EBADMSG;
+	return 0;
+}
+
+void
+rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc)
+{
+	struct rn_lcore_ep *ep = wc->qp->user;
+
+	if (wc->status != 0) {
+		/* The first error of a live endpoint is news; flushes of one
+		 * that is closing, or already failed, are not. */
+		if (!ep->closing && !ep->failed) {
+			ep->failed = true;
+			post(lc, RN_LCORE_EVENT_EP_FAILED, wc->status, ep->req);
+		}
+		return;
+	}
+	if (wc->opcode == RN_WC_READ && wc->wr_id == WR_ID_PROBE) {
+		ep->probing = false;
+		post(lc, RN_LCORE_EVENT_EP_PROBED, probe_result(ep), ep->req);
+	}
+}
+
+static bool
+drained(const struct rn_lcore_ep *ep)
+{
+	for (uint32_t i = 0; i < ep->n_qps; i++) {
+		const struct rn_qp *qp = &ep->qps[i];
+
+		if (qp->sq.ci != qp->sq.pi || qp->rq.tail != qp->rq.head)
+			return false;
+	}
+	return true;
+}
+
+void
+rn_lcore_ep_reap(struct rn_lcore *lc)
+{
+	uint64_t now = rte_get_tsc_cycles();
+	struct rn_lcore_ep **link = &lc->closing;
+
+	while (*link != NULL) {
+		struct rn_lcore_ep *ep = *link;
+		struct rn_ep_request *req = ep->req;
+
+		if (!drained(ep) && now < ep->drain_deadline) {
+			link = &ep->next;
+			continue;
+		}
+		*link = ep->next;
+		req->ep = NULL;
+		unlink_ep(lc, ep);
+		free_ep(lc, ep);
+		post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
+	}
+}
+
+void
+rn_lcore_ep_free_all(struct rn_lcore *lc)
+{
+	while (lc->eps != NULL) {
+		struct rn_lcore_ep *ep = lc->eps;
+
+		ep->req->ep = NULL;
+		unlink_ep(lc, ep);
+		free_ep(lc, ep);
+	}
+	lc->closing = NULL;
+}

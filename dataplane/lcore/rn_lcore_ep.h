@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_LCORE_EP_H
+#define RN_LCORE_EP_H
+
+/*
+ * The lcore's half of an endpoint: its QPs (data QPs, then the notify QP),
+ * created, connected, probed and closed by the lcore that owns them, on the
+ * control thread's command. One struct rn_ep_request per incarnation
+ * (generation) travels control -> lcore -> control by pointer in the rings;
+ * whoever holds it may write it, nobody else touches it.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rn_nic.h"
+
+#define RN_EP_MAX_QPS 17          /* 16 data QPs + the notify QP */
+#define RN_EP_PROBE_SIZE 64       /* bytes a peer may RDMA READ */
+#define RN_EP_PROBE_MAGIC 0x524e5052u   /* "RNPR" */
+
+enum rn_ep_qp_kind {
+	RN_EP_QP_DATA = 1,
+	RN_EP_QP_NOTIFY = 2,
+};
+
+struct rn_ep_qp_info {
+	uint8_t kind;             /* enum rn_ep_qp_kind */
+	uint32_t qpn;
+	uint32_t psn;
+	uint32_t recv_depth;      /* notify QP */
+	uint32_t slot_size;
+	uint32_t credits;
+};
+
+/* One side of an endpoint incarnation, as the handshake describes it. */
+struct rn_ep_side {
+	char name[32];
+	uint64_t session_id;
+	uint32_t generation;
+	struct rn_nic_addr addr;
+	uint32_t n_qps;
+	struct rn_ep_qp_info qps[RN_EP_MAX_QPS];
+	uint64_t probe_addr;
+	uint32_t probe_rkey;
+};
+
+struct rn_lcore_ep;
+
+struct rn_ep_request {
+	/* Set by the control thread before RN_LCORE_CMD_EP_OPEN. */
+	uint32_t slot;            /* the endpoint's index in the control table */
+	uint32_t n_data_qps;
+	bool notify;              /* create a notify QP */
+	uint32_t notify_depth;
+	uint32_t notify_slot_size;
+	uint8_t qp_timeout;
+	uint8_t qp_retry_cnt;
+	struct rn_ep_side local;  /* name, session_id, generation set; the
+				   * lcore fills the rest on OPEN */
+	/* Set by the control thread before RN_LCORE_CMD_EP_CONNECT. */
+	struct rn_ep_side remote;
+	/* Owned by the lcore between OPEN and CLOSED. */
+	struct rn_lcore_ep *ep;
+};
+
+#endif /* RN_LCORE_EP_H */
