@@ -64,9 +64,11 @@ rn_sq_set_inline(const struct rn_sq *sq, uint32_t off, const struct rn_wr *wr,
  * Data segments for the non-empty entries of wr: to the NIC a byte count of
  * 0 means 2 GiB, so an empty entry is left out, as libmlx5 does.
  */
-static inline void
+static inline uint32_t
 rn_sq_set_data(const struct rn_sq *sq, uint32_t off, const struct rn_wr *wr)
 {
+	uint32_t n = 0;
+
 	for (uint32_t i = 0; i < wr->num_sge; i++) {
 		const struct rn_sge *sge = &wr->sg_list[i];
 
@@ -75,16 +77,8 @@ rn_sq_set_data(const struct rn_sq *sq, uint32_t off, const struct rn_wr *wr)
 		mlx5dv_set_data_seg((struct mlx5_wqe_data_seg *)rn_sq_at(sq, off),
 				    sge->length, sge->lkey, sge->addr);
 		off += RN_WQE_SEG;
+		n++;
 	}
-}
-
-static inline uint32_t
-rn_wr_nonempty(const struct rn_wr *wr)
-{
-	uint32_t n = 0;
-
-	for (uint32_t i = 0; i < wr->num_sge; i++)
-		n += wr->sg_list[i].length != 0;
 	return n;
 }
 
@@ -160,7 +154,9 @@ rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 		ds = head + (uint32_t)(4 + inline_len + RN_WQE_SEG - 1) /
 			    RN_WQE_SEG;
 	} else {
-		ds = head + rn_wr_nonempty(wr);
+		/* An upper bound for the room check: empty entries are left
+		 * out as the segments are written. */
+		ds = head + wr->num_sge;
 	}
 	nbb = (ds + 3) / 4;
 	if (unlikely(sq->pi - sq->ci + nbb > sq->wqe_mask + 1))
@@ -173,11 +169,13 @@ rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 		raddr->reserved = 0;
 	}
 	/* ctrl + raddr are 32 bytes: the rest starts inside the first BB. */
-	if (wr->flags & RN_WR_INLINE)
+	if (wr->flags & RN_WR_INLINE) {
 		rn_sq_set_inline(sq, off + head * RN_WQE_SEG, wr,
 				 (uint32_t)inline_len);
-	else
-		rn_sq_set_data(sq, off + head * RN_WQE_SEG, wr);
+	} else {
+		ds = head + rn_sq_set_data(sq, off + head * RN_WQE_SEG, wr);
+		nbb = (ds + 3) / 4;
+	}
 	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, wr->opcode, 0,
 			    sq->qpn_shifted >> 8, rn_sq_fm_ce_se(sq, nbb, wr->flags),
 			    (uint8_t)ds, 0, wr->imm);
