@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_launch.h>
@@ -72,6 +73,8 @@ handle_event(struct rn_daemon *d, const struct rn_lcore_event *ev)
 		}
 		break;
 	default:
+		if (d->plane != NULL)
+			rn_plane_event(d->plane, ev);
 		break;
 	}
 }
@@ -97,9 +100,44 @@ on_events(struct rn_control *ctl, void *arg, uint32_t revents)
 static void
 on_tick(struct rn_control *ctl, void *arg)
 {
-	/* Heartbeats and reconnection timers of the control plane go here. */
+	struct rn_daemon *d = arg;
+
 	(void)ctl;
-	(void)arg;
+	if (d->plane != NULL)
+		rn_plane_tick(d->plane);
+}
+
+/* Often enough for heartbeats and for declaring a peer dead on time. */
+static uint32_t
+tick_ms(const struct rn_config *cfg)
+{
+	return RTE_MAX(RTE_MIN(cfg->control.heartbeat_ms / 2,
+			       (uint32_t)RN_DAEMON_TICK_MAX_MS), 5u);
+}
+
+static void
+drain_events(struct rn_daemon *d)
+{
+	on_events(d->ctl, d, 0);
+}
+
+/* Close every endpoint and give the lcores time to drain their QPs. */
+static void
+close_endpoints(struct rn_daemon *d)
+{
+	uint64_t hz = rte_get_tsc_hz();
+	uint64_t deadline = rte_get_tsc_cycles() + hz * RN_DAEMON_DRAIN_S;
+
+	if (rn_plane_shutdown(d->plane) == 0)
+		return;
+	while (rn_plane_requests_out(d->plane) != 0 &&
+	       rte_get_tsc_cycles() < deadline) {
+		drain_events(d);
+		usleep(1000);
+	}
+	if (rn_plane_requests_out(d->plane) != 0)
+		RN_DAEMON_LOG(WARNING, "%u endpoint(s) did not drain in %d s",
+			      rn_plane_requests_out(d->plane), RN_DAEMON_DRAIN_S);
 }
 
 static int
@@ -117,6 +155,7 @@ start_workers(struct rn_daemon *d)
 			RN_DAEMON_LOG(ERR, "lcore %u: %s", id, why);
 			return rc;
 		}
+		d->worker_ptrs[d->n_workers] = &rn_workers[id];
 		d->worker_ids[d->n_workers++] = id;
 	}
 	for (unsigned int i = 0; i < d->n_workers; i++) {
@@ -189,6 +228,7 @@ int
 rn_daemon_run(struct rn_daemon *d, const char *prog)
 {
 	struct rn_config_error err;
+	char why[RN_CONFIG_ERROR_MAX];
 	int rc, sig;
 
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
@@ -224,7 +264,7 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		RN_DAEMON_LOG(ERR, "eventfd: %s", strerror(errno));
 		goto free_events;
 	}
-	rc = rn_control_create(RN_DAEMON_TICK_MS, on_tick, d, &d->ctl);
+	rc = rn_control_create(tick_ms(&d->cfg), on_tick, d, &d->ctl);
 	if (rc == 0)
 		rc = rn_control_watch(d->ctl, d->events_fd, EPOLLIN, on_events,
 				      d);
@@ -236,6 +276,12 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 	rc = start_workers(d);
 	if (rc != 0)
 		goto stop_workers;
+	rc = rn_plane_create(&d->cfg, d->ctl, d->worker_ptrs, d->n_workers,
+			     &d->plane, why, sizeof(why));
+	if (rc != 0) {
+		RN_DAEMON_LOG(ERR, "%s", why);
+		goto stop_workers;
+	}
 	if (d->cfg.telemetry.enabled && rn_telemetry_register(d) != 0)
 		RN_DAEMON_LOG(WARNING, "telemetry commands not registered");
 
@@ -244,8 +290,12 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		RN_DAEMON_LOG(NOTICE, "SIG%s received: stopping",
 			      sigabbrev_np(sig));
 	set_state(d, RN_DAEMON_STOPPING);
+	close_endpoints(d);
 stop_workers:
 	stop_workers(d);
+	if (d->plane != NULL)
+		rn_plane_destroy(d->plane);
+	d->plane = NULL;
 destroy_control:
 	if (d->ctl != NULL)
 		rn_control_destroy(d->ctl);

@@ -17,6 +17,7 @@
 #include "rn_config.h"
 #include "rn_control.h"
 #include "rn_lcore.h"
+#include "rn_plane.h"
 
 enum rn_daemon_state {
 	RN_DAEMON_STARTING,     /* workers launched, not all answered yet */
@@ -24,7 +25,8 @@ enum rn_daemon_state {
 	RN_DAEMON_STOPPING,     /* a signal arrived: workers are told to stop */
 };
 
-#define RN_DAEMON_TICK_MS 100     /* control thread housekeeping period */
+#define RN_DAEMON_TICK_MAX_MS 100 /* control thread timers: at most this */
+#define RN_DAEMON_DRAIN_S 2       /* at exit, lcores get this to drain QPs */
 #define RN_DAEMON_EVENT_RING_SIZE 4096
 
 struct rn_daemon {
@@ -41,6 +43,8 @@ struct rn_daemon {
 	unsigned int pongs_pending;
 	uint64_t events_handled;        /* control thread only; read relaxed */
 	struct rn_control *ctl;
+	struct rn_plane *plane;
+	struct rn_lcore *worker_ptrs[RTE_MAX_LCORE];
 };
 
 /* Per-lcore worker state, indexed by lcore id, alive for the whole process. */

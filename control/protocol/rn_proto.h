@@ -22,6 +22,9 @@
 #define RN_PROTO_MAX_QPS 17               /* 16 data QPs + 1 notify QP */
 #define RN_PROTO_QP_SIZE 24
 #define RN_PROTO_REASON_MAX 200
+/* The largest HELLO/ACCEPT payload. */
+#define RN_PROTO_HELLO_MAX (1 + RN_PROTO_NAME_MAX + 48 + \
+			    RN_PROTO_MAX_QPS * RN_PROTO_QP_SIZE)
 
 enum rn_proto_type {
 	RN_PROTO_HELLO = 1,      /* caller: who I am, my QPs */

@@ -10,6 +10,9 @@
 #include <rte_common.h>
 #include <rte_telemetry.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "rn_daemon.h"
@@ -27,6 +30,10 @@ static const struct {
 	{ "sleeps", offsetof(struct rn_lcore_stats, sleeps) },
 	{ "commands", offsetof(struct rn_lcore_stats, commands) },
 	{ "events_dropped", offsetof(struct rn_lcore_stats, events_dropped) },
+	{ "completions", offsetof(struct rn_lcore_stats, completions) },
+	{ "stale_cqes", offsetof(struct rn_lcore_stats, stale_cqes) },
+	{ "qps", offsetof(struct rn_lcore_stats, qps) },
+	{ "endpoint_qp_sets", offsetof(struct rn_lcore_stats, endpoints) },
 };
 
 /* Add an array container under name; arrays of scalars are what 22.11 nests. */
@@ -97,8 +104,99 @@ handle_status(const char *cmd, const char *params, struct rte_tel_data *out)
 	rte_tel_data_add_dict_u64(out, "events_handled",
 				  __atomic_load_n(&d->events_handled,
 						  __ATOMIC_RELAXED));
+	if (d->plane != NULL) {
+		char session[20];
+
+		snprintf(session, sizeof(session), "%016lx",
+			 (unsigned long)rn_plane_session(d->plane));
+		rte_tel_data_add_dict_string(out, "session", session);
+		rte_tel_data_add_dict_int(out, "control_port",
+					  rn_plane_port(d->plane));
+	}
 	add_workers(out, d);
 	return 0;
+}
+
+/* The snapshot buffer is big: one per call, not on a thread's stack. */
+static unsigned int
+snapshot(const struct rn_daemon *d, struct rn_ep_info **out)
+{
+	*out = malloc(sizeof(**out) * RN_MAX_ENDPOINTS);
+	if (*out == NULL || d->plane == NULL)
+		return 0;
+	return rn_plane_snapshot(d->plane, *out, RN_MAX_ENDPOINTS);
+}
+
+/* {"peer name": "state", ...} */
+static int
+handle_endpoints(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	struct rn_ep_info *eps;
+	unsigned int n = snapshot(daemon_seen, &eps);
+
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_dict(out);
+	for (unsigned int i = 0; i < n; i++)
+		rte_tel_data_add_dict_string(out, eps[i].name,
+					     rn_ep_state_name(eps[i].state));
+	free(eps);
+	return 0;
+}
+
+static void
+add_transitions(struct rte_tel_data *out, const struct rn_ep_info *ep)
+{
+	static const char *const keys[RN_EP_N_STATES] = {
+		[RN_EP_IDLE] = "to_idle", [RN_EP_CONNECTING] = "to_connecting",
+		[RN_EP_CONNECTED] = "to_connected", [RN_EP_CLOSING] = "to_closing",
+		[RN_EP_CLOSED] = "to_closed", [RN_EP_FAILED] = "to_failed",
+		[RN_EP_RECONNECTING] = "to_reconnecting",
+	};
+
+	for (int s = 0; s < RN_EP_N_STATES; s++)
+		rte_tel_data_add_dict_u64(out, keys[s], ep->transitions[s]);
+}
+
+/* One endpoint, by peer name: /rnotify/endpoint,NAME */
+static int
+handle_endpoint(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	struct rn_ep_info *eps;
+	unsigned int n = snapshot(daemon_seen, &eps);
+	char text[24];
+
+	(void)cmd;
+	for (unsigned int i = 0; params != NULL && i < n; i++) {
+		const struct rn_ep_info *ep = &eps[i];
+
+		if (strcmp(ep->name, params) != 0)
+			continue;
+		rte_tel_data_start_dict(out);
+		rte_tel_data_add_dict_string(out, "name", ep->name);
+		rte_tel_data_add_dict_string(out, "address", ep->address);
+		rte_tel_data_add_dict_int(out, "configured", ep->configured);
+		rte_tel_data_add_dict_string(out, "state",
+					     rn_ep_state_name(ep->state));
+		rte_tel_data_add_dict_u64(out, "generation", ep->generation);
+		snprintf(text, sizeof(text), "%016lx",
+			 (unsigned long)ep->peer_session);
+		rte_tel_data_add_dict_string(out, "peer_session", text);
+		rte_tel_data_add_dict_u64(out, "peer_generation",
+					  ep->peer_generation);
+		rte_tel_data_add_dict_u64(out, "peer_caps", ep->peer_caps);
+		rte_tel_data_add_dict_int(out, "lcore", (int)ep->lcore);
+		rte_tel_data_add_dict_u64(out, "probes_ok", ep->probes_ok);
+		rte_tel_data_add_dict_u64(out, "probes_bad", ep->probes_bad);
+		rte_tel_data_add_dict_u64(out, "last_detect_ms",
+					  ep->last_detect_ms);
+		rte_tel_data_add_dict_string(out, "last_error", ep->last_error);
+		add_transitions(out, ep);
+		free(eps);
+		return 0;
+	}
+	free(eps);
+	return -EINVAL;   /* no such endpoint: the client shows null */
 }
 
 int
@@ -107,5 +205,10 @@ rn_telemetry_register(const struct rn_daemon *d)
 	daemon_seen = d;
 	return rte_telemetry_register_cmd("/rnotify/status", handle_status,
 		"rnotifyd status: version, state, provider, lcores, uptime, "
-		"counters. No parameters");
+		"counters. No parameters") |
+	       rte_telemetry_register_cmd("/rnotify/endpoints", handle_endpoints,
+		"Endpoints by peer name, with their state. No parameters") |
+	       rte_telemetry_register_cmd("/rnotify/endpoint", handle_endpoint,
+		"One endpoint: state, generation, peer session, counters, last "
+		"error. Parameter: the peer's name");
 }

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Control connections. Nothing here blocks: connect() is non-blocking with
+ * a deadline (timers.c), reads take what the socket has, and writes queue
+ * up to RN_CONN_TX_MAX bytes, past which a peer that does not read is cut
+ * off rather than allowed to hold memory or the thread.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "plane.h"
+
+#define READS_PER_EVENT 16   /* then let other connections have a turn */
+
+static void conn_io(struct rn_control *ctl, void *arg, uint32_t events);
+
+/* The connection failed: its endpoint (if it has one) fails with it. */
+static void
+conn_fail(struct rn_conn *c, const char *why)
+{
+	if (c->ep != NULL && c->ep->conn == c) {
+		ep_fail(c->pl, c->ep, why);
+	} else {
+		RN_PLANE_LOG(NOTICE, "control connection %s: %s", c->peer, why);
+		conn_close(c);
+	}
+}
+
+static void
+arm_out(struct rn_conn *c, bool on)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0) };
+
+	if (c->want_out == on)
+		return;
+	c->want_out = on;
+	rn_control_unwatch(c->pl->ctl, c->fd);
+	ev.data.ptr = c;
+	rn_control_watch(c->pl->ctl, c->fd, ev.events, conn_io, c);
+}
+
+static struct rn_conn *
+conn_new(struct rn_plane *pl, int fd, bool outbound, const char *peer)
+{
+	struct rn_conn *c = calloc(1, sizeof(*c));
+	int one = 1;
+
+	if (c == NULL || (c->rx = malloc(RN_CONN_RX_MAX)) == NULL) {
+		free(c);
+		close(fd);
+		return NULL;
+	}
+	c->pl = pl;
+	c->fd = fd;
+	c->outbound = outbound;
+	c->last_rx_ms = c->last_tx_ms = rn_now_ms();
+	c->deadline_ms = c->last_rx_ms + pl->cfg->control.connect_timeout_ms;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->want_out = outbound;   /* connect() completes with EPOLLOUT */
+	if (rn_control_watch(pl->ctl, fd, EPOLLIN | (outbound ? EPOLLOUT : 0),
+			     conn_io, c) != 0) {
+		free(c->rx);
+		free(c);
+		close(fd);
+		return NULL;
+	}
+	c->next = pl->conns;
+	pl->conns = c;
+	pl->n_conns++;
+	return c;
+}
+
+static void
+format_peer(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	uint16_t port = 0;
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)sa;
+
+		inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
+		port = ntohs(s->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const void *)sa;
+
+		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
+		port = ntohs(s->sin6_port);
+	}
+	snprintf(buf, len, "%s port %u", host, port);
+}
+
+struct rn_conn *
+conn_accepted(struct rn_plane *pl, int fd, const struct sockaddr *sa,
+	      socklen_t len)
+{
+	char peer[64];
+	struct rn_conn *c;
+
+	(void)len;
+	format_peer(sa, peer, sizeof(peer));
+	c = conn_new(pl, fd, false, peer);
+	if (c != NULL)
+		c->phase = RN_CONN_WAIT_HELLO;
+	return c;
+}
+
+int
+conn_connect(struct rn_plane *pl, struct rn_endpoint *ep, struct rn_conn **out)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
+				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai;
+	char port[8], peer[64];
+	struct rn_conn *c;
+	int fd, rc;
+
+	snprintf(port, sizeof(port), "%u", ep->port);
+	/* Numeric only (the configuration guarantees it): never a DNS wait. */
+	rc = getaddrinfo(ep->address, port, &hints, &ai);
+	if (rc != 0)
+		return -EINVAL;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		freeaddrinfo(ai);
+		return rc;
+	}
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
+		rc = -errno;
+		freeaddrinfo(ai);
+		close(fd);
+		return rc;
+	}
+	format_peer(ai->ai_addr, peer, sizeof(peer));
+	freeaddrinfo(ai);
+	c = conn_new(pl, fd, true, peer);
+	if (c == NULL)
+		return -ENOMEM;
+	c->phase = RN_CONN_TCP_CONNECTING;
+	c->ep = ep;
+	*out = c;
+	return 0;
+}
+
+static void
+flush(struct rn_conn *c)
+{
+	while (c->tx_off < c->tx_len) {
+		ssize_t n = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0) {
+			c->tx_off += (size_t)n;
+			continue;
+		}
+		if (errno == EAGAIN || errno == EINTR)
+			break;
+		conn_fail(c, strerror(errno));
+		return;
+	}
+	if (c->tx_off == c->tx_len)
+		c->tx_off = c->tx_len = 0;
+	if (c->phase != RN_CONN_TCP_CONNECTING)
+		arm_out(c, c->tx_len != 0);
+}
+
+void
+conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
+{
+	size_t queued = c->tx_len - c->tx_off;
+	uint8_t *p;
+
+	if (c->dead || len == 0)
+		return;
+	if (queued + len > RN_CONN_TX_MAX) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "peer not reading: %zu bytes queued",
+			 queued);
+		conn_fail(c, why);
+		return;
+	}
+	if (c->tx_off > 0 && c->tx_off == c->tx_len)
+		c->tx_off = c->tx_len = 0;
+	p = realloc(c->tx, c->tx_len + len);
+	if (p == NULL) {
+		conn_fail(c, "out of memory for the write queue");
+		return;
+	}
+	c->tx = p;
+	memcpy(c->tx + c->tx_len, frame, len);
+	c->tx_len += len;
+	c->last_tx_ms = rn_now_ms();
+	if (c->phase != RN_CONN_TCP_CONNECTING)
+		flush(c);
+}
+
+void
+conn_send_refuse(struct rn_conn *c, uint16_t code, const char *text)
+{
+	uint8_t frame[RN_PROTO_HEADER_SIZE + 3 + RN_PROTO_REASON_MAX];
+
+	conn_send(c, frame, rn_proto_encode_refuse(frame, sizeof(frame), code,
+						   text));
+	if (!c->dead)
+		flush(c);
+}
+
+/* connect() finished, one way or the other. */
+static void
+connected(struct rn_conn *c)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+	char why[96];
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+		err = errno;
+	if (err != 0) {
+		snprintf(why, sizeof(why), "connect to %s: %s", c->peer,
+			 strerror(err));
+		conn_fail(c, why);
+		return;
+	}
+	c->phase = RN_CONN_TCP_UP;
+	c->last_rx_ms = rn_now_ms();
+	flush(c);
+	if (c->dead)
+		return;
+	if (c->ep->req == NULL)
+		ep_open_qps(c->pl, c->ep);   /* HELLO goes when they are made */
+	else if (c->ep->qps_open)
+		handshake_send_hello(c, RN_PROTO_HELLO);
+}
+
+/* Decode and act on every whole frame in the receive buffer. */
+static void
+consume(struct rn_conn *c)
+{
+	size_t off = 0;
+
+	while (!c->dead) {
+		struct rn_proto_frame f;
+		char why[160];
+		size_t used = 0;
+		int rc = rn_proto_decode(c->rx + off, c->rx_len - off, &f, &used,
+					 why, sizeof(why));
+
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			char line[256];
+
+			if (rc == -EPROTONOSUPPORT)
+				conn_send_refuse(c, RN_REFUSE_VERSION, why);
+			snprintf(line, sizeof(line), "bad frame from %s: %s",
+				 c->peer, why);
+			conn_fail(c, line);
+			return;
+		}
+		off += used;
+		c->last_rx_ms = rn_now_ms();
+		handshake_frame(c, &f);
+	}
+	if (!c->dead) {
+		memmove(c->rx, c->rx + off, c->rx_len - off);
+		c->rx_len -= off;
+	}
+}
+
+static void
+readable(struct rn_conn *c)
+{
+	for (int i = 0; i < READS_PER_EVENT && !c->dead; i++) {
+		ssize_t n = recv(c->fd, c->rx + c->rx_len, RN_CONN_RX_MAX - c->rx_len,
+				 MSG_DONTWAIT);
+
+		if (n > 0) {
+			c->rx_len += (size_t)n;
+			consume(c);
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		conn_fail(c, n == 0 ? "peer closed the connection" :
+				      strerror(errno));
+		return;
+	}
+}
+
+static void
+conn_io(struct rn_control *ctl, void *arg, uint32_t events)
+{
+	struct rn_conn *c = arg;
+
+	(void)ctl;
+	if (c->dead)
+		return;
+	if (c->phase == RN_CONN_TCP_CONNECTING) {
+		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+			connected(c);
+		return;
+	}
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+		readable(c);
+	if (!c->dead && (events & EPOLLOUT))
+		flush(c);
+}
+
+void
+conn_close(struct rn_conn *c)
+{
+	struct rn_conn **link;
+
+	if (c->dead)
+		return;
+	c->dead = true;
+	rn_control_unwatch(c->pl->ctl, c->fd);
+	close(c->fd);
+	if (c->ep != NULL && c->ep->conn == c)
+		c->ep->conn = NULL;
+	c->ep = NULL;
+	for (link = &c->pl->conns; *link != NULL; link = &(*link)->next) {
+		if (*link == c) {
+			*link = c->next;
+			break;
+		}
+	}
+	c->pl->n_conns--;
+	c->next = c->pl->dead;
+	c->pl->dead = c;
+}
+
+void
+conn_reap(struct rn_plane *pl)
+{
+	while (pl->dead != NULL) {
+		struct rn_conn *c = pl->dead;
+
+		pl->dead = c->next;
+		free(c->rx);
+		free(c->tx);
+		free(c);
+	}
+}

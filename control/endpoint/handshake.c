@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The handshake, frame by frame. The caller sends HELLO (its QPs in INIT);
+ * the callee creates and connects its QPs and answers ACCEPT; the caller
+ * connects its QPs and sends READY. A frame that makes no sense in the
+ * connection's phase closes the connection, with one log line.
+ *
+ * Simultaneous connect: when a HELLO arrives while our own call to the
+ * same peer is still in its handshake, the call of the node whose name
+ * sorts first survives, on both sides, so exactly one endpoint remains.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "plane.h"
+
+static void
+side_from_hello(const struct rn_proto_hello *h, struct rn_ep_side *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", h->name);
+	s->session_id = h->session_id;
+	s->generation = h->generation;
+	memcpy(s->addr.gid, h->gid, sizeof(s->addr.gid));
+	s->addr.lid = h->lid;
+	s->addr.mtu = h->mtu;
+	s->n_qps = h->n_qps;
+	s->probe_addr = h->probe_addr;
+	s->probe_rkey = h->probe_rkey;
+	for (uint8_t i = 0; i < h->n_qps; i++)
+		s->qps[i] = (struct rn_ep_qp_info){
+			.kind = h->qps[i].kind, .qpn = h->qps[i].qpn,
+			.psn = h->qps[i].psn, .recv_depth = h->qps[i].recv_depth,
+			.slot_size = h->qps[i].slot_size,
+			.credits = h->qps[i].credits,
+		};
+}
+
+void
+handshake_send_hello(struct rn_conn *c, uint8_t type)
+{
+	const struct rn_ep_side *me = &c->ep->req->local;
+	struct rn_proto_hello h = {
+		.session_id = me->session_id,
+		.generation = me->generation,
+		.caps = RN_CAP_TCP_FALLBACK,
+		.lid = me->addr.lid,
+		.mtu = me->addr.mtu,
+		.n_qps = (uint8_t)me->n_qps,
+		.probe_addr = me->probe_addr,
+		.probe_rkey = me->probe_rkey,
+	};
+	uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_HELLO_MAX];
+
+	snprintf(h.name, sizeof(h.name), "%s", me->name);
+	memcpy(h.gid, me->addr.gid, sizeof(h.gid));
+	for (uint32_t i = 0; i < me->n_qps; i++) {
+		const struct rn_ep_qp_info *q = &me->qps[i];
+
+		h.qps[i] = (struct rn_proto_qp){
+			.kind = q->kind, .qpn = q->qpn, .psn = q->psn,
+			.recv_depth = q->recv_depth, .slot_size = q->slot_size,
+			.credits = q->credits,
+		};
+		if (q->kind == RN_EP_QP_NOTIFY)
+			h.caps |= RN_CAP_NATIVE_NOTIFY;
+	}
+	conn_send(c, frame, rn_proto_encode_hello(frame, sizeof(frame), type, &h));
+	if (c->dead)
+		return;
+	c->phase = type == RN_PROTO_HELLO ? RN_CONN_WAIT_ACCEPT : RN_CONN_WAIT_READY;
+	c->deadline_ms = rn_now_ms() + c->pl->cfg->control.connect_timeout_ms;
+}
+
+/* Refuse and close a connection that has no endpoint of its own. */
+static void
+refuse(struct rn_conn *c, uint16_t code, const char *text)
+{
+	RN_PLANE_LOG(NOTICE, "refused %s: %s (%s)", c->peer, text,
+		     rn_proto_refusal_name(code));
+	conn_send_refuse(c, code, text);
+	conn_close(c);
+}
+
+static bool
+caps_understood(struct rn_conn *c, uint32_t caps)
+{
+	char text[96];
+
+	if ((caps & ~RN_CAP_KNOWN) == 0)
+		return true;
+	snprintf(text, sizeof(text), "capabilities 0x%x not understood; this "
+		 "side knows 0x%x", caps, RN_CAP_KNOWN);
+	refuse(c, RN_REFUSE_CAPABILITY, text);
+	return false;
+}
+
+/* A HELLO for ep while ep->conn, our own call, is still in its handshake. */
+static bool
+lost_the_race(struct rn_conn *c, struct rn_endpoint *ep)
+{
+	struct rn_conn *mine = ep->conn;
+
+	if (mine == NULL || mine == c || !mine->outbound ||
+	    mine->phase == RN_CONN_ESTABLISHED)
+		return false;
+	if (strcmp(c->pl->cfg->dataplane.name, ep->name) < 0) {
+		refuse(c, RN_REFUSE_DUPLICATE, "simultaneous connect: the call "
+		       "of the node whose name sorts first stays");
+		return true;
+	}
+	/* Theirs stays: drop our call, keep our QPs for serving theirs. */
+	RN_PLANE_LOG(INFO, "endpoint %s: simultaneous connect, serving the "
+		     "peer's call", ep->name);
+	conn_close(mine);
+	return false;
+}
+
+static void
+on_hello(struct rn_conn *c, const struct rn_proto_hello *h)
+{
+	struct rn_plane *pl = c->pl;
+	struct rn_endpoint *ep;
+
+	if (!caps_understood(c, h->caps))
+		return;
+	if (strcmp(h->name, pl->cfg->dataplane.name) == 0) {
+		refuse(c, RN_REFUSE_NAME, "that is this node's own name");
+		return;
+	}
+	ep = plane_find(pl, h->name);
+	if (ep == NULL)
+		ep = plane_add(pl, h->name);   /* a peer we did not configure */
+	if (ep == NULL) {
+		refuse(c, RN_REFUSE_RESOURCES, "endpoint table full");
+		return;
+	}
+	if (lost_the_race(c, ep))
+		return;
+	if (ep->conn != NULL) {
+		/* The peer calls again: it gave up on the old connection. */
+		struct rn_conn *old = ep->conn;
+
+		RN_PLANE_LOG(NOTICE, "endpoint %s: the peer called again; "
+			     "replacing its connection", ep->name);
+		conn_close(old);
+		ep_retire_qps(pl, ep);
+	}
+	if (ep->peer_session != 0 && ep->peer_session != h->session_id) {
+		RN_PLANE_LOG(NOTICE, "endpoint %s: peer restarted (session "
+			     "%016lx -> %016lx)", ep->name,
+			     (unsigned long)ep->peer_session,
+			     (unsigned long)h->session_id);
+		ep_retire_qps(pl, ep);
+	}
+	if (!ep->configured)
+		snprintf(ep->address, sizeof(ep->address), "%s", c->peer);
+	ep->conn = c;
+	c->ep = ep;
+	c->phase = RN_CONN_SERVING;
+	ep->peer_session = h->session_id;
+	ep->peer_generation = h->generation;
+	ep->peer_caps = h->caps;
+	if (ep->state != RN_EP_CONNECTING && ep->state != RN_EP_RECONNECTING)
+		ep_set_state(ep, ep->state == RN_EP_IDLE ? RN_EP_CONNECTING :
+				 RN_EP_RECONNECTING, "the peer called");
+	if (ep->req == NULL)
+		ep_open_qps(pl, ep);
+	side_from_hello(h, &ep->req->remote);
+	ep->serving = true;
+	if (ep->qps_open)
+		ep_connect_qps(pl, ep);
+}
+
+static void
+on_accept(struct rn_conn *c, const struct rn_proto_hello *h)
+{
+	struct rn_endpoint *ep = c->ep;
+	char why[128];
+
+	if ((h->caps & ~RN_CAP_KNOWN) != 0 || strcmp(h->name, ep->name) != 0) {
+		snprintf(why, sizeof(why), "ACCEPT from '%s' with capabilities "
+			 "0x%x: not the peer '%s' this side knows", h->name,
+			 h->caps, ep->name);
+		ep_fail(c->pl, ep, why);
+		return;
+	}
+	if (ep->peer_session != 0 && ep->peer_session != h->session_id)
+		RN_PLANE_LOG(NOTICE, "endpoint %s: peer restarted (session "
+			     "%016lx -> %016lx)", ep->name,
+			     (unsigned long)ep->peer_session,
+			     (unsigned long)h->session_id);
+	ep->peer_session = h->session_id;
+	ep->peer_generation = h->generation;
+	ep->peer_caps = h->caps;
+	side_from_hello(h, &ep->req->remote);
+	c->phase = RN_CONN_CONNECTING_QPS;
+	ep_connect_qps(c->pl, ep);
+}
+
+static void
+on_refuse(struct rn_conn *c, uint16_t code, const char *text)
+{
+	struct rn_endpoint *ep = c->ep;
+	char why[RN_PROTO_REASON_MAX + 48];
+
+	if (code == RN_REFUSE_DUPLICATE) {
+		/* The peer's own call to us wins: wait for it. */
+		RN_PLANE_LOG(INFO, "endpoint %s: simultaneous connect, waiting "
+			     "for the peer's call", ep->name);
+		conn_close(c);
+		ep->retry_at_ms = rn_now_ms() + c->pl->cfg->control.connect_timeout_ms;
+		return;
+	}
+	snprintf(why, sizeof(why), "refused by the peer: %s (%s)", text,
+		 rn_proto_refusal_name(code));
+	ep_fail(c->pl, ep, why);
+}
+
+static void
+out_of_order(struct rn_conn *c, uint8_t type)
+{
+	char why[96];
+
+	snprintf(why, sizeof(why), "bad frame from %s: %s out of order",
+		 c->peer, rn_proto_type_name(type));
+	if (c->ep != NULL && c->ep->conn == c) {
+		ep_fail(c->pl, c->ep, why);
+	} else {
+		RN_PLANE_LOG(NOTICE, "control connection: %s", why);
+		conn_close(c);
+	}
+}
+
+void
+handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f)
+{
+	if (f->type == RN_PROTO_HEARTBEAT && c->ep != NULL)
+		return;   /* liveness only: last_rx_ms is already updated */
+	switch (c->phase) {
+	case RN_CONN_WAIT_HELLO:
+		if (f->type == RN_PROTO_HELLO) {
+			on_hello(c, &f->hello);
+			return;
+		}
+		break;
+	case RN_CONN_WAIT_ACCEPT:
+		if (f->type == RN_PROTO_ACCEPT) {
+			on_accept(c, &f->hello);
+			return;
+		}
+		if (f->type == RN_PROTO_REFUSE) {
+			on_refuse(c, f->refuse.code, f->refuse.text);
+			return;
+		}
+		break;
+	case RN_CONN_WAIT_READY:
+		if (f->type == RN_PROTO_READY &&
+		    f->ready_generation == c->ep->peer_generation) {
+			c->phase = RN_CONN_ESTABLISHED;
+			ep_established(c->pl, c->ep);
+			return;
+		}
+		break;
+	case RN_CONN_ESTABLISHED:
+		if (f->type == RN_PROTO_CLOSE) {
+			ep_closed_by_peer(c->pl, c->ep);
+			return;
+		}
+		if (f->type == RN_PROTO_NOTIFY)
+			return;   /* the notification engine (not yet) */
+		break;
+	default:
+		break;
+	}
+	if (f->type == RN_PROTO_CLOSE && c->ep != NULL && c->ep->conn == c) {
+		ep_closed_by_peer(c->pl, c->ep);
+		return;
+	}
+	out_of_order(c, f->type);
+}

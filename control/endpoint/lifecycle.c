@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Endpoint states and the lcore's answers about its QPs. Every
+ * (re)connection is a new incarnation: a new generation and a new set of
+ * QPs. Answers about an incarnation that is no longer current are ignored,
+ * except EP_CLOSED, which hands its request back to be freed.
+ */
+#include <errno.h>
+#include <rte_random.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plane.h"
+
+void
+ep_set_state(struct rn_endpoint *ep, enum rn_ep_state state, const char *why)
+{
+	if (ep->state == state)
+		return;
+	RN_PLANE_LOG(INFO, "endpoint %s: %s -> %s (%s, generation %u)",
+		     ep->name, rn_ep_state_name(ep->state),
+		     rn_ep_state_name(state), why, ep->generation);
+	ep->state = state;
+	ep->info.transitions[state]++;
+}
+
+void
+ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
+		struct rn_ep_request *req)
+{
+	struct rn_lcore_cmd cmd = { .type = type, .cookie = (uintptr_t)req };
+
+	/* The ring holds RN_LCORE_RING_SIZE commands; endpoint commands are a
+	 * few per connection, so a full ring means a stuck lcore. */
+	while (rn_lcore_cmd_send(pl->workers[ep->lcore], cmd) != 0)
+		;
+}
+
+void
+ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	const struct rn_config *cfg = pl->cfg;
+	struct rn_ep_request *req = calloc(1, sizeof(*req));
+
+	if (req == NULL) {
+		ep_fail(pl, ep, "out of memory");
+		return;
+	}
+	ep->generation++;
+	req->slot = ep->slot;
+	req->n_data_qps = cfg->nic.data_qps;
+	req->notify = cfg->notify.enabled;
+	req->notify_depth = cfg->notify.slots;
+	req->notify_slot_size = cfg->notify.slot_size;
+	req->qp_timeout = (uint8_t)cfg->nic.qp_timeout;
+	req->qp_retry_cnt = (uint8_t)cfg->nic.qp_retry_cnt;
+	snprintf(req->local.name, sizeof(req->local.name), "%s",
+		 cfg->dataplane.name);
+	req->local.session_id = pl->session_id;
+	req->local.generation = ep->generation;
+	ep->req = req;
+	ep->qps_open = false;
+	ep->serving = false;
+	pl->requests_out++;
+	ep_send_command(pl, ep, RN_LCORE_CMD_EP_OPEN, req);
+}
+
+void
+ep_retire_qps(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	if (ep->req == NULL)
+		return;
+	/* The lcore drains and destroys them, then hands req back. */
+	ep_send_command(pl, ep, RN_LCORE_CMD_EP_CLOSE, ep->req);
+	ep->req = NULL;
+	ep->qps_open = false;
+	ep->serving = false;
+}
+
+void
+ep_connect_qps(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	ep_send_command(pl, ep, RN_LCORE_CMD_EP_CONNECT, ep->req);
+}
+
+/* Start our own call to a configured peer. Its QPs are made once the TCP
+ * connection is up: a peer that is down costs no QP churn. */
+void
+ep_connect(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	struct rn_conn *c;
+	char why[96];
+	int rc;
+
+	if (pl->shutting_down || ep->conn != NULL)
+		return;
+	ep->retry_at_ms = 0;
+	ep_set_state(ep, ep->state == RN_EP_IDLE || ep->state == RN_EP_CLOSED ?
+			 RN_EP_CONNECTING : RN_EP_RECONNECTING, "calling");
+	rc = conn_connect(pl, ep, &c);
+	if (rc != 0) {
+		snprintf(why, sizeof(why), "cannot call %s port %u: %s",
+			 ep->address, ep->port, strerror(-rc));
+		ep_fail(pl, ep, why);
+		return;
+	}
+	ep->conn = c;
+	plane_publish(pl, ep);
+}
+
+static void
+schedule_retry(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	uint32_t max = pl->cfg->control.reconnect_max_ms;
+	/* Jitter of +-25%: peers that failed together do not call together. */
+	uint32_t jitter = ep->backoff_ms / 2;
+	uint64_t delay = ep->backoff_ms - ep->backoff_ms / 4 +
+			 (jitter != 0 ? rte_rand_max(jitter + 1) : 0);
+
+	ep->retry_at_ms = rn_now_ms() + delay;
+	ep->backoff_ms = ep->backoff_ms > max / 2 ? max : ep->backoff_ms * 2;
+}
+
+void
+ep_fail(struct rn_plane *pl, struct rn_endpoint *ep, const char *why)
+{
+	RN_PLANE_LOG(WARNING, "endpoint %s: failed: %s", ep->name, why);
+	snprintf(ep->info.last_error, sizeof(ep->info.last_error), "%s", why);
+	if (ep->conn != NULL) {
+		/* How long the peer had been silent when this was noticed. */
+		if (ep->state == RN_EP_CONNECTED)
+			ep->info.last_detect_ms = rn_now_ms() -
+						  ep->conn->last_rx_ms;
+		conn_close(ep->conn);
+	}
+	ep_retire_qps(pl, ep);
+	ep_set_state(ep, RN_EP_FAILED, why);
+	if (ep->configured && ep->in_use && !pl->shutting_down) {
+		ep_set_state(ep, RN_EP_RECONNECTING, "backoff");
+		schedule_retry(pl, ep);
+	} else {
+		/* A peer that called us calls again when it is back. */
+		ep_set_state(ep, RN_EP_CLOSED, "not ours to call");
+	}
+	plane_publish(pl, ep);
+}
+
+void
+ep_closed_by_peer(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	if (ep->conn != NULL)
+		conn_close(ep->conn);
+	ep_retire_qps(pl, ep);
+	ep_set_state(ep, RN_EP_CLOSING, "the peer closed it");
+	ep_set_state(ep, RN_EP_CLOSED, "the peer closed it");
+	if (ep->configured && ep->in_use && !pl->shutting_down) {
+		/* It may come back: keep calling, gently. */
+		ep_set_state(ep, RN_EP_RECONNECTING, "backoff");
+		schedule_retry(pl, ep);
+	}
+	plane_publish(pl, ep);
+}
+
+void
+ep_established(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	uint64_t now = rn_now_ms();
+
+	ep_set_state(ep, RN_EP_CONNECTED, "handshake done");
+	ep->connected_at_ms = now;
+	ep->retry_at_ms = 0;
+	ep->next_probe_ms = now;   /* prove the RDMA path right away */
+	ep->info.last_error[0] = '\0';
+	plane_publish(pl, ep);
+}
+
+static const char *
+syndrome_name(int32_t syndrome)
+{
+	switch (syndrome) {
+	case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR: return "local length";
+	case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR: return "local QP operation";
+	case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR: return "local protection";
+	case MLX5_CQE_SYNDROME_WR_FLUSH_ERR: return "flushed";
+	case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR: return "remote invalid request";
+	case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR: return "remote access";
+	case MLX5_CQE_SYNDROME_REMOTE_OP_ERR: return "remote operation";
+	case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR:
+		return "transport retry counter exceeded";
+	case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR: return "RNR retry counter exceeded";
+	default: return "other";
+	}
+}
+
+/* The QPs are ready on our side: go on with the handshake. */
+static void
+qps_opened(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	ep->qps_open = true;
+	if (ep->serving)
+		ep_connect_qps(pl, ep);
+	else if (ep->conn != NULL && ep->conn->phase == RN_CONN_TCP_UP)
+		handshake_send_hello(ep->conn, RN_PROTO_HELLO);
+}
+
+static void
+qps_connected(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	struct rn_conn *c = ep->conn;
+	uint8_t frame[RN_PROTO_HEADER_SIZE + 4];
+
+	if (c == NULL)
+		return;
+	if (!c->outbound) {
+		handshake_send_hello(c, RN_PROTO_ACCEPT);
+		return;
+	}
+	conn_send(c, frame, rn_proto_encode_ready(frame, sizeof(frame),
+						  ep->generation));
+	if (ep->conn == c) {
+		c->phase = RN_CONN_ESTABLISHED;
+		ep_established(pl, ep);
+	}
+}
+
+void
+rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
+{
+	struct rn_ep_request *req = (void *)(uintptr_t)ev->cookie;
+	struct rn_endpoint *ep = pl->eps[req->slot];
+	char why[128];
+
+	if (ev->type == RN_LCORE_EVENT_EP_CLOSED) {
+		free(req);
+		pl->requests_out--;
+		return;
+	}
+	if (ep->req != req)
+		return;   /* an incarnation already retired */
+	switch (ev->type) {
+	case RN_LCORE_EVENT_EP_OPENED:
+	case RN_LCORE_EVENT_EP_CONNECTED:
+		if (ev->arg != 0) {
+			snprintf(why, sizeof(why), "QP %s failed: %s",
+				 ev->type == RN_LCORE_EVENT_EP_OPENED ?
+				 "creation" : "connection", strerror(-ev->arg));
+			ep_fail(pl, ep, why);
+		} else if (ev->type == RN_LCORE_EVENT_EP_OPENED) {
+			qps_opened(pl, ep);
+		} else {
+			qps_connected(pl, ep);
+		}
+		return;
+	case RN_LCORE_EVENT_EP_PROBED:
+		if (ev->arg == 0) {
+			ep->info.probes_ok++;
+		} else {
+			ep->info.probes_bad++;
+			RN_PLANE_LOG(WARNING, "endpoint %s: RDMA probe: %s",
+				     ep->name, ev->arg == -EBADMSG ?
+				     "read an identity that is not the peer's "
+				     "current incarnation" : strerror(-ev->arg));
+		}
+		plane_publish(pl, ep);
+		return;
+	case RN_LCORE_EVENT_EP_FAILED:
+		snprintf(why, sizeof(why), "QP error: syndrome 0x%x (%s)",
+			 ev->arg, syndrome_name(ev->arg));
+		ep_fail(pl, ep, why);
+		return;
+	default:
+		return;
+	}
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The plane: its listener, its table of endpoints (by peer name) and the
+ * snapshot telemetry reads. Control thread only, except
+ * rn_plane_snapshot(), which any thread may call.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <rte_random.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plane.h"
+
+RTE_LOG_REGISTER_SUFFIX(rn_plane_logtype, endpoint, INFO);
+
+uint64_t
+rn_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static const char *const state_names[] = {
+	[RN_EP_IDLE] = "idle", [RN_EP_CONNECTING] = "connecting",
+	[RN_EP_CONNECTED] = "connected", [RN_EP_CLOSING] = "closing",
+	[RN_EP_CLOSED] = "closed", [RN_EP_FAILED] = "failed",
+	[RN_EP_RECONNECTING] = "reconnecting",
+};
+
+const char *
+rn_ep_state_name(enum rn_ep_state state)
+{
+	return state_names[state];
+}
+
+struct rn_endpoint *
+plane_find(struct rn_plane *pl, const char *name)
+{
+	/* O(N): a few peers per process; names are checked once per HELLO. */
+	for (unsigned int i = 0; i < pl->n_eps; i++)
+		if (strcmp(pl->eps[i]->name, name) == 0)
+			return pl->eps[i];
+	return NULL;
+}
+
+struct rn_endpoint *
+plane_add(struct rn_plane *pl, const char *name)
+{
+	struct rn_endpoint *ep;
+
+	if (pl->n_eps == RN_MAX_ENDPOINTS)
+		return NULL;
+	ep = calloc(1, sizeof(*ep));
+	if (ep == NULL)
+		return NULL;
+	ep->slot = pl->n_eps;
+	snprintf(ep->name, sizeof(ep->name), "%s", name);
+	/* Spread endpoints over the workers; an endpoint never moves. */
+	ep->lcore = ep->slot % pl->n_workers;
+	ep->backoff_ms = pl->cfg->control.reconnect_min_ms;
+	ep->state = RN_EP_IDLE;
+	ep->info.transitions[RN_EP_IDLE] = 1;
+	pl->eps[pl->n_eps++] = ep;
+	plane_publish(pl, ep);
+	return ep;
+}
+
+void
+plane_publish(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	struct rn_ep_info *info = &ep->info;
+
+	snprintf(info->name, sizeof(info->name), "%s", ep->name);
+	snprintf(info->address, sizeof(info->address), "%s", ep->address);
+	info->configured = ep->configured;
+	info->state = ep->state;
+	info->generation = ep->generation;
+	info->peer_session = ep->peer_session;
+	info->peer_generation = ep->peer_generation;
+	info->peer_caps = ep->peer_caps;
+	info->lcore = pl->workers[ep->lcore]->lcore_id;
+	rte_seqlock_write_lock(&pl->snapshot_lock);
+	pl->snapshot[ep->slot] = *info;
+	if (ep->slot >= pl->n_snapshot)
+		pl->n_snapshot = ep->slot + 1;
+	rte_seqlock_write_unlock(&pl->snapshot_lock);
+}
+
+unsigned int
+rn_plane_snapshot(struct rn_plane *pl, struct rn_ep_info *out,
+		  unsigned int max)
+{
+	unsigned int n;
+	uint32_t seq;
+
+	do {
+		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
+		n = RTE_MIN(pl->n_snapshot, max);
+		memcpy(out, pl->snapshot, n * sizeof(*out));
+	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
+	return n;
+}
+
+static void
+on_listen(struct rn_control *ctl, void *arg, uint32_t events)
+{
+	struct rn_plane *pl = arg;
+
+	(void)ctl;
+	(void)events;
+	for (;;) {
+		struct sockaddr_storage sa;
+		socklen_t len = sizeof(sa);
+		int fd = accept4(pl->listen_fd, (struct sockaddr *)&sa, &len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		if (pl->n_conns >= RN_MAX_CONNS || pl->shutting_down) {
+			close(fd);
+			continue;
+		}
+		conn_accepted(pl, fd, (struct sockaddr *)&sa, len);
+	}
+}
+
+static int
+open_listener(struct rn_plane *pl, char *why, size_t why_len)
+{
+	const struct rn_control_config *cc = &pl->cfg->control;
+	struct sockaddr_storage sa = { 0 };
+	socklen_t len;
+	int one = 1;
+	int fd;
+
+	if (strchr(cc->listen, ':') != NULL) {
+		struct sockaddr_in6 *s6 = (void *)&sa;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)cc->port);
+		inet_pton(AF_INET6, cc->listen, &s6->sin6_addr);
+		len = sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (void *)&sa;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)cc->port);
+		inet_pton(AF_INET, cc->listen, &s4->sin_addr);
+		len = sizeof(*s4);
+	}
+	fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    bind(fd, (struct sockaddr *)&sa, len) != 0 || listen(fd, 128) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+		int rc = -errno;
+
+		snprintf(why, why_len, "[control] listen %s port %u: %s",
+			 cc->listen, cc->port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	pl->listen_fd = fd;
+	pl->port = ntohs(sa.ss_family == AF_INET6 ?
+			 ((struct sockaddr_in6 *)&sa)->sin6_port :
+			 ((struct sockaddr_in *)&sa)->sin_port);
+	return 0;
+}
+
+int
+rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
+		struct rn_lcore **workers, unsigned int n_workers,
+		struct rn_plane **out, char *why, size_t why_len)
+{
+	struct rn_plane *pl = calloc(1, sizeof(*pl));
+	int rc;
+
+	if (pl == NULL)
+		return -ENOMEM;
+	pl->cfg = cfg;
+	pl->ctl = ctl;
+	pl->workers = workers;
+	pl->n_workers = n_workers;
+	pl->listen_fd = -1;
+	rte_seqlock_init(&pl->snapshot_lock);
+	/* New at every start: how peers tell a restart from a reconnect. */
+	do
+		pl->session_id = rte_rand();
+	while (pl->session_id == 0);
+	rc = open_listener(pl, why, why_len);
+	if (rc == 0)
+		rc = rn_control_watch(ctl, pl->listen_fd, EPOLLIN, on_listen, pl);
+	if (rc != 0) {
+		if (why[0] == '\0')
+			snprintf(why, why_len, "listener: %s", strerror(-rc));
+		rn_plane_destroy(pl);
+		return rc;
+	}
+	for (uint32_t i = 0; i < cfg->n_peers; i++) {
+		const struct rn_peer_config *peer = &cfg->peers[i];
+		struct rn_endpoint *ep = plane_add(pl, peer->name);
+
+		ep->configured = true;
+		ep->eager = peer->connect == RN_PEER_EAGER;
+		ep->in_use = ep->eager;
+		snprintf(ep->address, sizeof(ep->address), "%s", peer->address);
+		ep->port = (uint16_t)peer->port;
+		plane_publish(pl, ep);
+		if (ep->eager)
+			ep_connect(pl, ep);
+	}
+	RN_PLANE_LOG(NOTICE, "control plane on %s port %u, session %016lx, "
+		     "%u peer(s) configured", cfg->control.listen, pl->port,
+		     (unsigned long)pl->session_id, cfg->n_peers);
+	*out = pl;
+	return 0;
+}
+
+int
+rn_plane_use(struct rn_plane *pl, const char *name)
+{
+	struct rn_endpoint *ep = plane_find(pl, name);
+
+	if (ep == NULL)
+		return -ENOENT;
+	ep->in_use = true;
+	switch (ep->state) {
+	case RN_EP_CONNECTED:
+		return 0;
+	case RN_EP_IDLE:
+	case RN_EP_CLOSED:
+		if (!ep->configured)
+			return -ENOTCONN;   /* it calls us; we cannot call it */
+		ep_connect(pl, ep);
+		return -EINPROGRESS;
+	case RN_EP_FAILED:
+	case RN_EP_RECONNECTING:
+		return ep->conn != NULL ? -EINPROGRESS : -ENOTCONN;
+	default:
+		return -EINPROGRESS;
+	}
+}
+
+void
+rn_plane_tick(struct rn_plane *pl)
+{
+	timers_run(pl, rn_now_ms());
+	conn_reap(pl);
+}
+
+unsigned int
+rn_plane_shutdown(struct rn_plane *pl)
+{
+	uint8_t frame[RN_PROTO_HEADER_SIZE + 2];
+	size_t n = rn_proto_encode_close(frame, sizeof(frame), 0);
+
+	pl->shutting_down = true;
+	for (unsigned int i = 0; i < pl->n_eps; i++) {
+		struct rn_endpoint *ep = pl->eps[i];
+
+		if (ep->conn != NULL) {
+			/* Best effort: the peer need not wait to find us dead. */
+			conn_send(ep->conn, frame, n);
+			conn_close(ep->conn);
+		}
+		ep_retire_qps(pl, ep);
+		if (ep->state != RN_EP_CLOSED && ep->state != RN_EP_IDLE) {
+			ep_set_state(ep, RN_EP_CLOSING, "shutting down");
+			ep_set_state(ep, RN_EP_CLOSED, "shut down");
+		}
+	}
+	conn_reap(pl);
+	return pl->requests_out;
+}
+
+unsigned int
+rn_plane_requests_out(const struct rn_plane *pl)
+{
+	return pl->requests_out;
+}
+
+void
+rn_plane_destroy(struct rn_plane *pl)
+{
+	while (pl->conns != NULL)
+		conn_close(pl->conns);
+	conn_reap(pl);
+	if (pl->listen_fd >= 0) {
+		rn_control_unwatch(pl->ctl, pl->listen_fd);
+		close(pl->listen_fd);
+	}
+	for (unsigned int i = 0; i < pl->n_eps; i++)
+		free(pl->eps[i]);
+	free(pl);
+}
+
+uint16_t
+rn_plane_port(const struct rn_plane *pl)
+{
+	return pl->port;
+}
+
+uint64_t
+rn_plane_session(const struct rn_plane *pl)
+{
+	return pl->session_id;
+}

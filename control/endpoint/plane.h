@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_PLANE_INTERNAL_H
+#define RN_PLANE_INTERNAL_H
+
+/*
+ * Inside the control plane. Files, one purpose each:
+ *   plane.c      the plane: listener, endpoint table, telemetry snapshot
+ *   conn.c       control connections: non-blocking connect, frame I/O,
+ *                bounded write queue
+ *   handshake.c  what each frame means in each phase of a connection
+ *   lifecycle.c  endpoint states, the lcore's QP events, failure, backoff
+ *   timers.c     deadlines, heartbeats, liveness, reconnection
+ */
+
+#include <rte_log.h>
+#include <rte_seqlock.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "rn_lcore_ep.h"
+#include "rn_plane.h"
+#include "rn_proto.h"
+
+extern int rn_plane_logtype;
+#define RN_PLANE_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, rn_plane_logtype, "rnotify.endpoint: " fmt "\n", \
+		##__VA_ARGS__)
+
+#define RN_CONN_RX_MAX (RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD)
+#define RN_CONN_TX_MAX (4u << 20)   /* a peer that stops reading: cut off */
+#define RN_MAX_CONNS (2 * RN_MAX_ENDPOINTS)
+#define RN_EP_STABLE_MS 10000       /* connected this long: backoff resets */
+#define RN_EP_PROBE_EVERY_HEARTBEATS 10
+
+enum rn_conn_phase {
+	RN_CONN_TCP_CONNECTING,  /* outbound: connect() in progress */
+	RN_CONN_TCP_UP,          /* outbound: connected, QPs not open yet */
+	RN_CONN_WAIT_HELLO,      /* inbound: accepted, HELLO not in yet */
+	RN_CONN_SERVING,         /* inbound: HELLO in, our QPs on their way */
+	RN_CONN_WAIT_ACCEPT,     /* outbound: HELLO sent */
+	RN_CONN_CONNECTING_QPS,  /* outbound: ACCEPT in, QPs to RTS */
+	RN_CONN_WAIT_READY,      /* inbound: ACCEPT sent */
+	RN_CONN_ESTABLISHED,
+};
+
+struct rn_endpoint;
+
+struct rn_conn {
+	struct rn_plane *pl;
+	struct rn_endpoint *ep;       /* NULL until a HELLO names the peer */
+	int fd;
+	bool outbound;
+	bool dead;                    /* closed; freed by the next tick */
+	enum rn_conn_phase phase;
+	char peer[64];                /* "address port", for log lines */
+	uint64_t deadline_ms;         /* of the current handshake phase */
+	uint64_t last_rx_ms, last_tx_ms;
+	uint8_t *rx;
+	size_t rx_len;
+	uint8_t *tx;
+	size_t tx_len, tx_off;
+	bool want_out;                /* EPOLLOUT armed */
+	struct rn_conn *next;         /* pl->conns or pl->dead */
+};
+
+struct rn_endpoint {
+	uint32_t slot;
+	char name[32];
+	bool configured;              /* a [peer]: we call it, and call again */
+	bool eager;
+	bool in_use;                  /* eager, or used: keep it connected */
+	char address[64];             /* configured address, or caller's */
+	uint16_t port;
+	enum rn_ep_state state;
+	uint32_t generation;
+	unsigned int lcore;           /* index into pl->workers */
+	struct rn_ep_request *req;    /* current incarnation's QPs, or NULL */
+	bool qps_open;
+	bool serving;                 /* req->remote holds a HELLO to serve */
+	struct rn_conn *conn;
+	uint64_t peer_session;
+	uint32_t peer_generation;
+	uint32_t peer_caps;
+	uint64_t retry_at_ms;         /* 0: no retry scheduled */
+	uint64_t connected_at_ms;
+	uint64_t next_probe_ms;
+	uint32_t backoff_ms;
+	struct rn_ep_info info;       /* counters, and what is published */
+};
+
+struct rn_plane {
+	const struct rn_config *cfg;
+	struct rn_control *ctl;
+	struct rn_lcore **workers;
+	unsigned int n_workers;
+	uint64_t session_id;
+	int listen_fd;
+	uint16_t port;
+	unsigned int n_eps;
+	struct rn_endpoint *eps[RN_MAX_ENDPOINTS];
+	unsigned int n_conns;
+	struct rn_conn *conns;
+	struct rn_conn *dead;
+	unsigned int requests_out;    /* rn_ep_request held by lcores */
+	bool shutting_down;
+	rte_seqlock_t snapshot_lock;
+	struct rn_ep_info snapshot[RN_MAX_ENDPOINTS];
+	unsigned int n_snapshot;
+};
+
+uint64_t rn_now_ms(void);
+
+/* plane.c */
+struct rn_endpoint *plane_find(struct rn_plane *pl, const char *name);
+struct rn_endpoint *plane_add(struct rn_plane *pl, const char *name);
+void plane_publish(struct rn_plane *pl, struct rn_endpoint *ep);
+
+/* conn.c */
+int conn_connect(struct rn_plane *pl, struct rn_endpoint *ep,
+		 struct rn_conn **out);
+struct rn_conn *conn_accepted(struct rn_plane *pl, int fd,
+			      const struct sockaddr *sa, socklen_t len);
+/* Queue a frame; a queue over RN_CONN_TX_MAX fails the connection. */
+void conn_send(struct rn_conn *c, const uint8_t *frame, size_t len);
+void conn_send_refuse(struct rn_conn *c, uint16_t code, const char *text);
+/* Close and detach; the memory goes at the next tick. */
+void conn_close(struct rn_conn *c);
+void conn_reap(struct rn_plane *pl);
+
+/* handshake.c */
+void handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f);
+void handshake_send_hello(struct rn_conn *c, uint8_t type);
+
+/* lifecycle.c */
+void ep_set_state(struct rn_endpoint *ep, enum rn_ep_state state,
+		  const char *why);
+void ep_connect(struct rn_plane *pl, struct rn_endpoint *ep);
+void ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep);
+void ep_retire_qps(struct rn_plane *pl, struct rn_endpoint *ep);
+void ep_connect_qps(struct rn_plane *pl, struct rn_endpoint *ep);
+/* A fault: close the connection, retire the QPs, schedule a retry. */
+void ep_fail(struct rn_plane *pl, struct rn_endpoint *ep, const char *why);
+/* Connection and QPs both ready: the endpoint is up. */
+void ep_established(struct rn_plane *pl, struct rn_endpoint *ep);
+/* The peer closed on purpose. */
+void ep_closed_by_peer(struct rn_plane *pl, struct rn_endpoint *ep);
+void ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep,
+		     uint32_t type, struct rn_ep_request *req);
+
+/* timers.c */
+void timers_run(struct rn_plane *pl, uint64_t now);
+
+#endif /* RN_PLANE_INTERNAL_H */

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_PLANE_H
+#define RN_PLANE_H
+
+/*
+ * The control plane: endpoints to peer processes, owned by the control
+ * thread. It accepts and makes the TCP control connections, runs the
+ * handshake, asks the owning lcore to create, connect, probe and close the
+ * endpoint's QPs, watches liveness with heartbeats and reconnects with
+ * backoff. docs/protocol.md has the frames, states and timers.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rn_config.h"
+#include "rn_control.h"
+#include "rn_lcore.h"
+
+#define RN_MAX_ENDPOINTS 1024
+
+enum rn_ep_state {
+	RN_EP_IDLE,          /* known, never connected */
+	RN_EP_CONNECTING,
+	RN_EP_CONNECTED,
+	RN_EP_CLOSING,       /* closed on purpose: QPs draining */
+	RN_EP_CLOSED,
+	RN_EP_FAILED,        /* a fault: QPs retired */
+	RN_EP_RECONNECTING,  /* waiting out the backoff, or trying again */
+	RN_EP_N_STATES,
+};
+
+/* What telemetry sees of an endpoint: a copy, published on every change. */
+struct rn_ep_info {
+	char name[32];
+	char address[64];         /* configured, or where it called from */
+	bool configured;
+	enum rn_ep_state state;
+	uint32_t generation;
+	uint64_t peer_session;
+	uint32_t peer_generation;
+	uint32_t peer_caps;
+	uint32_t lcore;
+	uint64_t transitions[RN_EP_N_STATES];   /* entries into each state */
+	uint64_t probes_ok;
+	uint64_t probes_bad;
+	uint64_t last_detect_ms;  /* silence before it was declared dead */
+	char last_error[128];
+};
+
+struct rn_plane;
+
+/*
+ * Listen on [control] listen/port, create an endpoint per [peer] and start
+ * the eager ones. workers are the worker lcores endpoints are spread over.
+ * Returns 0, or a negative errno with why set (e.g. the port is taken).
+ */
+int rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
+		    struct rn_lcore **workers, unsigned int n_workers,
+		    struct rn_plane **out, char *why, size_t why_len);
+
+/* An endpoint event from an lcore (RN_LCORE_EVENT_EP_*). */
+void rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev);
+
+/* Timers: handshakes, heartbeats, liveness, reconnection. Call often. */
+void rn_plane_tick(struct rn_plane *pl);
+
+/*
+ * First use of peer name: connect it now if it is not. Returns 0 when it
+ * is connected, -EINPROGRESS when it is on its way, -ENOENT for a name
+ * never configured nor seen, -ENOTCONN when it failed and waits to retry.
+ */
+int rn_plane_use(struct rn_plane *pl, const char *name);
+
+/*
+ * Close every endpoint: CLOSE to each peer, QPs to the lcores for draining.
+ * Returns how many QP sets the lcores still hold; call rn_plane_event()
+ * with their EP_CLOSED events until it reaches 0.
+ */
+unsigned int rn_plane_shutdown(struct rn_plane *pl);
+unsigned int rn_plane_requests_out(const struct rn_plane *pl);
+
+void rn_plane_destroy(struct rn_plane *pl);
+
+uint16_t rn_plane_port(const struct rn_plane *pl);
+uint64_t rn_plane_session(const struct rn_plane *pl);
+
+/* Copy up to max endpoint infos, from any thread. Returns the count. */
+unsigned int rn_plane_snapshot(struct rn_plane *pl, struct rn_ep_info *out,
+			       unsigned int max);
+
+const char *rn_ep_state_name(enum rn_ep_state state);
+
+#endif /* RN_PLANE_H */

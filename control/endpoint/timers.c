@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Everything with a deadline, checked on every tick of the control loop:
+ * handshake phases, heartbeats, silence that declares a peer dead, the
+ * periodic RDMA probe, retries after a failure, and the stable period
+ * after which the backoff starts over.
+ */
+#include <stdio.h>
+
+#include "plane.h"
+
+static const char *const phase_names[] = {
+	[RN_CONN_TCP_CONNECTING] = "TCP connect",
+	[RN_CONN_TCP_UP] = "QP creation",
+	[RN_CONN_WAIT_HELLO] = "waiting for HELLO",
+	[RN_CONN_SERVING] = "QP creation for the peer",
+	[RN_CONN_WAIT_ACCEPT] = "waiting for ACCEPT",
+	[RN_CONN_CONNECTING_QPS] = "QP connection",
+	[RN_CONN_WAIT_READY] = "waiting for READY",
+	[RN_CONN_ESTABLISHED] = "established",
+};
+
+static void
+check_conn(struct rn_plane *pl, struct rn_conn *c, uint64_t now)
+{
+	const struct rn_control_config *cc = &pl->cfg->control;
+	char why[128];
+
+	if (c->phase != RN_CONN_ESTABLISHED) {
+		if (now < c->deadline_ms)
+			return;
+		snprintf(why, sizeof(why), "%s timed out after %u ms",
+			 phase_names[c->phase], cc->connect_timeout_ms);
+		if (c->ep != NULL && c->ep->conn == c) {
+			ep_fail(pl, c->ep, why);
+		} else {
+			RN_PLANE_LOG(NOTICE, "control connection %s: %s", c->peer,
+				     why);
+			conn_close(c);
+		}
+		return;
+	}
+	if (now - c->last_rx_ms >= cc->dead_after_ms) {
+		struct rn_endpoint *ep = c->ep;
+
+		snprintf(why, sizeof(why), "peer silent for %lu ms: declared dead",
+			 (unsigned long)(now - c->last_rx_ms));
+		ep_fail(pl, ep, why);
+		return;
+	}
+	if (now - c->last_tx_ms >= cc->heartbeat_ms) {
+		uint8_t frame[RN_PROTO_HEADER_SIZE];
+
+		conn_send(c, frame, rn_proto_encode_heartbeat(frame, sizeof(frame)));
+	}
+}
+
+static void
+check_endpoint(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now)
+{
+	const struct rn_control_config *cc = &pl->cfg->control;
+
+	if (ep->state == RN_EP_CONNECTED) {
+		if (ep->backoff_ms != cc->reconnect_min_ms &&
+		    now - ep->connected_at_ms >= RN_EP_STABLE_MS)
+			ep->backoff_ms = cc->reconnect_min_ms;
+		if (now >= ep->next_probe_ms && ep->req != NULL) {
+			ep_send_command(pl, ep, RN_LCORE_CMD_EP_PROBE, ep->req);
+			ep->next_probe_ms = now + (uint64_t)cc->heartbeat_ms *
+					    RN_EP_PROBE_EVERY_HEARTBEATS;
+		}
+		return;
+	}
+	if (ep->retry_at_ms != 0 && now >= ep->retry_at_ms && ep->conn == NULL &&
+	    ep->configured)
+		ep_connect(pl, ep);
+}
+
+void
+timers_run(struct rn_plane *pl, uint64_t now)
+{
+	struct rn_conn *c = pl->conns;
+
+	while (c != NULL) {
+		struct rn_conn *next = c->next;   /* c may close */
+
+		check_conn(pl, c, now);
+		c = next;
+	}
+	for (unsigned int i = 0; i < pl->n_eps; i++)
+		check_endpoint(pl, pl->eps[i], now);
+}
