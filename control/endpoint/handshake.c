@@ -162,7 +162,8 @@ on_hello(struct rn_conn *c, const struct rn_proto_hello *h)
 	ep->peer_generation = h->generation;
 	ep->peer_caps = h->caps;
 	if (ep->state != RN_EP_CONNECTING && ep->state != RN_EP_RECONNECTING)
-		ep_set_state(ep, ep->state == RN_EP_IDLE ? RN_EP_CONNECTING :
+		ep_set_state(ep, ep->state == RN_EP_IDLE ||
+				 ep->state == RN_EP_CLOSED ? RN_EP_CONNECTING :
 				 RN_EP_RECONNECTING, "the peer called");
 	if (ep->req == NULL)
 		ep_open_qps(pl, ep);

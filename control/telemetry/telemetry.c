@@ -127,19 +127,36 @@ snapshot(const struct rn_daemon *d, struct rn_ep_info **out)
 	return rn_plane_snapshot(d->plane, *out, RN_MAX_ENDPOINTS);
 }
 
-/* {"peer name": "state", ...} */
+/*
+ * {"name": [...], "state": [...]}, in the same order. Not a dict keyed by
+ * name: telemetry keys may not hold the '-' that node names may.
+ */
 static int
 handle_endpoints(const char *cmd, const char *params, struct rte_tel_data *out)
 {
+	struct rte_tel_data *names = rte_tel_data_alloc();
+	struct rte_tel_data *states = rte_tel_data_alloc();
 	struct rn_ep_info *eps;
 	unsigned int n = snapshot(daemon_seen, &eps);
 
 	(void)cmd;
 	(void)params;
+	if (names == NULL || states == NULL) {
+		rte_tel_data_free(names);
+		rte_tel_data_free(states);
+		free(eps);
+		return -ENOMEM;
+	}
 	rte_tel_data_start_dict(out);
-	for (unsigned int i = 0; i < n; i++)
-		rte_tel_data_add_dict_string(out, eps[i].name,
-					     rn_ep_state_name(eps[i].state));
+	rte_tel_data_start_array(names, RTE_TEL_STRING_VAL);
+	rte_tel_data_start_array(states, RTE_TEL_STRING_VAL);
+	for (unsigned int i = 0; i < n; i++) {
+		rte_tel_data_add_array_string(names, eps[i].name);
+		rte_tel_data_add_array_string(states,
+					      rn_ep_state_name(eps[i].state));
+	}
+	rte_tel_data_add_dict_container(out, "name", names, 0);
+	rte_tel_data_add_dict_container(out, "state", states, 0);
 	free(eps);
 	return 0;
 }

@@ -4,92 +4,13 @@
 telemetry client, stop it with a signal, and check the bad-input exits.
 Prints TAP. Usage: test_rnotifyd.py RNOTIFYD"""
 
-import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import time
 
-RNOTIFYD = sys.argv[1]
-TMP = tempfile.mkdtemp(prefix="rn-process-test-")
-START_TIMEOUT_S = 20  # a readiness wait, not a performance assertion
-results = []
-
-
-def tap(name, fn):
-    try:
-        fn()
-        results.append((True, name, ""))
-    except AssertionError as e:
-        results.append((False, name, str(e)))
-
-
-def config(name, extra=""):
-    path = os.path.join(TMP, name + ".ini")
-    with open(path, "w") as f:
-        f.write(f"[dataplane]\nname = {name}\nmemory_mb = 32\n"
-                f"idle = adaptive\n{extra}")
-    return path
-
-
-def unique(tag):
-    return f"t{os.getpid()}{tag}"
-
-
-def runtime_dir(name):
-    if os.getuid() == 0:
-        base = "/var/run/dpdk"
-    else:
-        base = os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "dpdk")
-    return os.path.join(base, "rnotify-" + name)
-
-
-def status(name):
-    out = subprocess.run(["dpdk-telemetry.py", "-f", "rnotify-" + name],
-                         input="/rnotify/status\n", capture_output=True,
-                         text=True, timeout=30)
-    for line in out.stdout.splitlines():
-        if line.startswith("{"):
-            return json.loads(line)["/rnotify/status"]
-    raise AssertionError(f"no JSON from dpdk-telemetry.py: {out.stdout!r} "
-                         f"{out.stderr!r}")
-
-
-class Daemon:
-    def __init__(self, name, extra="", env=None):
-        self.name = name
-        self.stderr_path = os.path.join(TMP, name + ".err")
-        self.proc = subprocess.Popen(
-            [RNOTIFYD, "-c", config(name, extra)],
-            stdout=subprocess.DEVNULL, stderr=open(self.stderr_path, "w"),
-            env=env)
-
-    def stderr(self):
-        with open(self.stderr_path) as f:
-            return f.read()
-
-    def wait_running(self):
-        sock = os.path.join(runtime_dir(self.name), "dpdk_telemetry.v2")
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, \
-                f"exited {self.proc.returncode}: {self.stderr()}"
-            if os.path.exists(sock) and status(self.name)["state"] == "running":
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"not running after {START_TIMEOUT_S}s: "
-                             f"{self.stderr()}")
-
-    def stop(self, sig=signal.SIGTERM):
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout=START_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise AssertionError(f"no exit after {sig.name}: {self.stderr()}")
+from rntest import (RNOTIFYD, TMP, Daemon, config, finish, runtime_dir, status,
+                    tap, unique)
 
 
 def test_start_status_stop():
@@ -238,12 +159,5 @@ for t in [test_start_status_stop, test_sigint_and_ordinary_memory,
           test_hugepages_on_unavailable_fails_cleanly,
           test_same_name_refused, test_missing_cpu_fails_cleanly,
           test_mlx5_without_device_fails_cleanly]:
-    tap(t.__name__, t)
-
-print(f"1..{len(results)}")
-for i, (ok, name, why) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    for line in why.splitlines():
-        print(f"# {line}")
-shutil.rmtree(TMP, ignore_errors=True)
-sys.exit(0 if all(ok for ok, _, _ in results) else 1)
+    tap(t)
+finish()

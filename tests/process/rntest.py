@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Shared helpers for the process tests: daemons started from a config,
+DPDK's telemetry client, waits with deadlines (for events, never to assert
+timing), and TAP output."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+RNOTIFYD = os.path.abspath(sys.argv[1])
+TMP = tempfile.mkdtemp(prefix="rn-process-test-")
+START_TIMEOUT_S = 20
+_results = []
+
+
+def unique(tag):
+    return f"t{os.getpid() % 100000}{tag}"
+
+
+def write_config(name, text):
+    path = os.path.join(TMP, name + ".ini")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def config(name, extra=""):
+    """A test daemon's config; its control port is any free one unless
+    extra has a [control] section."""
+    control = "" if "[control]" in extra else "[control]\nport = 0\n"
+    return write_config(name, f"[dataplane]\nname = {name}\nmemory_mb = 32\n"
+                              f"idle = adaptive\n{extra}\n{control}")
+
+
+def runtime_dir(name):
+    if os.getuid() == 0:
+        base = "/var/run/dpdk"
+    else:
+        base = os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "dpdk")
+    return os.path.join(base, "rnotify-" + name)
+
+
+def telemetry(name, command):
+    out = subprocess.run(["dpdk-telemetry.py", "-f", "rnotify-" + name],
+                         input=command + "\n", capture_output=True,
+                         text=True, timeout=30)
+    for line in out.stdout.splitlines():
+        if line.startswith("{"):
+            return json.loads(line)[command.split(",")[0]]
+    raise AssertionError(f"no JSON from dpdk-telemetry.py for {command}: "
+                         f"{out.stdout!r} {out.stderr!r}")
+
+
+def status(name):
+    return telemetry(name, "/rnotify/status")
+
+
+def endpoint(name, peer):
+    return telemetry(name, f"/rnotify/endpoint,{peer}")
+
+
+def endpoints(name):
+    """{peer name: state} from /rnotify/endpoints."""
+    e = telemetry(name, "/rnotify/endpoints")
+    return dict(zip(e["name"], e["state"]))
+
+
+def wait_until(what, fn, timeout=START_TIMEOUT_S, every=0.05):
+    """Poll fn until it returns a true value; fail with what after timeout."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+            if last:
+                return last
+        except (AssertionError, KeyError, TypeError) as e:
+            last = e
+        time.sleep(every)
+    raise AssertionError(f"{what}: not after {timeout}s (last: {last!r})")
+
+
+class Daemon:
+    def __init__(self, name, extra="", text=None, netns=None, env=None):
+        self.name = name
+        self.stderr_path = os.path.join(TMP, name + ".err")
+        path = write_config(name, text) if text is not None else \
+            config(name, extra)
+        argv = [RNOTIFYD, "-c", path]
+        if netns is not None:
+            argv = ["ip", "netns", "exec", netns] + argv
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.stderr_path, "a"),
+                                     env=env)
+
+    def stderr(self):
+        with open(self.stderr_path) as f:
+            return f.read()
+
+    def wait_running(self):
+        sock = os.path.join(runtime_dir(self.name), "dpdk_telemetry.v2")
+
+        def running():
+            assert self.proc.poll() is None, \
+                f"exited {self.proc.returncode}: {self.stderr()}"
+            return os.path.exists(sock) and \
+                status(self.name)["state"] == "running"
+        wait_until(f"{self.name} running", running, every=0.1)
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is not None:
+            return self.proc.returncode
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=START_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"no exit after {sig.name}: {self.stderr()}")
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def tap(fn):
+    try:
+        fn()
+        _results.append((True, fn.__name__, ""))
+    except AssertionError as e:
+        _results.append((False, fn.__name__, str(e)))
+    except Exception:
+        _results.append((False, fn.__name__, traceback.format_exc()))
+
+
+def skip(fn, why):
+    _results.append((None, fn.__name__, why))
+
+
+def finish():
+    print(f"1..{len(_results)}")
+    for i, (ok, name, why) in enumerate(_results, 1):
+        if ok is None:
+            print(f"ok {i} - {name} # SKIP {why}")
+            continue
+        print(f"{'ok' if ok else 'not ok'} {i} - {name}")
+        for line in why.splitlines():
+            print(f"# {line}")
+    shutil.rmtree(TMP, ignore_errors=True)
+    sys.exit(0 if all(ok is not False for ok, _, _ in _results) else 1)

@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Process tests for the control plane: two rnotifyd handshake and prove the
+RDMA path with a READ of each other's identity; dead peers are declared in
+time and come back with a new generation; simultaneous calls leave one
+endpoint; silent, mute and garbage-sending peers hurt only themselves;
+endpoint churn leaks nothing. Over loopback, and between two network
+namespaces when run as root. Prints TAP. Usage: test_endpoints.py RNOTIFYD"""
+
+import os
+import signal
+import socket
+import subprocess
+
+import rnproto
+from rntest import (Daemon, endpoint, endpoints, finish, skip, status, tap, telemetry,
+                    unique, wait_until)
+
+HEARTBEAT_MS = 50
+DEAD_AFTER_MS = 300
+TICK_MS = HEARTBEAT_MS // 2
+# How late the declaration may come: one tick, plus scheduling on a busy
+# 2-core machine. The daemon measures the silence itself.
+DETECT_SLACK_MS = 250
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def node_text(name, port, peers, listen="127.0.0.1", nic=""):
+    """peers: list of (name, address, port)."""
+    text = (f"[dataplane]\nname = {name}\nmemory_mb = 32\nidle = adaptive\n"
+            f"[nic]\n{nic}\n"
+            f"[control]\nlisten = {listen}\nport = {port}\n"
+            f"heartbeat_ms = {HEARTBEAT_MS}\ndead_after_ms = {DEAD_AFTER_MS}\n"
+            f"reconnect_min_ms = 20\nreconnect_max_ms = 200\n")
+    for peer, address, peer_port in peers:
+        text += (f"[peer {peer}]\naddress = {address}\nport = {peer_port}\n"
+                 f"connect = eager\n")
+    return text
+
+
+class Pair:
+    """Two daemons that call each other."""
+
+    def __init__(self, tag, netns=(None, None), addrs=("127.0.0.1",) * 2):
+        self.names = (unique(tag + "a"), unique(tag + "b"))
+        self.ports = (free_port(), free_port())
+        self.netns = netns
+        self.addrs = addrs
+        self.d = [self.start(0), self.start(1)]
+
+    def text(self, i):
+        j = 1 - i
+        return node_text(self.names[i], self.ports[i],
+                         [(self.names[j], self.addrs[j], self.ports[j])],
+                         listen=self.addrs[i])
+
+    def start(self, i):
+        return Daemon(self.names[i], text=self.text(i), netns=self.netns[i])
+
+    def ep(self, i):
+        return endpoint(self.names[i], self.names[1 - i])
+
+    def wait_connected(self, i, newer_than=0, session=None):
+        def up():
+            e = self.ep(i)
+            return e if (e["state"] == "connected" and
+                         e["generation"] > newer_than and
+                         (session is None or e["peer_session"] == session) and
+                         e["probes_ok"] >= 1) else None
+        return wait_until(f"{self.names[i]} connected to {self.names[1 - i]}",
+                          up)
+
+    def stop(self):
+        for d in self.d:
+            assert d.stop() == 0, d.stderr()
+
+
+def lcore_counters(name):
+    s = status(name)
+    return s["qps"][0], s["endpoint_qp_sets"][0]
+
+
+def test_handshake_and_rdma_probe():
+    p = Pair("h")
+    try:
+        for d in p.d:
+            d.wait_running()
+        a, b = p.wait_connected(0), p.wait_connected(1)
+        sa, sb = status(p.names[0]), status(p.names[1])
+        assert a["peer_session"] == sb["session"], (a, sb)
+        assert b["peer_session"] == sa["session"], (b, sa)
+        assert a["peer_generation"] == b["generation"], (a, b)
+        assert b["peer_generation"] == a["generation"], (a, b)
+        # The RDMA READ of the peer's identity keeps succeeding.
+        wait_until("two more probes", lambda: p.ep(0)["probes_ok"] >=
+                   a["probes_ok"] + 2)
+        assert p.ep(0)["probes_bad"] == 0
+        # Exactly one endpoint each: 2 data QPs + 1 notify QP, one set.
+        for name in p.names:
+            assert endpoints(name) == \
+                {n: "connected" for n in p.names if n != name}
+            wait_until(f"{name}: one QP set", lambda n=name:
+                       lcore_counters(n) == (3, 1))
+    finally:
+        p.stop()
+
+
+def test_kill_9_then_restart_gets_new_generation():
+    p = Pair("k")
+    try:
+        for d in p.d:
+            d.wait_running()
+        before = p.wait_connected(0)
+        p.d[1].kill()
+        failed = wait_until("the killed peer declared dead", lambda: (
+            lambda e: e if e["state"] != "connected" else None)(p.ep(0)))
+        assert failed["last_detect_ms"] <= DEAD_AFTER_MS + DETECT_SLACK_MS, \
+            failed
+        assert failed["to_failed"] >= 1, failed
+        p.d[1] = p.start(1)
+        p.d[1].wait_running()
+        new_session = status(p.names[1])["session"]
+        assert new_session != before["peer_session"]
+        after = p.wait_connected(0, newer_than=before["generation"],
+                                 session=new_session)
+        # The probe reads the new incarnation's identity, not the old one.
+        wait_until("a probe of the new incarnation", lambda: p.ep(0)[
+            "probes_ok"] > after["probes_ok"])
+        assert p.ep(0)["probes_bad"] == 0
+        wait_until("old QPs gone", lambda: lcore_counters(p.names[0]) ==
+                   (3, 1))
+    finally:
+        p.stop()
+
+
+def test_silent_peer_declared_dead_in_time():
+    p = Pair("s")
+    try:
+        for d in p.d:
+            d.wait_running()
+        before = p.wait_connected(0)
+        os.kill(p.d[1].proc.pid, signal.SIGSTOP)   # alive, but silent
+        try:
+            failed = wait_until("the silent peer declared dead", lambda: (
+                lambda e: e if e["state"] != "connected" else None)(p.ep(0)))
+        finally:
+            os.kill(p.d[1].proc.pid, signal.SIGCONT)
+        assert "declared dead" in failed["last_error"], failed
+        assert DEAD_AFTER_MS <= failed["last_detect_ms"] <= \
+            DEAD_AFTER_MS + DETECT_SLACK_MS, failed
+        # Back: the same process (same session), a new generation.
+        after = p.wait_connected(0, newer_than=before["generation"],
+                                 session=before["peer_session"])
+        assert after["peer_generation"] > before["peer_generation"]
+    finally:
+        p.stop()
+
+
+class FakePeer:
+    """A listener speaking the protocol by hand (tests/process/rnproto.py)."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+
+    def accept(self, timeout=10):
+        self.sock.settimeout(timeout)
+        conn, _ = self.sock.accept()
+        return conn
+
+    def close(self):
+        self.sock.close()
+
+
+SLOW_QPS = "qp_timeout = 20\n"   # fake QPs never answer: fail slowly
+
+
+def test_simultaneous_connect_leaves_one_endpoint():
+    for peer_name, ours_wins in (("zz-peer", True), ("0-peer", False)):
+        fake = FakePeer()
+        name = unique("m" + ("1" if ours_wins else "2"))
+        d = Daemon(name, text=node_text(name, free_port(),
+                                        [(peer_name, "127.0.0.1", fake.port)],
+                                        nic=SLOW_QPS))
+        try:
+            d.wait_running()
+            port = status(name)["control_port"]
+            theirs_in = fake.accept()        # the daemon calls us
+            ftype, body = rnproto.read_frame_skipping_heartbeats(theirs_in)
+            assert ftype == rnproto.HELLO, ftype
+            _, session, generation, _, n_qps = rnproto.accept_fields(body)
+            # ...and we call it at the same time.
+            ours = rnproto.connect(port)
+            ours.sendall(rnproto.hello(peer_name, 77, 1,
+                                       [(rnproto.QP_DATA, 0x500, 1)]))
+            ftype, body = rnproto.read_frame_skipping_heartbeats(ours)
+            if ours_wins:
+                # The daemon's name sorts first: its call stays, ours is
+                # refused, and we answer its HELLO.
+                assert ftype == rnproto.REFUSE, ftype
+                assert rnproto.refusal(body)[0] == 3, body   # DUPLICATE
+                theirs_in.sendall(rnproto.hello(
+                    peer_name, 77, 1, [(rnproto.QP_DATA, 0x500, 1)],
+                    ftype=rnproto.ACCEPT))
+                ftype, body = rnproto.read_frame_skipping_heartbeats(
+                    theirs_in)
+                assert ftype == rnproto.READY, ftype
+            else:
+                # Ours sorts first: the daemon drops its own call and
+                # serves ours.
+                assert ftype == rnproto.ACCEPT, ftype
+                assert rnproto.accept_fields(body)[0] == name
+                ours.sendall(rnproto.ready(1))
+            e = wait_until("one endpoint connected", lambda: (
+                lambda e: e if e["state"] == "connected" else None)(
+                endpoint(name, peer_name)))
+            assert e["to_connected"] == 1, e
+            assert endpoints(name) == {peer_name: "connected"}
+            wait_until("one QP set", lambda: lcore_counters(name) == (3, 1))
+            theirs_in.close()
+            ours.close()
+        finally:
+            fake.close()
+            assert d.stop() == 0, d.stderr()
+
+
+def test_mute_peer_does_not_stall_the_others():
+    fake = FakePeer()       # accepts TCP, never says a word
+    p_name = unique("q")
+    good = unique("qg")
+    good_port = free_port()
+    port = free_port()
+    d = Daemon(p_name, text=node_text(p_name, port, [
+        ("mute", "127.0.0.1", fake.port), (good, "127.0.0.1", good_port)]))
+    g = Daemon(good, text=node_text(good, good_port,
+                                    [(p_name, "127.0.0.1", port)]))
+    held = []
+    try:
+        d.wait_running()
+        g.wait_running()
+        held.append(fake.accept())
+        e = wait_until("the mute peer given up on", lambda: (
+            lambda e: e if "timed out" in e["last_error"] else None)(
+            endpoint(p_name, "mute")))
+        assert "waiting for ACCEPT timed out" in e["last_error"], e
+        assert endpoint(p_name, good)["state"] == "connected"
+    finally:
+        for c in held:
+            c.close()
+        fake.close()
+        assert d.stop() == 0, d.stderr()
+        assert g.stop() == 0, g.stderr()
+
+
+def test_bad_frames_close_only_their_connection():
+    p = Pair("g")
+    try:
+        for d in p.d:
+            d.wait_running()
+        before = p.wait_connected(0)
+        port = status(p.names[0])["control_port"]
+        cases = [
+            (b"GET / HTTP/1.0\r\n\r\n", "wrong magic 0x47455420", None),
+            (rnproto.frame(rnproto.HELLO, b"", version=2),
+             "protocol version 2; this side speaks 1", 1),
+            (rnproto.frame(9, b""), "unknown frame type 9", None),
+            (rnproto.ready(1), "READY out of order", None),
+            (rnproto.hello("x", 1, 1, []), "hello: 0 QPs", None),
+            (b"RNTP\x01\x01\x00\x00\x7f\x00\x00\x00",
+             "frame of 2130706432 bytes", None),
+        ]
+        for data, reason, refusal in cases:
+            s = rnproto.connect(port)
+            s.sendall(data)
+            if refusal is not None:
+                ftype, body = rnproto.read_frame(s)
+                assert ftype == rnproto.REFUSE, ftype
+                assert rnproto.refusal(body)[0] == refusal, body
+            s.settimeout(10)
+            assert s.recv(100) == b"", reason   # closed by the daemon
+            s.close()
+            wait_until(f"log line for {reason!r}", lambda r=reason:
+                       r in p.d[0].stderr())
+        assert p.ep(0)["generation"] == before["generation"], \
+            "the good peer's endpoint was disturbed"
+        assert p.d[0].proc.poll() is None
+    finally:
+        p.stop()
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+CHURN_CYCLES = 1000
+
+
+def test_endpoint_churn_leaks_nothing():
+    name = unique("c")
+    d = Daemon(name, text=node_text(name, 0, [], nic=SLOW_QPS))
+    try:
+        d.wait_running()
+        port = status(name)["control_port"]
+
+        def cycle(i):
+            s = rnproto.connect(port)
+            s.sendall(rnproto.hello("churn", 99, i + 1,
+                                    [(rnproto.QP_DATA, 0x600, 1)]))
+            ftype, body = rnproto.read_frame_skipping_heartbeats(s)
+            assert ftype == rnproto.ACCEPT, (i, ftype, body)
+            s.sendall(rnproto.ready(i + 1) + rnproto.close())
+            s.close()
+
+        for i in range(20):      # warm up: first allocations, log types
+            cycle(i)
+        wait_until("warm-up drained", lambda: lcore_counters(name) == (0, 0))
+        fds, rss = fd_count(d.proc.pid), rss_kib(d.proc.pid)
+        for i in range(20, 20 + CHURN_CYCLES):
+            cycle(i)
+        wait_until("every QP destroyed", lambda: lcore_counters(name) ==
+                   (0, 0))
+        e = endpoint(name, "churn")
+        assert e["to_connected"] == 20 + CHURN_CYCLES, e
+        assert fd_count(d.proc.pid) == fds, (fds, fd_count(d.proc.pid))
+        grown = rss_kib(d.proc.pid) - rss
+        assert grown < 4096, f"RSS grew {grown} KiB over {CHURN_CYCLES} cycles"
+    finally:
+        assert d.stop() == 0, d.stderr()
+
+
+def sh(cmd):
+    subprocess.run(cmd, shell=True, check=True, capture_output=True)
+
+
+def test_two_network_namespaces_and_a_cut_link():
+    ns = (f"rn-ep-a-{os.getpid()}", f"rn-ep-b-{os.getpid()}")
+    veth = (f"rnea{os.getpid() % 10000}", f"rneb{os.getpid() % 10000}")
+    addrs = ("10.98.0.1", "10.98.0.2")
+    sh(f"ip netns add {ns[0]} && ip netns add {ns[1]} && "
+       f"ip link add {veth[0]} type veth peer name {veth[1]} && "
+       f"ip link set {veth[0]} netns {ns[0]} && "
+       f"ip link set {veth[1]} netns {ns[1]}")
+    p = None
+    try:
+        for i in (0, 1):
+            sh(f"ip -n {ns[i]} addr add {addrs[i]}/24 dev {veth[i]} && "
+               f"ip -n {ns[i]} link set {veth[i]} up && "
+               f"ip -n {ns[i]} link set lo up")
+        p = Pair("n", netns=ns, addrs=addrs)
+        for d in p.d:
+            d.wait_running()
+        before = p.wait_connected(0)
+        p.wait_connected(1)
+        sh(f"ip -n {ns[0]} link set {veth[0]} down")
+        for i in (0, 1):
+            failed = wait_until("the cut declared", lambda i=i: (
+                lambda e: e if e["state"] != "connected" else None)(p.ep(i)))
+            # No packet crosses a downed link: only silence tells.
+            assert DEAD_AFTER_MS <= failed["last_detect_ms"] <= \
+                DEAD_AFTER_MS + DETECT_SLACK_MS, failed
+        sh(f"ip -n {ns[0]} link set {veth[0]} up")
+        p.wait_connected(0, newer_than=before["generation"],
+                         session=before["peer_session"])
+        p.wait_connected(1)
+    finally:
+        if p is not None:
+            p.stop()
+        subprocess.run(f"ip netns del {ns[0]}; ip netns del {ns[1]}",
+                       shell=True, capture_output=True)
+
+
+only = os.environ.get("RN_TEST_ONLY")
+for t in [test_handshake_and_rdma_probe,
+          test_kill_9_then_restart_gets_new_generation,
+          test_silent_peer_declared_dead_in_time,
+          test_simultaneous_connect_leaves_one_endpoint,
+          test_mute_peer_does_not_stall_the_others,
+          test_bad_frames_close_only_their_connection,
+          test_endpoint_churn_leaks_nothing]:
+    if only is None or only == t.__name__:
+        tap(t)
+if os.geteuid() == 0 and subprocess.run("command -v ip", shell=True,
+                                        capture_output=True).returncode == 0:
+    tap(test_two_network_namespaces_and_a_cut_link)
+else:
+    skip(test_two_network_namespaces_and_a_cut_link,
+         "network namespaces need root and iproute2")
+finish()
