@@ -28,7 +28,8 @@ conn_fail(struct rn_conn *c, const char *why)
 	if (c->ep != NULL && c->ep->conn == c) {
 		ep_fail(c->pl, c->ep, why);
 	} else {
-		RN_PLANE_LOG(NOTICE, "control connection %s: %s", c->peer, why);
+		RN_PLANE_LOG(NOTICE, "control connection from %s: %s", c->peer,
+			     why);
 		conn_close(c);
 	}
 }
@@ -227,7 +228,7 @@ connected(struct rn_conn *c)
 		err = errno;
 	if (err != 0) {
 		snprintf(why, sizeof(why), "connect to %s: %s", c->peer,
-			 strerror(err));
+			 strerror(err));   /* the peer is in the text */
 		conn_fail(c, why);
 		return;
 	}
@@ -262,8 +263,7 @@ consume(struct rn_conn *c)
 
 			if (rc == -EPROTONOSUPPORT)
 				conn_send_refuse(c, RN_REFUSE_VERSION, why);
-			snprintf(line, sizeof(line), "bad frame from %s: %s",
-				 c->peer, why);
+			snprintf(line, sizeof(line), "bad frame: %s", why);
 			conn_fail(c, line);
 			return;
 		}

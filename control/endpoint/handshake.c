@@ -223,12 +223,13 @@ out_of_order(struct rn_conn *c, uint8_t type)
 {
 	char why[96];
 
-	snprintf(why, sizeof(why), "bad frame from %s: %s out of order",
-		 c->peer, rn_proto_type_name(type));
+	snprintf(why, sizeof(why), "bad frame: %s out of order",
+		 rn_proto_type_name(type));
 	if (c->ep != NULL && c->ep->conn == c) {
 		ep_fail(c->pl, c->ep, why);
 	} else {
-		RN_PLANE_LOG(NOTICE, "control connection: %s", why);
+		RN_PLANE_LOG(NOTICE, "control connection from %s: %s", c->peer,
+			     why);
 		conn_close(c);
 	}
 }

@@ -125,7 +125,8 @@ schedule_retry(struct rn_plane *pl, struct rn_endpoint *ep)
 void
 ep_fail(struct rn_plane *pl, struct rn_endpoint *ep, const char *why)
 {
-	RN_PLANE_LOG(WARNING, "endpoint %s: failed: %s", ep->name, why);
+	RN_PLANE_LOG(WARNING, "endpoint %s (%s): failed: %s", ep->name,
+		     ep->conn != NULL ? ep->conn->peer : ep->address, why);
 	snprintf(ep->info.last_error, sizeof(ep->info.last_error), "%s", why);
 	if (ep->conn != NULL) {
 		/* How long the peer had been silent when this was noticed. */

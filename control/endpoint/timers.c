@@ -34,8 +34,8 @@ check_conn(struct rn_plane *pl, struct rn_conn *c, uint64_t now)
 		if (c->ep != NULL && c->ep->conn == c) {
 			ep_fail(pl, c->ep, why);
 		} else {
-			RN_PLANE_LOG(NOTICE, "control connection %s: %s", c->peer,
-				     why);
+			RN_PLANE_LOG(NOTICE, "control connection from %s: %s",
+				     c->peer, why);
 			conn_close(c);
 		}
 		return;

@@ -308,6 +308,7 @@ def rss_kib(pid):
 
 
 CHURN_CYCLES = 1000
+WARM_UP_CYCLES = 200
 
 
 def test_endpoint_churn_leaks_nothing():
@@ -326,19 +327,23 @@ def test_endpoint_churn_leaks_nothing():
             s.sendall(rnproto.ready(i + 1) + rnproto.close())
             s.close()
 
-        for i in range(20):      # warm up: first allocations, log types
+        # Warm up until the allocators' high-water marks settle (malloc
+        # keeps freed memory; timing decides how much). What leaks per
+        # cycle is counted exactly below; RSS only catches big leaks: a
+        # QP set or a connection buffer per cycle would be 50+ MiB.
+        for i in range(WARM_UP_CYCLES):
             cycle(i)
         wait_until("warm-up drained", lambda: lcore_counters(name) == (0, 0))
         fds, rss = fd_count(d.proc.pid), rss_kib(d.proc.pid)
-        for i in range(20, 20 + CHURN_CYCLES):
+        for i in range(WARM_UP_CYCLES, WARM_UP_CYCLES + CHURN_CYCLES):
             cycle(i)
         wait_until("every QP destroyed", lambda: lcore_counters(name) ==
                    (0, 0))
         e = endpoint(name, "churn")
-        assert e["to_connected"] == 20 + CHURN_CYCLES, e
+        assert e["to_connected"] == WARM_UP_CYCLES + CHURN_CYCLES, e
         assert fd_count(d.proc.pid) == fds, (fds, fd_count(d.proc.pid))
         grown = rss_kib(d.proc.pid) - rss
-        assert grown < 4096, f"RSS grew {grown} KiB over {CHURN_CYCLES} cycles"
+        assert grown < 8192, f"RSS grew {grown} KiB over {CHURN_CYCLES} cycles"
     finally:
         assert d.stop() == 0, d.stderr()
 
