@@ -21,8 +21,7 @@
 
 static void conn_io(struct rn_control *ctl, void *arg, uint32_t events);
 
-/* The connection failed: its endpoint (if it has one) fails with it. */
-static void
+void
 conn_fail(struct rn_conn *c, const char *why)
 {
 	if (c->ep != NULL && c->ep->conn == c) {

@@ -225,13 +225,7 @@ out_of_order(struct rn_conn *c, uint8_t type)
 
 	snprintf(why, sizeof(why), "bad frame: %s out of order",
 		 rn_proto_type_name(type));
-	if (c->ep != NULL && c->ep->conn == c) {
-		ep_fail(c->pl, c->ep, why);
-	} else {
-		RN_PLANE_LOG(NOTICE, "control connection from %s: %s", c->peer,
-			     why);
-		conn_close(c);
-	}
+	conn_fail(c, why);
 }
 
 void

@@ -124,6 +124,9 @@ struct rn_conn *conn_accepted(struct rn_plane *pl, int fd,
 /* Queue a frame; a queue over RN_CONN_TX_MAX fails the connection. */
 void conn_send(struct rn_conn *c, const uint8_t *frame, size_t len);
 void conn_send_refuse(struct rn_conn *c, uint16_t code, const char *text);
+/* The connection failed: its endpoint (if it is its own) fails with it;
+ * a connection without one is closed with a log line naming the peer. */
+void conn_fail(struct rn_conn *c, const char *why);
 /* Close and detach; the memory goes at the next tick. */
 void conn_close(struct rn_conn *c);
 void conn_reap(struct rn_plane *pl);

@@ -31,13 +31,7 @@ check_conn(struct rn_plane *pl, struct rn_conn *c, uint64_t now)
 			return;
 		snprintf(why, sizeof(why), "%s timed out after %u ms",
 			 phase_names[c->phase], cc->connect_timeout_ms);
-		if (c->ep != NULL && c->ep->conn == c) {
-			ep_fail(pl, c->ep, why);
-		} else {
-			RN_PLANE_LOG(NOTICE, "control connection from %s: %s",
-				     c->peer, why);
-			conn_close(c);
-		}
+		conn_fail(c, why);
 		return;
 	}
 	if (now - c->last_rx_ms >= cc->dead_after_ms) {
