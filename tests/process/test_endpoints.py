@@ -30,12 +30,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def node_text(name, port, peers, listen="127.0.0.1", nic=""):
+def node_text(name, port, peers, listen="127.0.0.1", nic="",
+              dead_after=DEAD_AFTER_MS):
     """peers: list of (name, address, port)."""
     text = (f"[dataplane]\nname = {name}\nmemory_mb = 32\nidle = adaptive\n"
             f"[nic]\n{nic}\n"
             f"[control]\nlisten = {listen}\nport = {port}\n"
-            f"heartbeat_ms = {HEARTBEAT_MS}\ndead_after_ms = {DEAD_AFTER_MS}\n"
+            f"heartbeat_ms = {HEARTBEAT_MS}\ndead_after_ms = {dead_after}\n"
             f"reconnect_min_ms = 20\nreconnect_max_ms = 200\n")
     for peer, address, peer_port in peers:
         text += (f"[peer {peer}]\naddress = {address}\nport = {peer_port}\n"
@@ -179,16 +180,18 @@ class FakePeer:
         self.sock.close()
 
 
-SLOW_QPS = "qp_timeout = 20\n"   # fake QPs never answer: fail slowly
+# A fake peer's QPs never answer and it sends no heartbeats: give it time.
+SLOW_QPS = "qp_timeout = 20\n"
+FAKE_PEER_DEAD_AFTER_MS = 30000
 
 
 def test_simultaneous_connect_leaves_one_endpoint():
     for peer_name, ours_wins in (("zz-peer", True), ("0-peer", False)):
         fake = FakePeer()
         name = unique("m" + ("1" if ours_wins else "2"))
-        d = Daemon(name, text=node_text(name, free_port(),
-                                        [(peer_name, "127.0.0.1", fake.port)],
-                                        nic=SLOW_QPS))
+        d = Daemon(name, text=node_text(
+            name, free_port(), [(peer_name, "127.0.0.1", fake.port)],
+            nic=SLOW_QPS, dead_after=FAKE_PEER_DEAD_AFTER_MS))
         try:
             d.wait_running()
             port = status(name)["control_port"]
@@ -216,13 +219,14 @@ def test_simultaneous_connect_leaves_one_endpoint():
                 # Ours sorts first: the daemon drops its own call and
                 # serves ours.
                 assert ftype == rnproto.ACCEPT, ftype
-                assert rnproto.accept_fields(body)[0] == name
+                assert rnproto.accept_fields(body)[0] == name, body
                 ours.sendall(rnproto.ready(1))
             e = wait_until("one endpoint connected", lambda: (
                 lambda e: e if e["state"] == "connected" else None)(
                 endpoint(name, peer_name)))
             assert e["to_connected"] == 1, e
-            assert endpoints(name) == {peer_name: "connected"}
+            assert endpoints(name) == {peer_name: "connected"}, \
+                endpoints(name)
             wait_until("one QP set", lambda: lcore_counters(name) == (3, 1))
             theirs_in.close()
             ours.close()
@@ -313,7 +317,8 @@ WARM_UP_CYCLES = 200
 
 def test_endpoint_churn_leaks_nothing():
     name = unique("c")
-    d = Daemon(name, text=node_text(name, 0, [], nic=SLOW_QPS))
+    d = Daemon(name, text=node_text(name, 0, [], nic=SLOW_QPS,
+                                    dead_after=FAKE_PEER_DEAD_AFTER_MS))
     try:
         d.wait_running()
         port = status(name)["control_port"]
