@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "proto_wire.h"
+#include "rn_notify_frame.h"
 #include "rn_proto.h"
 
 __attribute__((format(printf, 3, 4))) static int
@@ -137,21 +138,16 @@ decode_payload(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 		f->close_reason = wire_get16(p);
 		return 0;
 	case RN_PROTO_NOTIFY: {
-		uint32_t name_len, msg_len;
+		/* The same frame as a native notification's SEND. */
+		struct rn_notify_view v;
 
-		if (len < 8)
-			return bad(why, why_len, "notify: length %u", len);
-		name_len = wire_get32(p);
-		if (name_len > len - 8)
-			return bad(why, why_len, "notify: name length %u", name_len);
-		msg_len = wire_get32(p + 4 + name_len);
-		if ((uint64_t)name_len + msg_len + 8 != len)
-			return bad(why, why_len, "notify: lengths %u + %u do not "
-				   "add up to %u", name_len, msg_len, len);
-		f->notify.name = p + 4;
-		f->notify.name_len = name_len;
-		f->notify.msg = p + 8 + name_len;
-		f->notify.msg_len = msg_len;
+		if (rn_notify_frame_read(p, len, &v) != 0)
+			return bad(why, why_len, "notify: name and msg lengths "
+				   "do not add up to %u", len);
+		f->notify.name = v.name;
+		f->notify.name_len = v.name_len;
+		f->notify.msg = v.msg;
+		f->notify.msg_len = v.msg_len;
 		return 0;
 	}
 	}

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "proto_wire.h"
+#include "rn_notify_frame.h"
 #include "rn_proto.h"
 
 static size_t
@@ -101,15 +102,12 @@ size_t
 rn_proto_encode_notify(uint8_t *buf, size_t cap, const void *name,
 		       uint32_t name_len, const void *msg, uint32_t msg_len)
 {
-	uint64_t payload = 8ull + name_len + msg_len;
+	uint64_t payload = rn_notify_frame_size(name_len, msg_len);
 	uint8_t *p = buf + RN_PROTO_HEADER_SIZE;
 
 	if (payload > RN_PROTO_MAX_PAYLOAD ||
 	    header(buf, cap, RN_PROTO_NOTIFY, (uint32_t)payload) == 0)
 		return 0;
-	wire_put32(p, name_len);
-	memcpy(p + 4, name, name_len);
-	wire_put32(p + 4 + name_len, msg_len);
-	memcpy(p + 8 + name_len, msg, msg_len);
+	rn_notify_frame_write(p, name, name_len, msg, msg_len);
 	return RN_PROTO_HEADER_SIZE + (size_t)payload;
 }

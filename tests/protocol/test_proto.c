@@ -240,12 +240,18 @@ test_small_frames_malformed(void **state)
 	assert_string_equal(why, "ready: length 3");
 
 	n = rn_proto_encode_notify(buf, sizeof(buf), "ab", 2, "cd", 2);
-	buf[HDR + 4 + 2 + 3] = 5;   /* msg length 5 in a 12-byte payload */
+	/* Lengths are little endian, as in a native notification. */
+	assert_memory_equal(buf + HDR, "\x02\x00\x00\x00" "ab"
+			    "\x02\x00\x00\x00" "cd", 12);
+	buf[HDR + 4 + 2] = 5;   /* msg length 5 in a 12-byte payload */
 	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
-	assert_string_equal(why, "notify: lengths 2 + 5 do not add up to 12");
-	buf[HDR + 3] = 200;
+	assert_string_equal(why, "notify: name and msg lengths do not add up "
+			    "to 12");
+	buf[HDR + 4 + 2] = 2;
+	buf[HDR] = 200;          /* name past the end */
 	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
-	assert_string_equal(why, "notify: name length 200");
+	assert_string_equal(why, "notify: name and msg lengths do not add up "
+			    "to 12");
 
 	n = rn_proto_encode_refuse(buf, sizeof(buf), 1, "abc");
 	buf[HDR + 2] = 5;   /* text length past the payload */

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_NOTIFY_FRAME_H
+#define RN_NOTIFY_FRAME_H
+
+/*
+ * A notification on the wire, in one SEND (or one NOTIFY frame over TCP):
+ *   u32 name_len | name | u32 msg_len | msg
+ * lengths little endian, name and msg any bytes. The receiver accepts a
+ * frame only when the lengths add up to exactly what arrived.
+ */
+
+#include <errno.h>
+#include <rte_byteorder.h>
+#include <stdint.h>
+#include <string.h>
+
+#define RN_NOTIFY_OVERHEAD 8u   /* the two length words */
+
+/* Bytes the frame of (name_len, msg_len) takes. */
+static inline uint64_t
+rn_notify_frame_size(uint32_t name_len, uint32_t msg_len)
+{
+	return RN_NOTIFY_OVERHEAD + (uint64_t)name_len + msg_len;
+}
+
+/* Write the frame into dst (room for rn_notify_frame_size() bytes). */
+static inline void
+rn_notify_frame_write(uint8_t *dst, const void *name, uint32_t name_len,
+		      const void *msg, uint32_t msg_len)
+{
+	uint32_t n = rte_cpu_to_le_32(name_len);
+	uint32_t m = rte_cpu_to_le_32(msg_len);
+
+	memcpy(dst, &n, 4);
+	memcpy(dst + 4, name, name_len);
+	memcpy(dst + 4 + name_len, &m, 4);
+	memcpy(dst + 8 + name_len, msg, msg_len);
+}
+
+struct rn_notify_view {
+	const uint8_t *name;
+	uint32_t name_len;
+	const uint8_t *msg;
+	uint32_t msg_len;
+};
+
+/*
+ * Read the frame of len bytes at src. Returns 0, or -EBADMSG when the
+ * lengths do not add up to len exactly.
+ */
+static inline int
+rn_notify_frame_read(const uint8_t *src, uint32_t len,
+		     struct rn_notify_view *out)
+{
+	uint32_t name_len, msg_len;
+
+	if (len < RN_NOTIFY_OVERHEAD)
+		return -EBADMSG;
+	memcpy(&name_len, src, 4);
+	name_len = rte_le_to_cpu_32(name_len);
+	if (name_len > len - RN_NOTIFY_OVERHEAD)
+		return -EBADMSG;
+	memcpy(&msg_len, src + 4 + name_len, 4);
+	msg_len = rte_le_to_cpu_32(msg_len);
+	if (rn_notify_frame_size(name_len, msg_len) != len)
+		return -EBADMSG;
+	out->name = src + 4;
+	out->name_len = name_len;
+	out->msg = src + 8 + name_len;
+	out->msg_len = msg_len;
+	return 0;
+}
+
+#endif /* RN_NOTIFY_FRAME_H */
