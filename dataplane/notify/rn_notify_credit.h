@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_NOTIFY_CREDIT_H
+#define RN_NOTIFY_CREDIT_H
+
+/*
+ * Credits: backpressure without RNR. A sender may have at most `depth`
+ * SENDs for which the receiver has not reposted a receive slot, so a SEND
+ * never meets an empty receive queue and a slow receiver turns into -EAGAIN
+ * at the sender, never into an RNR error or a lost notification.
+ *
+ * Both sides count cumulatively, modulo 2^32: the receiver counts the slots
+ * it reposted, the sender the SENDs it reserved. The receiver's count
+ * reaches the sender piggybacked in a SEND_IMM's immediate, or in an RDMA
+ * WRITE of a credit word (which consumes no receive slot, so it needs no
+ * credit itself). The count only grows: a late or repeated update is
+ * harmless, the sender keeps the newest in wrap-around order.
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Sender side. reserved is taken by any sending thread (CAS); returned is
+ * written by the owning lcore only. */
+struct rn_credit_tx {
+	uint32_t depth;       /* receive slots the peer posted at the start */
+	uint32_t reserved;    /* SENDs reserved so far */
+	uint32_t returned;    /* the peer's reposted count, as last heard */
+};
+
+static inline void
+rn_credit_tx_init(struct rn_credit_tx *c, uint32_t depth)
+{
+	c->depth = depth;
+	c->reserved = 0;
+	c->returned = 0;
+}
+
+/* Credits left now (a snapshot: other threads may take them next). */
+static inline uint32_t
+rn_credit_available(const struct rn_credit_tx *c)
+{
+	uint32_t returned = __atomic_load_n(&c->returned, __ATOMIC_ACQUIRE);
+	uint32_t reserved = __atomic_load_n(&c->reserved, __ATOMIC_RELAXED);
+
+	return c->depth + returned - reserved;
+}
+
+/*
+ * Reserve one credit, from any thread. Returns 0, or -EAGAIN when the
+ * receiver has no slot for it yet.
+ */
+static inline int
+rn_credit_take(struct rn_credit_tx *c)
+{
+	uint32_t reserved = __atomic_load_n(&c->reserved, __ATOMIC_RELAXED);
+
+	do {
+		/* Acquire pairs with the release in rn_credit_returned(). */
+		uint32_t returned = __atomic_load_n(&c->returned,
+						    __ATOMIC_ACQUIRE);
+
+		if (reserved - returned >= c->depth)
+			return -EAGAIN;
+	} while (!__atomic_compare_exchange_n(&c->reserved, &reserved,
+					      reserved + 1, true,
+					      __ATOMIC_ACQ_REL,
+					      __ATOMIC_RELAXED));
+	return 0;
+}
+
+/* Owning lcore: the peer says it has reposted `reposted` slots in all. */
+static inline void
+rn_credit_returned(struct rn_credit_tx *c, uint32_t reposted)
+{
+	uint32_t now = __atomic_load_n(&c->returned, __ATOMIC_RELAXED);
+
+	/* Only forward, in wrap-around order; within a window of 2^31. */
+	if ((int32_t)(reposted - now) > 0)
+		__atomic_store_n(&c->returned, reposted, __ATOMIC_RELEASE);
+}
+
+/* Receiver side, owning lcore only. */
+struct rn_credit_rx {
+	uint32_t reposted;    /* receive slots reposted so far */
+	uint32_t advertised;  /* the count the peer last got from us */
+	uint32_t threshold;   /* unadvertised slots that call for an update */
+};
+
+static inline void
+rn_credit_rx_init(struct rn_credit_rx *c, uint32_t depth)
+{
+	c->reposted = 0;
+	c->advertised = 0;
+	/* Half the window: the sender never waits on a full round trip. */
+	c->threshold = depth / 2 > 0 ? depth / 2 : 1;
+}
+
+/* A slot was reposted. */
+static inline void
+rn_credit_repost(struct rn_credit_rx *c)
+{
+	c->reposted++;
+}
+
+/* What to tell the peer, now that it is told (piggyback or WRITE). */
+static inline uint32_t
+rn_credit_advertise(struct rn_credit_rx *c)
+{
+	c->advertised = c->reposted;
+	return c->reposted;
+}
+
+/* Enough unadvertised slots to send a credit-only update unasked. */
+static inline bool
+rn_credit_update_due(const struct rn_credit_rx *c)
+{
+	return c->reposted - c->advertised >= c->threshold;
+}
+
+#endif /* RN_NOTIFY_CREDIT_H */
