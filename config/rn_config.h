@@ -67,6 +67,7 @@ struct rn_notify_config {
 	uint32_t slots;       /* receive slots (and send slots) per endpoint */
 	uint32_t slot_size;   /* bytes; name + msg <= slot_size - 8 */
 	uint32_t max_inline;  /* notifications up to this size go inline */
+	uint32_t endpoints_per_lcore; /* native channels one lcore can hold */
 };
 
 struct rn_control_config {

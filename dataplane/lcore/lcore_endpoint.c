@@ -13,10 +13,11 @@
 
 #include "lcore_internal.h"
 #include "rn_cq.h"
+#include "rn_rq.h"
 #include "rn_sq.h"
 
 #define EP_DRAIN_MAX_S 1          /* a QP that never drains is destroyed */
-#define WR_ID_PROBE 1
+#define WR_ID_PROBE RN_EP_WR_ID(0, RN_EP_WR_PROBE, 0)
 
 /* What an endpoint publishes for its peer to READ: who it is, now. */
 struct ep_probe {
@@ -34,6 +35,7 @@ struct rn_lcore_ep {
 	struct rn_qp qps[RN_EP_MAX_QPS];
 	struct rn_mr probe_mr;
 	struct ep_probe *probe;     /* [0]: ours, [1]: where the READ lands */
+	int bay;                    /* notification buffers, or -1 */
 	bool failed;                /* EP_FAILED sent: once per incarnation */
 	bool closing;
 	bool probing;
@@ -78,6 +80,9 @@ static void
 free_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	destroy_qps(lc, ep);
+	/* Its slots are free again only now: every CQE of theirs is in. */
+	if (ep->bay >= 0)
+		rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
 	if (ep->probe_mr.priv != NULL)
 		lc->nic->ops->mr_dereg(lc->nic, &ep->probe_mr);
 	rte_free(ep->probe);
@@ -123,6 +128,52 @@ create_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t kind)
 	return rc;
 }
 
+/* Fill every receive slot of the bay: the peer's initial credits. */
+static int
+post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep, struct rn_qp *qp)
+{
+	const struct rn_notify_region *r = &lc->notify;
+
+	for (uint32_t i = 0; i < r->slots; i++) {
+		struct rn_sge sge = {
+			(uintptr_t)rn_notify_recv_slot(r, (uint32_t)ep->bay, i),
+			r->slot_size, r->mr.lkey,
+		};
+		int rc = rn_rq_post(&qp->rq, &sge, 1,
+				    RN_EP_WR_ID(ep->req->local.generation,
+						RN_EP_WR_RECV, i));
+
+		if (rc != 0)
+			return rc;
+	}
+	rn_rq_ring_doorbell(&qp->rq);
+	return 0;
+}
+
+/*
+ * The native notification channel: a bay of buffers and the notify QP,
+ * its receives posted before the QP leaves INIT. No bay free: no channel,
+ * and the handshake tells the peer so.
+ */
+static int
+open_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	uint32_t index = ep->n_qps;
+	int rc;
+
+	if (lc->notify.base == NULL ||
+	    (ep->bay = rn_notify_bay_take(&lc->notify)) < 0) {
+		ep->bay = -1;
+		return 0;
+	}
+	rc = create_qp(lc, ep, RN_EP_QP_NOTIFY);
+	if (rc == 0)
+		rc = post_receives(lc, ep, &ep->qps[index]);
+	if (rc == 0)
+		ep->req->local.qps[index].credits = lc->notify.slots;
+	return rc;
+}
+
 static int
 open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 {
@@ -132,6 +183,7 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	if (ep == NULL)
 		return -ENOMEM;
 	ep->req = req;
+	ep->bay = -1;
 	ep->probe = rte_zmalloc("rn_ep_probe", 2 * RN_EP_PROBE_SIZE,
 				RN_EP_PROBE_SIZE);
 	if (ep->probe == NULL) {
@@ -148,7 +200,7 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	for (uint32_t i = 0; rc == 0 && i < req->n_data_qps; i++)
 		rc = create_qp(lc, ep, RN_EP_QP_DATA);
 	if (rc == 0 && req->notify)
-		rc = create_qp(lc, ep, RN_EP_QP_NOTIFY);
+		rc = open_notify(lc, ep);
 	if (rc == 0)
 		rc = lc->nic->ops->query_addr(lc->nic, &req->local.addr);
 	if (rc != 0)
@@ -313,7 +365,7 @@ rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc)
 		}
 		return;
 	}
-	if (wc->opcode == RN_WC_READ && wc->wr_id == WR_ID_PROBE) {
+	if (wc->opcode == RN_WC_READ && RN_EP_WR_KIND(wc->wr_id) == RN_EP_WR_PROBE) {
 		ep->probing = false;
 		post(lc, RN_LCORE_EVENT_EP_PROBED, probe_result(ep), ep->req);
 	}

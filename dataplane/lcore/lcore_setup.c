@@ -30,6 +30,24 @@ watch_nic(struct rn_lcore *lc)
 	return 0;
 }
 
+/*
+ * Without its buffers an lcore still runs: its endpoints simply have no
+ * native notification channel (the fallback rules apply).
+ */
+static void
+open_notify_region(struct rn_lcore *lc, const struct rn_notify_config *nc)
+{
+	int rc = rn_notify_region_create(lc->nic, nc->endpoints_per_lcore,
+					 nc->slots, nc->slot_size, &lc->notify);
+
+	if (rc != 0)
+		RN_LCORE_LOG(WARNING, "lcore %u: no notification buffers (%u x "
+			     "2 x %u slots of %u bytes: %s): its endpoints get "
+			     "no native channel", lc->lcore_id,
+			     nc->endpoints_per_lcore, nc->slots, nc->slot_size,
+			     strerror(-rc));
+}
+
 int
 rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 	      const struct rn_config *cfg, struct rte_ring *events,
@@ -90,6 +108,8 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 		goto free_table;
 	}
 	lc->tsc_hz = rte_get_tsc_hz();
+	if (cfg->notify.enabled)
+		open_notify_region(lc, &cfg->notify);
 	return 0;
 
 free_table:
@@ -114,6 +134,7 @@ rn_lcore_fini(struct rn_lcore *lc)
 	if (lc->cmd_ring == NULL)
 		return;
 	rn_lcore_ep_free_all(lc);
+	rn_notify_region_destroy(lc->nic, &lc->notify);
 	rn_nic_cq_destroy(lc->nic, &lc->cq);
 	rn_qp_table_free(lc->qps);
 	rn_nic_close(lc->nic);

@@ -16,6 +16,7 @@
 
 #include "rn_config.h"
 #include "rn_nic.h"
+#include "rn_notify_region.h"
 
 #define RN_LCORE_RING_SIZE 1024   /* commands in flight per lcore (exact) */
 #define RN_LCORE_BURST 32         /* commands drained per iteration */
@@ -80,6 +81,7 @@ struct rn_lcore {
 	struct rn_qp_table *qps;
 	struct rn_lcore_ep *closing;    /* draining before destruction */
 	struct rn_lcore_ep *eps;        /* every endpoint open here */
+	struct rn_notify_region notify; /* base NULL: no native channels */
 	uint32_t idle_polls_left;
 	bool running;
 	struct rn_lcore_stats stats;

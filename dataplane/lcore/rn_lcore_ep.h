@@ -19,6 +19,22 @@
 #define RN_EP_PROBE_SIZE 64       /* bytes a peer may RDMA READ */
 #define RN_EP_PROBE_MAGIC 0x524e5052u   /* "RNPR" */
 
+/*
+ * What a work request is, in its wr_id: the generation of the incarnation
+ * that posted it (completions are dispatched by QPN *and* generation), its
+ * kind, and a slot index.
+ */
+enum rn_ep_wr_kind {
+	RN_EP_WR_PROBE = 1,
+	RN_EP_WR_RECV = 2,        /* a notification receive slot */
+	RN_EP_WR_SEND = 3,        /* a notification send slot */
+};
+#define RN_EP_WR_ID(generation, kind, slot) \
+	((uint64_t)(generation) << 32 | (uint64_t)(kind) << 24 | (slot))
+#define RN_EP_WR_GENERATION(wr_id) ((uint32_t)((wr_id) >> 32))
+#define RN_EP_WR_KIND(wr_id) ((uint8_t)((wr_id) >> 24))
+#define RN_EP_WR_SLOT(wr_id) ((uint32_t)(wr_id) & 0xffffff)
+
 enum rn_ep_qp_kind {
 	RN_EP_QP_DATA = 1,
 	RN_EP_QP_NOTIFY = 2,

@@ -34,8 +34,10 @@ def config(name, extra=""):
     """A test daemon's config; its control port is any free one unless
     extra has a [control] section."""
     control = "" if "[control]" in extra else "[control]\nport = 0\n"
+    notify = "" if "[notify]" in extra else \
+        "[notify]\nslots = 16\nslot_size = 4096\n"
     return write_config(name, f"[dataplane]\nname = {name}\nmemory_mb = 32\n"
-                              f"idle = adaptive\n{extra}\n{control}")
+                              f"idle = adaptive\n{extra}\n{control}{notify}")
 
 
 def runtime_dir(name):

@@ -30,11 +30,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+# Small notification buffers: several daemons share the test machine.
+NOTIFY = "slots = 16\nslot_size = 4096\n"
+
+
 def node_text(name, port, peers, listen="127.0.0.1", nic="",
-              dead_after=DEAD_AFTER_MS):
+              dead_after=DEAD_AFTER_MS, notify=NOTIFY):
     """peers: list of (name, address, port)."""
     text = (f"[dataplane]\nname = {name}\nmemory_mb = 32\nidle = adaptive\n"
-            f"[nic]\n{nic}\n"
+            f"[nic]\n{nic}\n[notify]\n{notify}\n"
             f"[control]\nlisten = {listen}\nport = {port}\n"
             f"heartbeat_ms = {HEARTBEAT_MS}\ndead_after_ms = {dead_after}\n"
             f"reconnect_min_ms = 20\nreconnect_max_ms = 200\n")
@@ -97,6 +101,8 @@ def test_handshake_and_rdma_probe():
         assert b["peer_session"] == sa["session"], (b, sa)
         assert a["peer_generation"] == b["generation"], (a, b)
         assert b["peer_generation"] == a["generation"], (a, b)
+        # Both advertise a native notification channel and TCP fallback.
+        assert a["peer_caps"] == b["peer_caps"] == 3, (a, b)
         # The RDMA READ of the peer's identity keeps succeeding.
         wait_until("two more probes", lambda: p.ep(0)["probes_ok"] >=
                    a["probes_ok"] + 2)
@@ -109,6 +115,39 @@ def test_handshake_and_rdma_probe():
                        lcore_counters(n) == (3, 1))
     finally:
         p.stop()
+
+
+def test_native_channel_only_where_buffers_allow():
+    """One bay per lcore: the second peer gets no native channel, and a
+    node with notifications off advertises none."""
+    hub, full, off = unique("bh"), unique("bf"), unique("bo")
+    ports = {n: free_port() for n in (hub, full, off)}
+    d = {
+        hub: Daemon(hub, text=node_text(hub, ports[hub], [
+            (full, "127.0.0.1", ports[full]), (off, "127.0.0.1", ports[off])],
+            notify=NOTIFY + "endpoints_per_lcore = 1\n")),
+        full: Daemon(full, text=node_text(full, ports[full],
+                                          [(hub, "127.0.0.1", ports[hub])])),
+        off: Daemon(off, text=node_text(off, ports[off],
+                                        [(hub, "127.0.0.1", ports[hub])],
+                                        notify=NOTIFY + "enabled = false\n")),
+    }
+    try:
+        for x in d.values():
+            x.wait_running()
+        for peer in (full, off):
+            wait_until(f"{hub} connected to {peer}", lambda p=peer: endpoint(
+                hub, p)["state"] == "connected")
+        # The node with notifications off offers TCP fallback only.
+        assert endpoint(hub, off)["peer_caps"] == 2, endpoint(hub, off)
+        # The hub had one bay: exactly one of its endpoints got it.
+        caps = sorted(endpoint(p, hub)["peer_caps"] for p in (full, off))
+        assert caps == [2, 3] or caps == [2, 2], caps
+        assert lcore_counters(hub) == (2 * 2 + 1, 2), lcore_counters(hub)
+        assert lcore_counters(off) == (2, 1), lcore_counters(off)
+    finally:
+        for x in d.values():
+            assert x.stop() == 0, x.stderr()
 
 
 def test_kill_9_then_restart_gets_new_generation():
@@ -396,6 +435,7 @@ def test_two_network_namespaces_and_a_cut_link():
 
 only = os.environ.get("RN_TEST_ONLY")
 for t in [test_handshake_and_rdma_probe,
+          test_native_channel_only_where_buffers_allow,
           test_kill_9_then_restart_gets_new_generation,
           test_silent_peer_declared_dead_in_time,
           test_simultaneous_connect_leaves_one_endpoint,
