@@ -294,8 +294,7 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 stop_workers:
 	stop_workers(d);
 	if (d->plane != NULL)
-		rn_plane_destroy(d->plane);
-	d->plane = NULL;
+		rn_plane_close(d->plane);
 destroy_control:
 	if (d->ctl != NULL)
 		rn_control_destroy(d->ctl);
@@ -304,6 +303,10 @@ free_events:
 	rte_ring_free(d->events);
 stop_eal:
 	rn_eal_stop();
+	/* Freed after EAL: telemetry threads may read it until then. */
+	if (d->plane != NULL)
+		rn_plane_free(d->plane);
+	d->plane = NULL;
 	close(d->name_fd);
 	if (rc == 0)
 		fprintf(stderr, "rnotifyd: stopped cleanly\n");

@@ -22,6 +22,13 @@
 static void conn_io(struct rn_control *ctl, void *arg, uint32_t events);
 
 void
+conn_enter(struct rn_conn *c, enum rn_conn_phase phase)
+{
+	c->phase = phase;
+	c->deadline_ms = rn_now_ms() + c->pl->cfg->control.connect_timeout_ms;
+}
+
+void
 conn_fail(struct rn_conn *c, const char *why)
 {
 	if (c->ep != NULL && c->ep->conn == c) {
@@ -61,7 +68,6 @@ conn_new(struct rn_plane *pl, int fd, bool outbound, const char *peer)
 	c->fd = fd;
 	c->outbound = outbound;
 	c->last_rx_ms = c->last_tx_ms = rn_now_ms();
-	c->deadline_ms = c->last_rx_ms + pl->cfg->control.connect_timeout_ms;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->want_out = outbound;   /* connect() completes with EPOLLOUT */
@@ -109,7 +115,7 @@ conn_accepted(struct rn_plane *pl, int fd, const struct sockaddr *sa,
 	format_peer(sa, peer, sizeof(peer));
 	c = conn_new(pl, fd, false, peer);
 	if (c != NULL)
-		c->phase = RN_CONN_WAIT_HELLO;
+		conn_enter(c, RN_CONN_WAIT_HELLO);
 	return c;
 }
 
@@ -145,7 +151,7 @@ conn_connect(struct rn_plane *pl, struct rn_endpoint *ep, struct rn_conn **out)
 	c = conn_new(pl, fd, true, peer);
 	if (c == NULL)
 		return -ENOMEM;
-	c->phase = RN_CONN_TCP_CONNECTING;
+	conn_enter(c, RN_CONN_TCP_CONNECTING);
 	c->ep = ep;
 	*out = c;
 	return 0;
@@ -231,7 +237,7 @@ connected(struct rn_conn *c)
 		conn_fail(c, why);
 		return;
 	}
-	c->phase = RN_CONN_TCP_UP;
+	conn_enter(c, RN_CONN_TCP_UP);
 	c->last_rx_ms = rn_now_ms();
 	flush(c);
 	if (c->dead)

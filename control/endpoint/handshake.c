@@ -68,8 +68,8 @@ handshake_send_hello(struct rn_conn *c, uint8_t type)
 	conn_send(c, frame, rn_proto_encode_hello(frame, sizeof(frame), type, &h));
 	if (c->dead)
 		return;
-	c->phase = type == RN_PROTO_HELLO ? RN_CONN_WAIT_ACCEPT : RN_CONN_WAIT_READY;
-	c->deadline_ms = rn_now_ms() + c->pl->cfg->control.connect_timeout_ms;
+	conn_enter(c, type == RN_PROTO_HELLO ? RN_CONN_WAIT_ACCEPT :
+					       RN_CONN_WAIT_READY);
 }
 
 /* Refuse and close a connection that has no endpoint of its own. */
@@ -157,12 +157,12 @@ on_hello(struct rn_conn *c, const struct rn_proto_hello *h)
 		snprintf(ep->address, sizeof(ep->address), "%s", c->peer);
 	ep->conn = c;
 	c->ep = ep;
-	c->phase = RN_CONN_SERVING;
+	conn_enter(c, RN_CONN_SERVING);
 	ep->peer_session = h->session_id;
 	ep->peer_generation = h->generation;
 	ep->peer_caps = h->caps;
 	if (ep->state != RN_EP_CONNECTING && ep->state != RN_EP_RECONNECTING)
-		ep_set_state(ep, ep->state == RN_EP_IDLE ||
+		ep_set_state(pl, ep, ep->state == RN_EP_IDLE ||
 				 ep->state == RN_EP_CLOSED ? RN_EP_CONNECTING :
 				 RN_EP_RECONNECTING, "the peer called");
 	if (ep->req == NULL)
@@ -195,7 +195,7 @@ on_accept(struct rn_conn *c, const struct rn_proto_hello *h)
 	ep->peer_generation = h->generation;
 	ep->peer_caps = h->caps;
 	side_from_hello(h, &ep->req->remote);
-	c->phase = RN_CONN_CONNECTING_QPS;
+	conn_enter(c, RN_CONN_CONNECTING_QPS);
 	ep_connect_qps(c->pl, ep);
 }
 

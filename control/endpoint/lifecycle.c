@@ -14,7 +14,8 @@
 #include "plane.h"
 
 void
-ep_set_state(struct rn_endpoint *ep, enum rn_ep_state state, const char *why)
+ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
+	     enum rn_ep_state state, const char *why)
 {
 	if (ep->state == state)
 		return;
@@ -23,6 +24,7 @@ ep_set_state(struct rn_endpoint *ep, enum rn_ep_state state, const char *why)
 		     rn_ep_state_name(state), why, ep->generation);
 	ep->state = state;
 	ep->info.transitions[state]++;
+	plane_publish(pl, ep);
 }
 
 void
@@ -96,7 +98,7 @@ ep_connect(struct rn_plane *pl, struct rn_endpoint *ep)
 	if (pl->shutting_down || ep->conn != NULL)
 		return;
 	ep->retry_at_ms = 0;
-	ep_set_state(ep, ep->state == RN_EP_IDLE || ep->state == RN_EP_CLOSED ?
+	ep_set_state(pl, ep, ep->state == RN_EP_IDLE || ep->state == RN_EP_CLOSED ?
 			 RN_EP_CONNECTING : RN_EP_RECONNECTING, "calling");
 	rc = conn_connect(pl, ep, &c);
 	if (rc != 0) {
@@ -118,7 +120,7 @@ schedule_retry(struct rn_plane *pl, struct rn_endpoint *ep)
 	uint64_t delay = ep->backoff_ms - ep->backoff_ms / 4 +
 			 (jitter != 0 ? rte_rand_max(jitter + 1) : 0);
 
-	ep->retry_at_ms = rn_now_ms() + delay;
+	ep->retry_at_ms = rn_now_ms() + RTE_MIN(delay, (uint64_t)max);
 	ep->backoff_ms = ep->backoff_ms > max / 2 ? max : ep->backoff_ms * 2;
 }
 
@@ -136,13 +138,13 @@ ep_fail(struct rn_plane *pl, struct rn_endpoint *ep, const char *why)
 		conn_close(ep->conn);
 	}
 	ep_retire_qps(pl, ep);
-	ep_set_state(ep, RN_EP_FAILED, why);
+	ep_set_state(pl, ep, RN_EP_FAILED, why);
 	if (ep->configured && ep->in_use && !pl->shutting_down) {
-		ep_set_state(ep, RN_EP_RECONNECTING, "backoff");
+		ep_set_state(pl, ep, RN_EP_RECONNECTING, "backoff");
 		schedule_retry(pl, ep);
 	} else {
 		/* A peer that called us calls again when it is back. */
-		ep_set_state(ep, RN_EP_CLOSED, "not ours to call");
+		ep_set_state(pl, ep, RN_EP_CLOSED, "not ours to call");
 	}
 	plane_publish(pl, ep);
 }
@@ -153,11 +155,11 @@ ep_closed_by_peer(struct rn_plane *pl, struct rn_endpoint *ep)
 	if (ep->conn != NULL)
 		conn_close(ep->conn);
 	ep_retire_qps(pl, ep);
-	ep_set_state(ep, RN_EP_CLOSING, "the peer closed it");
-	ep_set_state(ep, RN_EP_CLOSED, "the peer closed it");
+	ep_set_state(pl, ep, RN_EP_CLOSING, "the peer closed it");
+	ep_set_state(pl, ep, RN_EP_CLOSED, "the peer closed it");
 	if (ep->configured && ep->in_use && !pl->shutting_down) {
 		/* It may come back: keep calling, gently. */
-		ep_set_state(ep, RN_EP_RECONNECTING, "backoff");
+		ep_set_state(pl, ep, RN_EP_RECONNECTING, "backoff");
 		schedule_retry(pl, ep);
 	}
 	plane_publish(pl, ep);
@@ -168,7 +170,7 @@ ep_established(struct rn_plane *pl, struct rn_endpoint *ep)
 {
 	uint64_t now = rn_now_ms();
 
-	ep_set_state(ep, RN_EP_CONNECTED, "handshake done");
+	ep_set_state(pl, ep, RN_EP_CONNECTED, "handshake done");
 	ep->connected_at_ms = now;
 	ep->retry_at_ms = 0;
 	ep->next_probe_ms = now;   /* prove the RDMA path right away */

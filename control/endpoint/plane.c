@@ -203,7 +203,8 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	if (rc != 0) {
 		if (why[0] == '\0')
 			snprintf(why, why_len, "listener: %s", strerror(-rc));
-		rn_plane_destroy(pl);
+		rn_plane_close(pl);
+		rn_plane_free(pl);
 		return rc;
 	}
 	for (uint32_t i = 0; i < cfg->n_peers; i++) {
@@ -275,8 +276,8 @@ rn_plane_shutdown(struct rn_plane *pl)
 		}
 		ep_retire_qps(pl, ep);
 		if (ep->state != RN_EP_CLOSED && ep->state != RN_EP_IDLE) {
-			ep_set_state(ep, RN_EP_CLOSING, "shutting down");
-			ep_set_state(ep, RN_EP_CLOSED, "shut down");
+			ep_set_state(pl, ep, RN_EP_CLOSING, "shutting down");
+			ep_set_state(pl, ep, RN_EP_CLOSED, "shut down");
 		}
 	}
 	conn_reap(pl);
@@ -290,7 +291,7 @@ rn_plane_requests_out(const struct rn_plane *pl)
 }
 
 void
-rn_plane_destroy(struct rn_plane *pl)
+rn_plane_close(struct rn_plane *pl)
 {
 	while (pl->conns != NULL)
 		conn_close(pl->conns);
@@ -298,7 +299,13 @@ rn_plane_destroy(struct rn_plane *pl)
 	if (pl->listen_fd >= 0) {
 		rn_control_unwatch(pl->ctl, pl->listen_fd);
 		close(pl->listen_fd);
+		pl->listen_fd = -1;
 	}
+}
+
+void
+rn_plane_free(struct rn_plane *pl)
+{
 	for (unsigned int i = 0; i < pl->n_eps; i++)
 		free(pl->eps[i]);
 	free(pl);

@@ -124,6 +124,8 @@ struct rn_conn *conn_accepted(struct rn_plane *pl, int fd,
 /* Queue a frame; a queue over RN_CONN_TX_MAX fails the connection. */
 void conn_send(struct rn_conn *c, const uint8_t *frame, size_t len);
 void conn_send_refuse(struct rn_conn *c, uint16_t code, const char *text);
+/* Move c to phase, with connect_timeout_ms to get through it. */
+void conn_enter(struct rn_conn *c, enum rn_conn_phase phase);
 /* The connection failed: its endpoint (if it is its own) fails with it;
  * a connection without one is closed with a log line naming the peer. */
 void conn_fail(struct rn_conn *c, const char *why);
@@ -136,8 +138,9 @@ void handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f);
 void handshake_send_hello(struct rn_conn *c, uint8_t type);
 
 /* lifecycle.c */
-void ep_set_state(struct rn_endpoint *ep, enum rn_ep_state state,
-		  const char *why);
+/* Log, count and publish a transition. */
+void ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
+		  enum rn_ep_state state, const char *why);
 void ep_connect(struct rn_plane *pl, struct rn_endpoint *ep);
 void ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep);
 void ep_retire_qps(struct rn_plane *pl, struct rn_endpoint *ep);

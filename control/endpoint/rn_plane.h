@@ -44,7 +44,8 @@ struct rn_ep_info {
 	uint64_t transitions[RN_EP_N_STATES];   /* entries into each state */
 	uint64_t probes_ok;
 	uint64_t probes_bad;
-	uint64_t last_detect_ms;  /* silence before it was declared dead */
+	uint64_t last_detect_ms;  /* at its last failure while connected:
+				   * how long the peer had been silent */
 	char last_error[128];
 };
 
@@ -80,7 +81,10 @@ int rn_plane_use(struct rn_plane *pl, const char *name);
 unsigned int rn_plane_shutdown(struct rn_plane *pl);
 unsigned int rn_plane_requests_out(const struct rn_plane *pl);
 
-void rn_plane_destroy(struct rn_plane *pl);
+/* Close every connection and the listener (the control loop still runs). */
+void rn_plane_close(struct rn_plane *pl);
+/* Free the plane; after EAL is stopped, since telemetry threads read it. */
+void rn_plane_free(struct rn_plane *pl);
 
 uint16_t rn_plane_port(const struct rn_plane *pl);
 uint64_t rn_plane_session(const struct rn_plane *pl);

@@ -46,7 +46,7 @@ enum rn_proto_refusal {
 	RN_REFUSE_VERSION = 1,
 	RN_REFUSE_CAPABILITY = 2,
 	RN_REFUSE_DUPLICATE = 3,  /* simultaneous connect: the other one stays */
-	RN_REFUSE_NAME = 4,       /* name in use, or not the peer configured */
+	RN_REFUSE_NAME = 4,       /* the caller uses the callee's own name */
 	RN_REFUSE_RESOURCES = 5,
 	RN_REFUSE_PROTOCOL = 6,
 };

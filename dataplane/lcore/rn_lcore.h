@@ -46,7 +46,8 @@ enum rn_lcore_event_type {
 	RN_LCORE_EVENT_EP_OPENED,
 	RN_LCORE_EVENT_EP_CONNECTED,
 	RN_LCORE_EVENT_EP_PROBED,   /* 0, -EBADMSG (not who the handshake
-				     * said), or -EIO (the READ failed) */
+				     * said), or the error of posting it; a
+				     * READ that fails is an EP_FAILED */
 	RN_LCORE_EVENT_EP_FAILED,   /* a QP completed in error */
 	RN_LCORE_EVENT_EP_CLOSED,   /* the request is the control's again */
 };
