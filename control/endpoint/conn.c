@@ -195,8 +195,12 @@ conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
 		conn_fail(c, why);
 		return;
 	}
-	if (c->tx_off > 0 && c->tx_off == c->tx_len)
-		c->tx_off = c->tx_len = 0;
+	/* Keep only what is queued: a slow reader must not grow the buffer. */
+	if (c->tx_off > 0) {
+		memmove(c->tx, c->tx + c->tx_off, queued);
+		c->tx_len = queued;
+		c->tx_off = 0;
+	}
 	p = realloc(c->tx, c->tx_len + len);
 	if (p == NULL) {
 		conn_fail(c, "out of memory for the write queue");

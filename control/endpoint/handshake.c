@@ -82,6 +82,25 @@ refuse(struct rn_conn *c, uint16_t code, const char *text)
 	conn_close(c);
 }
 
+/* Every endpoint needs a data QP: the probe, and RDMA, run over QP 0. */
+static bool
+has_data_qp(const struct rn_proto_hello *h)
+{
+	for (uint8_t i = 0; i < h->n_qps; i++)
+		if (h->qps[i].kind == RN_PROTO_QP_DATA)
+			return true;
+	return false;
+}
+
+/* "a.b.c.d port N" begins with the configured address "a.b.c.d". */
+static bool
+from_configured_address(const struct rn_conn *c, const struct rn_endpoint *ep)
+{
+	size_t n = strlen(ep->address);
+
+	return strncmp(c->peer, ep->address, n) == 0 && c->peer[n] == ' ';
+}
+
 static bool
 caps_understood(struct rn_conn *c, uint32_t caps)
 {
@@ -109,9 +128,12 @@ lost_the_race(struct rn_conn *c, struct rn_endpoint *ep)
 		       "of the node whose name sorts first stays");
 		return true;
 	}
-	/* Theirs stays: drop our call, keep our QPs for serving theirs. */
+	/* Theirs stays: drop our call, keep our QPs for serving theirs,
+	 * unless they are already being connected to its ACCEPT. */
 	RN_PLANE_LOG(INFO, "endpoint %s: simultaneous connect, serving the "
 		     "peer's call", ep->name);
+	if (mine->phase >= RN_CONN_CONNECTING_QPS)
+		ep_retire_qps(c->pl, ep);
 	conn_close(mine);
 	return false;
 }
@@ -124,11 +146,22 @@ on_hello(struct rn_conn *c, const struct rn_proto_hello *h)
 
 	if (!caps_understood(c, h->caps))
 		return;
+	if (!has_data_qp(h)) {
+		refuse(c, RN_REFUSE_PROTOCOL, "no data QP");
+		return;
+	}
 	if (strcmp(h->name, pl->cfg->dataplane.name) == 0) {
 		refuse(c, RN_REFUSE_NAME, "that is this node's own name");
 		return;
 	}
 	ep = plane_find(pl, h->name);
+	if (ep != NULL && ep->configured && !from_configured_address(c, ep)) {
+		/* Not proof of identity, but a stray process elsewhere cannot
+		 * take over a configured peer's endpoint by its name. */
+		refuse(c, RN_REFUSE_NAME, "that name is configured at another "
+		       "address");
+		return;
+	}
 	if (ep == NULL)
 		ep = plane_add(pl, h->name);   /* a peer we did not configure */
 	if (ep == NULL) {
@@ -167,6 +200,8 @@ on_hello(struct rn_conn *c, const struct rn_proto_hello *h)
 				 RN_EP_RECONNECTING, "the peer called");
 	if (ep->req == NULL)
 		ep_open_qps(pl, ep);
+	if (ep->req == NULL)
+		return;   /* out of memory: ep_open_qps failed the endpoint */
 	side_from_hello(h, &ep->req->remote);
 	ep->serving = true;
 	if (ep->qps_open)
@@ -179,7 +214,8 @@ on_accept(struct rn_conn *c, const struct rn_proto_hello *h)
 	struct rn_endpoint *ep = c->ep;
 	char why[128];
 
-	if ((h->caps & ~RN_CAP_KNOWN) != 0 || strcmp(h->name, ep->name) != 0) {
+	if ((h->caps & ~RN_CAP_KNOWN) != 0 || strcmp(h->name, ep->name) != 0 ||
+	    !has_data_qp(h)) {
 		snprintf(why, sizeof(why), "ACCEPT from '%s' with capabilities "
 			 "0x%x: not the peer '%s' this side knows", h->name,
 			 h->caps, ep->name);
@@ -205,8 +241,10 @@ on_refuse(struct rn_conn *c, uint16_t code, const char *text)
 	struct rn_endpoint *ep = c->ep;
 	char why[RN_PROTO_REASON_MAX + 48];
 
-	if (code == RN_REFUSE_DUPLICATE) {
-		/* The peer's own call to us wins: wait for it. */
+	if (code == RN_REFUSE_DUPLICATE &&
+	    strcmp(ep->name, c->pl->cfg->dataplane.name) < 0) {
+		/* The peer's own call to us wins (its name sorts first): wait
+		 * for it. From a peer that sorts after us it is a fault. */
 		RN_PLANE_LOG(INFO, "endpoint %s: simultaneous connect, waiting "
 			     "for the peer's call", ep->name);
 		conn_close(c);

@@ -52,13 +52,41 @@ plane_find(struct rn_plane *pl, const char *name)
 	return NULL;
 }
 
+/*
+ * A full table takes back the slot of a peer that called us once and is
+ * gone (closed, nothing left on its lcore): callers cannot fill the table
+ * for good. Events still in flight for the old one name their request,
+ * which no longer matches, and are ignored.
+ */
+static struct rn_endpoint *
+reclaim(struct rn_plane *pl, const char *name)
+{
+	for (unsigned int i = 0; i < pl->n_eps; i++) {
+		struct rn_endpoint *ep = pl->eps[i];
+		uint32_t slot = ep->slot;
+
+		if (ep->configured || ep->state != RN_EP_CLOSED ||
+		    ep->req != NULL || ep->conn != NULL)
+			continue;
+		memset(ep, 0, sizeof(*ep));
+		ep->slot = slot;
+		snprintf(ep->name, sizeof(ep->name), "%s", name);
+		ep->lcore = slot % pl->n_workers;
+		ep->backoff_ms = pl->cfg->control.reconnect_min_ms;
+		ep->info.transitions[RN_EP_IDLE] = 1;
+		plane_publish(pl, ep);
+		return ep;
+	}
+	return NULL;
+}
+
 struct rn_endpoint *
 plane_add(struct rn_plane *pl, const char *name)
 {
 	struct rn_endpoint *ep;
 
 	if (pl->n_eps == RN_MAX_ENDPOINTS)
-		return NULL;
+		return reclaim(pl, name);
 	ep = calloc(1, sizeof(*ep));
 	if (ep == NULL)
 		return NULL;
@@ -123,8 +151,18 @@ on_listen(struct rn_control *ctl, void *arg, uint32_t events)
 		int fd = accept4(pl->listen_fd, (struct sockaddr *)&sa, &len,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE) {
+				/* Level-triggered: it would wake us at once.
+				 * Listen again on a tick, when fds are back. */
+				RN_PLANE_LOG(WARNING, "accept: %s; not "
+					     "accepting for a tick",
+					     strerror(errno));
+				rn_control_unwatch(pl->ctl, pl->listen_fd);
+				pl->listen_paused = true;
+			}
 			return;
+		}
 		if (pl->n_conns >= RN_MAX_CONNS || pl->shutting_down) {
 			close(fd);
 			continue;
@@ -257,6 +295,9 @@ rn_plane_tick(struct rn_plane *pl)
 {
 	timers_run(pl, rn_now_ms());
 	conn_reap(pl);
+	if (pl->listen_paused && !pl->shutting_down &&
+	    rn_control_watch(pl->ctl, pl->listen_fd, EPOLLIN, on_listen, pl) == 0)
+		pl->listen_paused = false;
 }
 
 unsigned int
@@ -270,9 +311,13 @@ rn_plane_shutdown(struct rn_plane *pl)
 		struct rn_endpoint *ep = pl->eps[i];
 
 		if (ep->conn != NULL) {
-			/* Best effort: the peer need not wait to find us dead. */
-			conn_send(ep->conn, frame, n);
-			conn_close(ep->conn);
+			struct rn_conn *c = ep->conn;
+
+			/* Best effort: the peer need not wait to find us dead.
+			 * The send itself may fail and close c. */
+			conn_send(c, frame, n);
+			if (!c->dead)
+				conn_close(c);
 		}
 		ep_retire_qps(pl, ep);
 		if (ep->state != RN_EP_CLOSED && ep->state != RN_EP_IDLE) {

@@ -104,6 +104,7 @@ struct rn_plane {
 	struct rn_conn *dead;
 	unsigned int requests_out;    /* rn_ep_request held by lcores */
 	bool shutting_down;
+	bool listen_paused;           /* out of fds: listening again on a tick */
 	rte_seqlock_t snapshot_lock;
 	struct rn_ep_info snapshot[RN_MAX_ENDPOINTS];
 	unsigned int n_snapshot;

@@ -120,6 +120,10 @@ decode_payload(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 	case RN_PROTO_REFUSE:
 		if (len < 3 || len != 3u + p[2] || p[2] > RN_PROTO_REASON_MAX)
 			return bad(why, why_len, "refuse: length %u", len);
+		for (uint8_t i = 0; i < p[2]; i++)
+			if (p[3 + i] < 0x20 || p[3 + i] > 0x7e)
+				return bad(why, why_len, "refuse: text byte "
+					   "0x%02x is not printable", p[3 + i]);
 		f->refuse.code = wire_get16(p);
 		memcpy(f->refuse.text, p + 3, p[2]);
 		f->refuse.text[p[2]] = '\0';

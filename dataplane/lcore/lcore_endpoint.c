@@ -255,6 +255,8 @@ connect_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 		};
 		int rc;
 
+		if (peer == NULL && i == 0)
+			return -EPROTO;   /* data QP 0 carries the probe */
 		if (peer == NULL)
 			continue;   /* the peer has fewer: this one stays unused */
 		c.remote_qpn = peer->qpn;

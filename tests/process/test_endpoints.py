@@ -229,9 +229,12 @@ def test_simultaneous_connect_leaves_one_endpoint():
     for peer_name, ours_wins in (("zz-peer", True), ("0-peer", False)):
         fake = FakePeer()
         name = unique("m" + ("1" if ours_wins else "2"))
+        # The test plays the peer step by step: on a busy machine that can
+        # take longer than a handshake phase's default second.
         d = Daemon(name, text=node_text(
             name, free_port(), [(peer_name, "127.0.0.1", fake.port)],
-            nic=SLOW_QPS, dead_after=FAKE_PEER_DEAD_AFTER_MS))
+            nic=SLOW_QPS, dead_after=FAKE_PEER_DEAD_AFTER_MS,
+            connect_timeout=10000))
         try:
             d.wait_running()
             port = status(name)["control_port"]

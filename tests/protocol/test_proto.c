@@ -257,6 +257,11 @@ test_small_frames_malformed(void **state)
 	buf[HDR + 2] = 5;   /* text length past the payload */
 	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
 	assert_string_equal(why, "refuse: length 6");
+
+	/* A peer's text goes into our log: no newlines, no escapes. */
+	n = rn_proto_encode_refuse(buf, sizeof(buf), 1, "a\nrnotify: forged");
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "refuse: text byte 0x0a is not printable");
 }
 
 int
