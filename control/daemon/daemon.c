@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "rn_daemon.h"
+#include "notify_engine.h"
 #include "rn_eal.h"
 #include "rn_version.h"
 
@@ -282,6 +283,12 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		RN_DAEMON_LOG(ERR, "%s", why);
 		goto stop_workers;
 	}
+	rc = rn_notify_create(d->plane, d->worker_ptrs, d->n_workers,
+			      d->cfg.notify.oob_fallback, &d->notify);
+	if (rc != 0) {
+		RN_DAEMON_LOG(ERR, "notification engine: %s", strerror(-rc));
+		goto stop_workers;
+	}
 	if (d->cfg.telemetry.enabled && rn_telemetry_register(d) != 0)
 		RN_DAEMON_LOG(WARNING, "telemetry commands not registered");
 
@@ -293,6 +300,9 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 	close_endpoints(d);
 stop_workers:
 	stop_workers(d);
+	if (d->notify != NULL)
+		rn_notify_free(d->notify);   /* its rings are EAL memory */
+	d->notify = NULL;
 	if (d->plane != NULL)
 		rn_plane_close(d->plane);
 destroy_control:

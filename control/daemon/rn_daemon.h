@@ -44,6 +44,7 @@ struct rn_daemon {
 	uint64_t events_handled;        /* control thread only; read relaxed */
 	struct rn_control *ctl;
 	struct rn_plane *plane;
+	struct rn_notify *notify;
 	struct rn_lcore *worker_ptrs[RTE_MAX_LCORE];
 };
 

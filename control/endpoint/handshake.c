@@ -301,8 +301,10 @@ handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 			ep_closed_by_peer(c->pl, c->ep);
 			return;
 		}
-		if (f->type == RN_PROTO_NOTIFY)
-			return;   /* the notification engine (not yet) */
+		if (f->type == RN_PROTO_NOTIFY) {
+			notify_tcp_receive(c->pl, c->ep, f);
+			return;
+		}
 		break;
 	default:
 		break;

@@ -231,9 +231,14 @@ void
 rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 {
 	struct rn_ep_request *req = (void *)(uintptr_t)ev->cookie;
-	struct rn_endpoint *ep = pl->eps[req->slot];
+	struct rn_endpoint *ep;
 	char why[128];
 
+	if (ev->type == RN_LCORE_EVENT_NOTIFY_TCP) {
+		notify_tcp_send(pl, (void *)(uintptr_t)ev->cookie);
+		return;
+	}
+	ep = pl->eps[req->slot];
 	if (ev->type == RN_LCORE_EVENT_EP_CLOSED) {
 		free(req);
 		pl->requests_out--;

@@ -116,6 +116,7 @@ plane_publish(struct rn_plane *pl, struct rn_endpoint *ep)
 	info->peer_generation = ep->peer_generation;
 	info->peer_caps = ep->peer_caps;
 	info->lcore = pl->workers[ep->lcore]->lcore_id;
+	info->worker = ep->lcore;
 	rte_seqlock_write_lock(&pl->snapshot_lock);
 	pl->snapshot[ep->slot] = *info;
 	if (ep->slot >= pl->n_snapshot)
@@ -136,6 +137,62 @@ rn_plane_snapshot(struct rn_plane *pl, struct rn_ep_info *out,
 		memcpy(out, pl->snapshot, n * sizeof(*out));
 	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
 	return n;
+}
+
+int
+rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
+		enum rn_ep_state *state, uint32_t *worker)
+{
+	int rc;
+	uint32_t seq;
+
+	do {
+		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
+		rc = -ENOENT;
+		for (unsigned int i = 0; i < pl->n_snapshot; i++) {
+			if (strcmp(pl->snapshot[i].name, name) == 0) {
+				*slot = i;
+				*state = pl->snapshot[i].state;
+				*worker = pl->snapshot[i].worker;
+				rc = 0;
+				break;
+			}
+		}
+	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
+	return rc;
+}
+
+void
+rn_plane_name(struct rn_plane *pl, uint32_t slot, char *buf)
+{
+	uint32_t seq;
+
+	do {
+		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
+		memcpy(buf, pl->snapshot[slot].name, 32);
+	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
+	buf[31] = '\0';
+}
+
+void
+rn_plane_set_notify(struct rn_plane *pl, struct rte_ring *uses,
+		    struct rte_ring *tcp_in, struct rte_ring *completions)
+{
+	pl->uses = uses;
+	pl->tcp_in = tcp_in;
+	pl->completions = completions;
+}
+
+/* Slots applications sent to while they were not connected. */
+static void
+serve_uses(struct rn_plane *pl)
+{
+	uint32_t slot;
+
+	while (pl->uses != NULL &&
+	       rte_ring_sc_dequeue_elem(pl->uses, &slot, sizeof(slot)) == 0)
+		if (slot < pl->n_eps)
+			rn_plane_use(pl, pl->eps[slot]->name);
 }
 
 static void
@@ -293,6 +350,7 @@ rn_plane_use(struct rn_plane *pl, const char *name)
 void
 rn_plane_tick(struct rn_plane *pl)
 {
+	serve_uses(pl);
 	timers_run(pl, rn_now_ms());
 	conn_reap(pl);
 	if (pl->listen_paused && !pl->shutting_down &&
@@ -353,6 +411,7 @@ rn_plane_free(struct rn_plane *pl)
 {
 	for (unsigned int i = 0; i < pl->n_eps; i++)
 		free(pl->eps[i]);
+	free(pl->notify_frame);
 	free(pl);
 }
 

@@ -105,6 +105,11 @@ struct rn_plane {
 	unsigned int requests_out;    /* rn_ep_request held by lcores */
 	bool shutting_down;
 	bool listen_paused;           /* out of fds: listening again on a tick */
+	struct rte_ring *uses;        /* slots applications want connected */
+	struct rte_ring *tcp_in;      /* NOTIFY frames, to the application */
+	struct rte_ring *completions; /* fates of sends, to the application */
+	uint8_t *notify_frame;        /* one NOTIFY frame being encoded */
+	uint64_t tcp_dropped;         /* application not polling: lost */
 	rte_seqlock_t snapshot_lock;
 	struct rn_ep_info snapshot[RN_MAX_ENDPOINTS];
 	unsigned int n_snapshot;
@@ -133,6 +138,11 @@ void conn_fail(struct rn_conn *c, const char *why);
 /* Close and detach; the memory goes at the next tick. */
 void conn_close(struct rn_conn *c);
 void conn_reap(struct rn_plane *pl);
+
+/* notify_tcp.c: the TCP fallback */
+void notify_tcp_send(struct rn_plane *pl, void *request);
+void notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
+			const struct rn_proto_frame *f);
 
 /* handshake.c */
 void handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f);

@@ -16,6 +16,7 @@
 #include "rn_config.h"
 #include "rn_control.h"
 #include "rn_lcore.h"
+#include <rte_ring.h>
 
 #define RN_MAX_ENDPOINTS 1024
 
@@ -41,6 +42,7 @@ struct rn_ep_info {
 	uint32_t peer_generation;
 	uint32_t peer_caps;
 	uint32_t lcore;
+	uint32_t worker;          /* index of that lcore among the workers */
 	uint64_t transitions[RN_EP_N_STATES];   /* entries into each state */
 	uint64_t probes_ok;
 	uint64_t probes_bad;
@@ -92,6 +94,24 @@ uint64_t rn_plane_session(const struct rn_plane *pl);
 /* Copy up to max endpoint infos, from any thread. Returns the count. */
 unsigned int rn_plane_snapshot(struct rn_plane *pl, struct rn_ep_info *out,
 			       unsigned int max);
+
+/*
+ * From any thread: the endpoint named name, its slot, state and worker
+ * index. Returns 0 or -ENOENT.
+ */
+int rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
+		    enum rn_ep_state *state, uint32_t *worker);
+
+/* From any thread: the peer name of slot into buf (32 bytes). */
+void rn_plane_name(struct rn_plane *pl, uint32_t slot, char *buf);
+
+/*
+ * The notification engine's rings the plane serves: uses (slots to
+ * connect on demand), tcp_in (notifications that came over TCP, to the
+ * application) and completions (the fate of sends it carried).
+ */
+void rn_plane_set_notify(struct rn_plane *pl, struct rte_ring *uses,
+			 struct rte_ring *tcp_in, struct rte_ring *completions);
 
 const char *rn_ep_state_name(enum rn_ep_state state);
 

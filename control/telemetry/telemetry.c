@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "notify_engine.h"
 #include "rn_daemon.h"
 #include "rn_version.h"
 
@@ -34,6 +35,11 @@ static const struct {
 	{ "stale_cqes", offsetof(struct rn_lcore_stats, stale_cqes) },
 	{ "qps", offsetof(struct rn_lcore_stats, qps) },
 	{ "endpoint_qp_sets", offsetof(struct rn_lcore_stats, endpoints) },
+	{ "notify_sent", offsetof(struct rn_lcore_stats, notify_sent) },
+	{ "notify_received", offsetof(struct rn_lcore_stats, notify_received) },
+	{ "notify_rejected", offsetof(struct rn_lcore_stats, notify_rejected) },
+	{ "notify_stale", offsetof(struct rn_lcore_stats, notify_stale) },
+	{ "credit_writes", offsetof(struct rn_lcore_stats, credit_writes) },
 };
 
 /* Add an array container under name; arrays of scalars are what 22.11 nests. */
@@ -216,6 +222,83 @@ handle_endpoint(const char *cmd, const char *params, struct rte_tel_data *out)
 	return -EINVAL;   /* no such endpoint: the client shows null */
 }
 
+/* The engine exists from RUNNING until teardown begins (STOPPING). */
+static bool
+running(const struct rn_daemon *d)
+{
+	return __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == RN_DAEMON_RUNNING &&
+	       d->notify != NULL;
+}
+
+/*
+ * Diagnostics: send a notification, /rnotify/send,PEER,NAME,MSG (MSG may
+ * hold commas), as an application would. {"result": 0 or -errno}.
+ */
+static int
+handle_send(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	char buf[1024];
+	char *name, *msg;
+	int rc;
+
+	(void)cmd;
+	if (!running(daemon_seen))
+		return -EBUSY;
+	if (params == NULL || strlen(params) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, params);
+	name = strchr(buf, ',');
+	msg = name != NULL ? strchr(name + 1, ',') : NULL;
+	if (msg == NULL)
+		return -EINVAL;
+	*name++ = '\0';
+	*msg++ = '\0';
+	rc = rn_notify_send(daemon_seen->notify, buf, name,
+			    (uint32_t)strlen(name), msg, (uint32_t)strlen(msg),
+			    0, 0);
+	rte_tel_data_start_dict(out);
+	rte_tel_data_add_dict_int(out, "result", rc);
+	rte_tel_data_add_dict_string(out, "error", rc == 0 ? "" : strerror(-rc));
+	return 0;
+}
+
+/* Diagnostics: take delivered notifications, as an application would. */
+static int
+handle_poll(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	static const char *const keys[] = { "peer", "name", "msg" };
+	struct rn_notification got[RN_NOTIFY_POLL_MAX];
+	struct rte_tel_data *arrays[3];
+	unsigned int n;
+
+	(void)cmd;
+	(void)params;
+	if (!running(daemon_seen))
+		return -EBUSY;
+	n = rn_notify_poll(daemon_seen->notify, got, RN_NOTIFY_POLL_MAX);
+	rte_tel_data_start_dict(out);
+	for (int k = 0; k < 3; k++) {
+		arrays[k] = rte_tel_data_alloc();
+		if (arrays[k] == NULL)
+			return -ENOMEM;
+		rte_tel_data_start_array(arrays[k], RTE_TEL_STRING_VAL);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		char text[RTE_TEL_MAX_STRING_LEN];
+
+		rte_tel_data_add_array_string(arrays[0], got[i].peer);
+		snprintf(text, sizeof(text), "%.*s", (int)got[i].name_len,
+			 got[i].name);
+		rte_tel_data_add_array_string(arrays[1], text);
+		snprintf(text, sizeof(text), "%.*s", (int)got[i].msg_len,
+			 got[i].msg);
+		rte_tel_data_add_array_string(arrays[2], text);
+	}
+	for (int k = 0; k < 3; k++)
+		rte_tel_data_add_dict_container(out, keys[k], arrays[k], 0);
+	return 0;
+}
+
 int
 rn_telemetry_register(const struct rn_daemon *d)
 {
@@ -227,5 +310,10 @@ rn_telemetry_register(const struct rn_daemon *d)
 		"Endpoints by peer name, with their state. No parameters") |
 	       rte_telemetry_register_cmd("/rnotify/endpoint", handle_endpoint,
 		"One endpoint: state, generation, peer session, counters, last "
-		"error. Parameter: the peer's name");
+		"error. Parameter: the peer's name") |
+	       rte_telemetry_register_cmd("/rnotify/send", handle_send,
+		"Diagnostics: send a notification. Parameters: PEER,NAME,MSG") |
+	       rte_telemetry_register_cmd("/rnotify/poll", handle_poll,
+		"Diagnostics: take delivered notifications (peer, name, msg). "
+		"No parameters");
 }

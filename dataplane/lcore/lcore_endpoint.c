@@ -19,31 +19,6 @@
 #define EP_DRAIN_MAX_S 1          /* a QP that never drains is destroyed */
 #define WR_ID_PROBE RN_EP_WR_ID(0, RN_EP_WR_PROBE, 0)
 
-/* What an endpoint publishes for its peer to READ: who it is, now. */
-struct ep_probe {
-	uint32_t magic;
-	uint32_t generation;
-	uint64_t session_id;
-	char name[32];
-	uint8_t pad[16];
-};
-_Static_assert(sizeof(struct ep_probe) == RN_EP_PROBE_SIZE, "probe size");
-
-struct rn_lcore_ep {
-	struct rn_ep_request *req;
-	uint32_t n_qps;
-	struct rn_qp qps[RN_EP_MAX_QPS];
-	struct rn_mr probe_mr;
-	struct ep_probe *probe;     /* [0]: ours, [1]: where the READ lands */
-	int bay;                    /* notification buffers, or -1 */
-	bool failed;                /* EP_FAILED sent: once per incarnation */
-	bool closing;
-	bool probing;
-	uint64_t drain_deadline;    /* TSC */
-	struct rn_lcore_ep *next;   /* lc->closing */
-	struct rn_lcore_ep *prev_all, *next_all;   /* lc->eps */
-};
-
 /* Endpoint events must arrive: wait for room rather than drop one. */
 static void
 post(struct rn_lcore *lc, uint16_t type, int32_t arg, struct rn_ep_request *req)
@@ -85,6 +60,7 @@ free_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 		rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
 	if (ep->probe_mr.priv != NULL)
 		lc->nic->ops->mr_dereg(lc->nic, &ep->probe_mr);
+	rn_lcore_notify_free(ep);
 	rte_free(ep->probe);
 	rte_free(ep);
 }
@@ -170,7 +146,11 @@ open_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	if (rc == 0)
 		rc = post_receives(lc, ep, &ep->qps[index]);
 	if (rc == 0)
+		rc = rn_lcore_notify_open(lc, ep);
+	if (rc == 0) {
+		ep->n.qp = &ep->qps[index];
 		ep->req->local.qps[index].credits = lc->notify.slots;
+	}
 	return rc;
 }
 
@@ -183,8 +163,10 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	if (ep == NULL)
 		return -ENOMEM;
 	ep->req = req;
+	ep->lc = lc;
 	ep->bay = -1;
-	ep->probe = rte_zmalloc("rn_ep_probe", 2 * RN_EP_PROBE_SIZE,
+	ep->probe = rte_zmalloc("rn_ep_probe",
+				RN_EP_PROBE_PARTS * RN_EP_PROBE_SIZE,
 				RN_EP_PROBE_SIZE);
 	if (ep->probe == NULL) {
 		rc = -ENOMEM;
@@ -194,9 +176,11 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 					  .generation = req->local.generation,
 					  .session_id = req->local.session_id };
 	memcpy(ep->probe[0].name, req->local.name, sizeof(ep->probe[0].name));
-	rc = lc->nic->ops->mr_reg(lc->nic, ep->probe, 2 * RN_EP_PROBE_SIZE,
-				  RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_READ,
-				  &ep->probe_mr);
+	/* The peer READs the identity and WRITEs the credit word. */
+	rc = lc->nic->ops->mr_reg(lc->nic, ep->probe,
+				  RN_EP_PROBE_PARTS * RN_EP_PROBE_SIZE,
+				  RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_READ |
+				  RN_ACCESS_REMOTE_WRITE, &ep->probe_mr);
 	for (uint32_t i = 0; rc == 0 && i < req->n_data_qps; i++)
 		rc = create_qp(lc, ep, RN_EP_QP_DATA);
 	if (rc == 0 && req->notify)
@@ -267,6 +251,8 @@ connect_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 		if (rc != 0)
 			return rc;
 	}
+	rn_lcore_notify_connected(lc, ep, ep->n.qp != NULL ?
+				  peer_qp(req, ep->n_qps - 1) : NULL);
 	return 0;
 }
 
@@ -301,6 +287,7 @@ close_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 {
 	struct rn_lcore_ep *ep = req->ep;
 
+	rn_lcore_notify_close(lc, ep);
 	ep->closing = true;
 	/* ERR flushes every outstanding WQE: their CQEs drain below. */
 	for (uint32_t i = 0; i < ep->n_qps; i++)
@@ -354,17 +341,29 @@ probe_result(const struct rn_lcore_ep *ep)
 }
 
 void
+rn_lcore_ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+		   uint8_t syndrome)
+{
+	/* The first error of a live endpoint is news; flushes of one that is
+	 * closing, or already failed, are not. */
+	if (!ep->closing && !ep->failed) {
+		ep->failed = true;
+		rn_lcore_notify_close(lc, ep);
+		post(lc, RN_LCORE_EVENT_EP_FAILED, syndrome, ep->req);
+	}
+}
+
+void
 rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc)
 {
 	struct rn_lcore_ep *ep = wc->qp->user;
 
+	if (wc->qp == ep->n.qp) {
+		rn_lcore_notify_completion(lc, ep, wc);
+		return;
+	}
 	if (wc->status != 0) {
-		/* The first error of a live endpoint is news; flushes of one
-		 * that is closing, or already failed, are not. */
-		if (!ep->closing && !ep->failed) {
-			ep->failed = true;
-			post(lc, RN_LCORE_EVENT_EP_FAILED, wc->status, ep->req);
-		}
+		rn_lcore_ep_failed(lc, ep, wc->status);
 		return;
 	}
 	if (wc->opcode == RN_WC_READ && RN_EP_WR_KIND(wc->wr_id) == RN_EP_WR_PROBE) {
@@ -395,7 +394,10 @@ rn_lcore_ep_reap(struct rn_lcore *lc)
 		struct rn_lcore_ep *ep = *link;
 		struct rn_ep_request *req = ep->req;
 
-		if (!drained(ep) && now < ep->drain_deadline) {
+		/* Slots the application still reads keep the endpoint (and
+		 * its bay) however long; QPs that do not drain, only a while. */
+		if (ep->n.held != 0 ||
+		    (!drained(ep) && now < ep->drain_deadline)) {
 			link = &ep->next;
 			continue;
 		}

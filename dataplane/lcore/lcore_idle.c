@@ -4,6 +4,9 @@
  * enqueues first, then writes the lcore's eventfd, which stays readable
  * (level-triggered) until the lcore reads it, so a command that lands between
  * the last empty poll and epoll_wait still ends the sleep at once.
+ * Application threads write the eventfd only when the lcore says it sleeps
+ * (a syscall per notification otherwise): the lcore raises `sleeping`, then
+ * looks at its rings once more; the sender queues, then looks at `sleeping`.
  */
 #include <errno.h>
 #include <sys/epoll.h>
@@ -13,6 +16,27 @@
 #include "lcore_internal.h"
 
 #define SLEEP_MAX_EVENTS 16
+
+/* Anything queued for this lcore by another thread? */
+static bool
+has_work(const struct rn_lcore *lc)
+{
+	return !rte_ring_empty(lc->cmd_ring) ||
+	       !rte_ring_empty(lc->notify_requests) ||
+	       !rte_ring_empty(lc->notify_releases);
+}
+
+void
+rn_lcore_wake(struct rn_lcore *lc)
+{
+	if (lc->idle != RN_IDLE_ADAPTIVE)
+		return;
+	/* Pairs with the store in rn_lcore_sleep(): either the lcore sees our
+	 * work before sleeping, or we see it sleeping and wake it. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&lc->sleeping, __ATOMIC_RELAXED))
+		eventfd_write(lc->wake_fd, 1);
+}
 
 void
 rn_lcore_sleep(struct rn_lcore *lc)
@@ -24,9 +48,15 @@ rn_lcore_sleep(struct rn_lcore *lc)
 	};
 	int n;
 
+	__atomic_store_n(&lc->sleeping, 1, __ATOMIC_SEQ_CST);
+	if (has_work(lc)) {
+		__atomic_store_n(&lc->sleeping, 0, __ATOMIC_RELAXED);
+		return;
+	}
 	rn_lcore_count(&lc->stats.sleeps, 1);
 	n = epoll_pwait2(lc->epoll_fd, events, SLEEP_MAX_EVENTS, &timeout,
 			 NULL);
+	__atomic_store_n(&lc->sleeping, 0, __ATOMIC_RELAXED);
 	for (int i = 0; i < n; i++) {
 		if (events[i].data.fd == lc->wake_fd) {
 			eventfd_t value;

@@ -6,12 +6,64 @@
 
 #include "rn_lcore.h"
 #include "rn_lcore_ep.h"
+#include "rn_notify_credit.h"
 #include "rn_wr.h"
 
 extern int rn_lcore_logtype;
 #define RN_LCORE_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_##level, rn_lcore_logtype, "rnotify.lcore: " fmt "\n", \
 		##__VA_ARGS__)
+
+/* What an endpoint publishes for its peer to READ: who it is, now. */
+struct ep_probe {
+	uint32_t magic;
+	uint32_t generation;
+	uint64_t session_id;
+	char name[32];
+	uint8_t pad[16];
+};
+_Static_assert(sizeof(struct ep_probe) == RN_EP_PROBE_SIZE, "probe size");
+
+/* The probe region: 64-byte parts, registered once per endpoint. */
+enum ep_probe_part {
+	EP_PROBE_OURS,           /* our identity, for the peer to READ */
+	EP_PROBE_LANDING,        /* where our READ of the peer's lands */
+	EP_PROBE_CREDITS,        /* the peer RDMA WRITEs its credit count here */
+};
+
+/* One incarnation's native notification channel (owning lcore only). */
+struct ep_notify {
+	struct rn_qp *qp;        /* NULL: no channel on our side */
+	bool peer_native;        /* the peer has one too */
+	bool failed;             /* a local fault: sticky, data QPs untouched */
+	uint32_t peer_slot_size;
+	uint64_t credit_raddr;   /* the peer's EP_PROBE_CREDITS word */
+	uint32_t credit_rkey;
+	struct rn_credit_tx tx;
+	struct rn_credit_rx rx;
+	uint32_t *free;          /* send slots free: a stack */
+	uint32_t n_free;
+	uint64_t *cookie;        /* per send slot */
+	uint8_t *want;           /* per send slot: report its completion */
+	uint32_t held;           /* delivered, not released by the app yet */
+};
+
+struct rn_lcore_ep {
+	struct rn_ep_request *req;
+	uint32_t n_qps;
+	struct rn_qp qps[RN_EP_MAX_QPS];
+	struct rn_mr probe_mr;
+	struct ep_probe *probe;     /* see enum ep_probe_part */
+	int bay;                    /* notification buffers, or -1 */
+	struct ep_notify n;         /* the native notification channel */
+	struct rn_lcore *lc;
+	bool failed;                /* EP_FAILED sent: once per incarnation */
+	bool closing;
+	bool probing;
+	uint64_t drain_deadline;    /* TSC */
+	struct rn_lcore_ep *next;   /* lc->closing */
+	struct rn_lcore_ep *prev_all, *next_all;   /* lc->eps */
+};
 
 /* A single-writer counter that other threads read with relaxed loads. */
 static inline void
@@ -29,6 +81,21 @@ void rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc);
 void rn_lcore_ep_reap(struct rn_lcore *lc);
 /* At exit: destroy every endpoint still open, without events. */
 void rn_lcore_ep_free_all(struct rn_lcore *lc);
+
+/* Notifications on the owning lcore (lcore_notify.c). */
+int rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+void rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			       const struct rn_ep_qp_info *peer);
+void rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+void rn_lcore_notify_free(struct rn_lcore_ep *ep);
+/* A QP of ep completed in error: tell the control thread, once. */
+void rn_lcore_ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			uint8_t syndrome);
+/* A completion of ep's notify QP. */
+void rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+				const struct rn_wc *wc);
+/* Drain the app's send requests and buffer releases. */
+unsigned int rn_lcore_notify_poll(struct rn_lcore *lc);
 
 /*
  * Adaptive idle (owning lcore only): block on the lcore's epoll set until

@@ -4,6 +4,8 @@
  *   1. drain the command ring (at most RN_LCORE_BURST commands),
  *   2. progress the NIC (the sim device's work; nothing for hardware),
  *   3. poll the CQ of this lcore's endpoints and dispatch the completions,
+ *      then take the application's notifications to send and the receive
+ *      slots it released,
  *   4. reap endpoints whose QPs finished draining (rarely any),
  *   5. apply the idle policy when the iteration found nothing to do.
  */
@@ -103,6 +105,7 @@ rn_lcore_run(void *arg)
 
 		work += rn_nic_progress(lc->nic);
 		work += poll_completions(lc);
+		work += rn_lcore_notify_poll(lc);
 		if (unlikely(lc->closing != NULL))
 			rn_lcore_ep_reap(lc);
 

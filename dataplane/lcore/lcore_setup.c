@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lcore_internal.h"
+#include "notify_engine.h"
 
 RTE_LOG_REGISTER_SUFFIX(rn_lcore_logtype, lcore, INFO);
 
@@ -46,6 +47,48 @@ open_notify_region(struct rn_lcore *lc, const struct rn_notify_config *nc)
 			     "no native channel", lc->lcore_id,
 			     nc->endpoints_per_lcore, nc->slots, nc->slot_size,
 			     strerror(-rc));
+}
+
+static struct rte_ring *
+notify_ring(const char *what, unsigned int lcore_id, size_t elem,
+	    unsigned int count, unsigned int flags)
+{
+	char name[RTE_RING_NAMESIZE];
+
+	snprintf(name, sizeof(name), "rn_%s_%u", what, lcore_id);
+	return rte_ring_create_elem(name, (unsigned int)elem, count,
+				    SOCKET_ID_ANY, flags | RING_F_EXACT_SZ);
+}
+
+/* Deliveries hold a receive slot each: room for all of them, never full. */
+static int
+create_notify_rings(struct rn_lcore *lc, const struct rn_notify_config *nc)
+{
+	unsigned int slots = lc->notify.base != NULL ?
+		lc->notify.n_bays * lc->notify.slots : 1;
+
+	lc->notify_fallback = nc->oob_fallback;
+	lc->max_inline = nc->max_inline;
+	lc->notify_requests = notify_ring("req", lc->lcore_id, sizeof(void *),
+					  RN_LCORE_RING_SIZE, RING_F_SC_DEQ);
+	lc->notify_deliveries = notify_ring("dlv", lc->lcore_id,
+		sizeof(struct rn_notify_delivery), slots,
+		RING_F_SP_ENQ | RING_F_SC_DEQ);
+	lc->notify_releases = notify_ring("rel", lc->lcore_id,
+		sizeof(struct rn_notify_delivery), slots,
+		RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (lc->notify_requests == NULL || lc->notify_deliveries == NULL ||
+	    lc->notify_releases == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+static void
+free_notify_rings(struct rn_lcore *lc)
+{
+	rte_ring_free(lc->notify_requests);
+	rte_ring_free(lc->notify_deliveries);
+	rte_ring_free(lc->notify_releases);
 }
 
 int
@@ -110,8 +153,17 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 	lc->tsc_hz = rte_get_tsc_hz();
 	if (cfg->notify.enabled)
 		open_notify_region(lc, &cfg->notify);
+	rc = create_notify_rings(lc, &cfg->notify);
+	if (rc != 0) {
+		snprintf(why, why_len, "notification rings: %s", strerror(-rc));
+		goto free_region;
+	}
 	return 0;
 
+free_region:
+	free_notify_rings(lc);
+	rn_notify_region_destroy(lc->nic, &lc->notify);
+	rn_nic_cq_destroy(lc->nic, &lc->cq);
 free_table:
 	rn_qp_table_free(lc->qps);
 	lc->qps = NULL;
@@ -134,6 +186,7 @@ rn_lcore_fini(struct rn_lcore *lc)
 	if (lc->cmd_ring == NULL)
 		return;
 	rn_lcore_ep_free_all(lc);
+	free_notify_rings(lc);
 	rn_notify_region_destroy(lc->nic, &lc->notify);
 	rn_nic_cq_destroy(lc->nic, &lc->cq);
 	rn_qp_table_free(lc->qps);
@@ -159,17 +212,10 @@ rn_lcore_cmd_send(struct rn_lcore *lc, struct rn_lcore_cmd cmd)
 void
 rn_lcore_stats_read(const struct rn_lcore *lc, struct rn_lcore_stats *out)
 {
-	out->loops = __atomic_load_n(&lc->stats.loops, __ATOMIC_RELAXED);
-	out->busy_loops = __atomic_load_n(&lc->stats.busy_loops,
-					  __ATOMIC_RELAXED);
-	out->sleeps = __atomic_load_n(&lc->stats.sleeps, __ATOMIC_RELAXED);
-	out->commands = __atomic_load_n(&lc->stats.commands, __ATOMIC_RELAXED);
-	out->events_dropped = __atomic_load_n(&lc->stats.events_dropped,
-					      __ATOMIC_RELAXED);
-	out->completions = __atomic_load_n(&lc->stats.completions,
-					   __ATOMIC_RELAXED);
-	out->stale_cqes = __atomic_load_n(&lc->stats.stale_cqes,
-					  __ATOMIC_RELAXED);
-	out->qps = __atomic_load_n(&lc->stats.qps, __ATOMIC_RELAXED);
-	out->endpoints = __atomic_load_n(&lc->stats.endpoints, __ATOMIC_RELAXED);
+	const uint64_t *from = (const uint64_t *)&lc->stats;
+	uint64_t *to = (uint64_t *)out;
+
+	/* Every field is a single-writer uint64_t counter. */
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
 }

@@ -19,6 +19,7 @@
 #include "rn_notify_region.h"
 
 #define RN_LCORE_RING_SIZE 1024   /* commands in flight per lcore (exact) */
+#define RN_LCORE_MAX_SLOTS 1024   /* = RN_MAX_ENDPOINTS of the control plane */
 #define RN_LCORE_BURST 32         /* commands drained per iteration */
 
 /* Endpoint commands carry a struct rn_ep_request * in the cookie. */
@@ -50,6 +51,8 @@ enum rn_lcore_event_type {
 				     * READ that fails is an EP_FAILED */
 	RN_LCORE_EVENT_EP_FAILED,   /* a QP completed in error */
 	RN_LCORE_EVENT_EP_CLOSED,   /* the request is the control's again */
+	RN_LCORE_EVENT_NOTIFY_TCP,  /* cookie: a struct rn_notify_request to
+				     * send over TCP and answer */
 };
 
 struct rn_lcore_event {
@@ -71,7 +74,14 @@ struct rn_lcore_stats {
 	uint64_t stale_cqes;    /* CQEs of QPs already destroyed */
 	uint64_t qps;           /* QPs alive now */
 	uint64_t endpoints;     /* endpoint incarnations alive now */
+	uint64_t notify_sent;   /* native SENDs posted */
+	uint64_t notify_received;
+	uint64_t notify_rejected;/* frames whose lengths did not add up */
+	uint64_t notify_stale;  /* completions of another generation */
+	uint64_t credit_writes; /* credit-only RDMA WRITEs */
 };
+_Static_assert(sizeof(struct rn_lcore_stats) % sizeof(uint64_t) == 0,
+	       "counters only");
 
 struct rn_lcore {
 	/* Hot: what the loop touches every iteration. */
@@ -83,6 +93,14 @@ struct rn_lcore {
 	struct rn_lcore_ep *closing;    /* draining before destruction */
 	struct rn_lcore_ep *eps;        /* every endpoint open here */
 	struct rn_notify_region notify; /* base NULL: no native channels */
+	struct rte_ring *notify_requests;   /* app -> lcore, MP/SC */
+	struct rte_ring *notify_deliveries; /* lcore -> app, SP/SC */
+	struct rte_ring *notify_releases;   /* app -> lcore, SP/SC */
+	struct rte_ring *notify_completions;/* shared, to the app */
+	bool notify_fallback;
+	uint32_t max_inline;
+	uint32_t sleeping;                  /* adaptive idle: in epoll */
+	struct rn_lcore_ep *by_slot[RN_LCORE_MAX_SLOTS]; /* connected ones */
 	uint32_t idle_polls_left;
 	bool running;
 	struct rn_lcore_stats stats;
@@ -124,6 +142,13 @@ int rn_lcore_run(void *arg);
  * Returns 0 or -ENOBUFS when its ring is full.
  */
 int rn_lcore_cmd_send(struct rn_lcore *lc, struct rn_lcore_cmd cmd);
+
+/* Any thread, after queueing work for lc: wake it if it sleeps. */
+void rn_lcore_wake(struct rn_lcore *lc);
+
+struct rn_notify_delivery;
+/* The app's poller: a delivered notification's slot may be reused. */
+void rn_lcore_notify_release(const struct rn_notify_delivery *d);
 
 /* A relaxed snapshot of lc's counters, from any thread. */
 void rn_lcore_stats_read(const struct rn_lcore *lc,

@@ -17,6 +17,7 @@
 
 #define RN_EP_MAX_QPS 17          /* 16 data QPs + the notify QP */
 #define RN_EP_PROBE_SIZE 64       /* bytes a peer may RDMA READ */
+#define RN_EP_PROBE_PARTS 3       /* identity, READ landing, credit word */
 #define RN_EP_PROBE_MAGIC 0x524e5052u   /* "RNPR" */
 
 /*
@@ -28,6 +29,7 @@ enum rn_ep_wr_kind {
 	RN_EP_WR_PROBE = 1,
 	RN_EP_WR_RECV = 2,        /* a notification receive slot */
 	RN_EP_WR_SEND = 3,        /* a notification send slot */
+	RN_EP_WR_CREDIT = 4,      /* a credit-only RDMA WRITE */
 };
 #define RN_EP_WR_ID(generation, kind, slot) \
 	((uint64_t)(generation) << 32 | (uint64_t)(kind) << 24 | (slot))

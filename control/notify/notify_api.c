@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The application side of notifications. A send finds the endpoint in the
+ * control plane's published table, hands the request to the lcore that owns
+ * the endpoint and waits for its answer: the lcore owns the QP, the
+ * credits and the slots, so nothing here races with it. Polling takes what
+ * the lcores (native) and the control thread (TCP) delivered, and gives
+ * the previous batch's buffers back.
+ */
+#include <errno.h>
+#include <rte_pause.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+
+#include "notify_engine.h"
+#include "rn_lcore.h"
+#include "rn_plane.h"
+
+int
+rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
+		 unsigned int n_workers, bool fallback, struct rn_notify **out)
+{
+	struct rn_notify *nf = calloc(1, sizeof(*nf));
+
+	if (nf == NULL)
+		return -ENOMEM;
+	nf->plane = plane;
+	nf->workers = workers;
+	nf->n_workers = n_workers;
+	nf->fallback = fallback;
+	nf->completions = rte_ring_create_elem("rn_notify_done",
+		sizeof(struct rn_notify_event), RN_NOTIFY_RING_SIZE,
+		SOCKET_ID_ANY, RING_F_SC_DEQ | RING_F_EXACT_SZ);
+	nf->tcp_deliveries = rte_ring_create_elem("rn_notify_tcp",
+		sizeof(struct rn_notify_delivery), RN_NOTIFY_RING_SIZE,
+		SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+	nf->uses = rte_ring_create_elem("rn_notify_uses", sizeof(uint32_t),
+		RN_NOTIFY_RING_SIZE, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	pthread_mutex_init(&nf->poll_lock, NULL);
+	if (nf->completions == NULL || nf->tcp_deliveries == NULL ||
+	    nf->uses == NULL) {
+		rn_notify_free(nf);
+		return -ENOMEM;
+	}
+	rn_plane_set_notify(plane, nf->uses, nf->tcp_deliveries,
+			    nf->completions);
+	for (unsigned int i = 0; i < n_workers; i++)
+		workers[i]->notify_completions = nf->completions;
+	*out = nf;
+	return 0;
+}
+
+void
+rn_notify_free(struct rn_notify *nf)
+{
+	struct rn_notify_delivery d;
+
+	while (nf->tcp_deliveries != NULL &&
+	       rte_ring_sc_dequeue_elem(nf->tcp_deliveries, &d, sizeof(d)) == 0)
+		free(d.frame);
+	for (unsigned int i = 0; i < nf->n_held; i++)
+		if (nf->held[i].owner == NULL)
+			free(nf->held[i].frame);
+	rte_ring_free(nf->completions);
+	rte_ring_free(nf->tcp_deliveries);
+	rte_ring_free(nf->uses);
+	pthread_mutex_destroy(&nf->poll_lock);
+	free(nf);
+}
+
+/* The endpoint's state says what to answer before asking its lcore. */
+static int
+not_connected(struct rn_notify *nf, uint32_t slot, enum rn_ep_state state)
+{
+	switch (state) {
+	case RN_EP_IDLE:
+	case RN_EP_CONNECTING:
+		/* First use: have the control thread connect it. */
+		rte_ring_mp_enqueue_elem(nf->uses, &slot, sizeof(slot));
+		return -EAGAIN;
+	case RN_EP_CLOSED:
+		rte_ring_mp_enqueue_elem(nf->uses, &slot, sizeof(slot));
+		return -ENOTCONN;
+	default:
+		return -ENOTCONN;
+	}
+}
+
+int
+rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
+	       uint32_t name_len, const void *msg, uint32_t msg_len,
+	       uint64_t cookie, uint32_t flags)
+{
+	struct rn_notify_request req = {
+		.flags = flags, .name = name, .name_len = name_len, .msg = msg,
+		.msg_len = msg_len, .cookie = cookie,
+	};
+	enum rn_ep_state state;
+	uint32_t worker;
+	struct rn_lcore *lc;
+
+	if ((uint64_t)name_len + msg_len > RN_NOTIFY_MAX_PAYLOAD)
+		return -E2BIG;
+	if (rn_plane_lookup(nf->plane, peer, &req.ep_slot, &state, &worker) != 0)
+		return -ENOENT;
+	if (state != RN_EP_CONNECTED)
+		return not_connected(nf, req.ep_slot, state);
+	lc = nf->workers[worker];
+	while (rte_ring_mp_enqueue(lc->notify_requests, &req) != 0)
+		rte_pause();
+	rn_lcore_wake(lc);
+	/* The owning lcore answers within an iteration of its loop. */
+	while (__atomic_load_n(&req.done, __ATOMIC_ACQUIRE) == 0)
+		rte_pause();
+	return req.result;
+}
+
+static void
+release(const struct rn_notify_delivery *d)
+{
+	if (d->owner == NULL)
+		free(d->frame);   /* came over TCP */
+	else
+		rn_lcore_notify_release(d);
+}
+
+static bool
+fill(struct rn_notify *nf, const struct rn_notify_delivery *d,
+     struct rn_notification *out)
+{
+	struct rn_notify_view v;
+
+	/* Checked by whoever delivered it; read again for the views. */
+	if (rn_notify_frame_read(d->frame, d->len, &v) != 0)
+		return false;
+	rn_plane_name(nf->plane, d->ep_slot, out->peer);
+	out->name = v.name;
+	out->name_len = v.name_len;
+	out->msg = v.msg;
+	out->msg_len = v.msg_len;
+	out->native = d->owner != NULL;
+	return true;
+}
+
+unsigned int
+rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
+	       unsigned int max)
+{
+	unsigned int n = 0;
+
+	if (max > RN_NOTIFY_POLL_MAX)
+		max = RN_NOTIFY_POLL_MAX;
+	pthread_mutex_lock(&nf->poll_lock);
+	for (unsigned int i = 0; i < nf->n_held; i++)
+		release(&nf->held[i]);
+	nf->n_held = 0;
+	for (unsigned int w = 0; w <= nf->n_workers && n < max; w++) {
+		struct rte_ring *ring = w < nf->n_workers ?
+			nf->workers[w]->notify_deliveries : nf->tcp_deliveries;
+		struct rn_notify_delivery *d = &nf->held[nf->n_held];
+
+		while (n < max && rte_ring_sc_dequeue_elem(ring, d,
+							   sizeof(*d)) == 0) {
+			nf->n_held++;
+			if (fill(nf, d, &out[n]))
+				n++;
+			d = &nf->held[nf->n_held];
+		}
+	}
+	pthread_mutex_unlock(&nf->poll_lock);
+	return n;
+}
+
+unsigned int
+rn_notify_completions(struct rn_notify *nf, struct rn_notify_completion *out,
+		      unsigned int max)
+{
+	struct rn_notify_event ev;
+	unsigned int n = 0;
+
+	while (n < max && rte_ring_sc_dequeue_elem(nf->completions, &ev,
+						   sizeof(ev)) == 0)
+		out[n++] = (struct rn_notify_completion){ .cookie = ev.cookie,
+							  .status = ev.status };
+	return n;
+}

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Native notifications on the lcore that owns the endpoint: one SEND_IMM
+ * per notification on the notify QP, never without a credit, the frame
+ * inline up to max_inline bytes, else from a send slot; receive slots
+ * delivered to the application zero-copy and reposted when it releases
+ * them. Credits go back to the sender in every SEND_IMM's immediate and,
+ * when nothing is flowing back, in an RDMA WRITE of a credit word, which
+ * consumes no receive slot. Every work request carries its incarnation's
+ * generation: a completion of another generation is counted and dropped.
+ */
+#include <errno.h>
+#include <rte_malloc.h>
+#include <rte_pause.h>
+#include <string.h>
+
+#include "lcore_internal.h"
+#include "notify_engine.h"
+#include "rn_cq.h"
+#include "rn_rq.h"
+#include "rn_sq.h"
+
+static uint32_t
+generation(const struct rn_lcore_ep *ep)
+{
+	return ep->req->local.generation;
+}
+
+int
+rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	uint32_t slots = lc->notify.slots;
+	struct ep_notify *n = &ep->n;
+
+	n->free = rte_zmalloc("rn_notify_free", slots * sizeof(*n->free), 0);
+	n->cookie = rte_zmalloc("rn_notify_cookie", slots * sizeof(*n->cookie), 0);
+	n->want = rte_zmalloc("rn_notify_want", slots, 0);
+	if (n->free == NULL || n->cookie == NULL || n->want == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < slots; i++)
+		n->free[i] = i;
+	n->n_free = slots;
+	rn_credit_rx_init(&n->rx, slots);
+	return 0;
+}
+
+void
+rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			  const struct rn_ep_qp_info *peer)
+{
+	struct ep_notify *n = &ep->n;
+
+	lc->by_slot[ep->req->slot] = ep;
+	if (n->qp == NULL || peer == NULL)
+		return;   /* one side has no channel: TCP rules apply */
+	n->peer_native = true;
+	n->peer_slot_size = peer->slot_size;
+	rn_credit_tx_init(&n->tx, peer->credits);
+	n->credit_raddr = ep->req->remote.probe_addr +
+			  EP_PROBE_CREDITS * RN_EP_PROBE_SIZE;
+	n->credit_rkey = ep->req->remote.probe_rkey;
+}
+
+/* Sends still in flight fail with the channel: reported, never replayed. */
+static void
+fail_pending(struct rn_lcore *lc, struct ep_notify *n, uint32_t slot)
+{
+	if (n->want[slot])
+		rn_notify_complete(lc->notify_completions, n->cookie[slot],
+				   -EPIPE);
+	n->want[slot] = 0;
+	n->free[n->n_free++] = slot;
+}
+
+void
+rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	if (lc->by_slot[ep->req->slot] == ep)
+		lc->by_slot[ep->req->slot] = NULL;
+}
+
+void
+rn_lcore_notify_free(struct rn_lcore_ep *ep)
+{
+	rte_free(ep->n.free);
+	rte_free(ep->n.cookie);
+	rte_free(ep->n.want);
+}
+
+/* The peer's count of reposted slots, as it RDMA WROTE it to us. */
+static void
+read_credit_word(struct ep_notify *n, const struct rn_lcore_ep *ep)
+{
+	uint32_t word = __atomic_load_n(
+		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE);
+
+	rn_credit_returned(&n->tx, word);
+}
+
+static int
+post_send(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+	  const struct rn_notify_request *req, uint32_t len)
+{
+	struct ep_notify *n = &ep->n;
+	uint32_t slot = n->free[--n->n_free];
+	uint64_t wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, slot);
+	__be32 imm = rte_cpu_to_be_32(rn_credit_advertise(&n->rx));
+	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay, slot);
+	int rc;
+
+	n->cookie[slot] = req->cookie;
+	n->want[slot] = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
+	rn_notify_frame_write(buf, req->name, req->name_len, req->msg,
+			      req->msg_len);
+	if (len <= lc->max_inline) {
+		rc = rn_sq_post_send_inline(&n->qp->sq, buf, len,
+					    RN_WR_SEND_IMM, imm, RN_WR_SIGNALED,
+					    wr_id);
+	} else {
+		struct rn_sge sge = { (uintptr_t)buf, len, lc->notify.mr.lkey };
+		struct rn_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				    .opcode = RN_WR_SEND_IMM, .imm = imm,
+				    .flags = RN_WR_SIGNALED };
+
+		rc = rn_sq_post(&n->qp->sq, &wr);
+	}
+	if (rc != 0) {
+		n->free[n->n_free++] = slot;
+		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
+	}
+	rn_sq_ring_doorbell(&n->qp->sq);
+	rn_lcore_count(&lc->stats.notify_sent, 1);
+	return 0;
+}
+
+/* Hand the request to the control thread, which owns the connection. */
+static void
+forward_tcp(struct rn_lcore *lc, struct rn_notify_request *req)
+{
+	struct rn_lcore_event ev = { .type = RN_LCORE_EVENT_NOTIFY_TCP,
+				     .lcore_id = (uint16_t)lc->lcore_id,
+				     .cookie = (uintptr_t)req };
+
+	rn_lcore_post_event_wait(lc, ev);
+}
+
+static void
+send_one(struct rn_lcore *lc, struct rn_notify_request *req)
+{
+	struct rn_lcore_ep *ep = req->ep_slot < RN_LCORE_MAX_SLOTS ?
+				 lc->by_slot[req->ep_slot] : NULL;
+	uint64_t len = rn_notify_frame_size(req->name_len, req->msg_len);
+	struct ep_notify *n;
+	int rc;
+
+	if (ep == NULL || ep->failed || ep->closing) {
+		rn_notify_answer(req, -ENOTCONN);
+		return;
+	}
+	n = &ep->n;
+	if (n->failed) {
+		rn_notify_answer(req, -EPIPE);   /* never falls back */
+		return;
+	}
+	if (n->qp == NULL || !n->peer_native ||
+	    len > RTE_MIN(lc->notify.slot_size, n->peer_slot_size)) {
+		if (!lc->notify_fallback)
+			rn_notify_answer(req, n->qp != NULL && n->peer_native ?
+					 -EMSGSIZE : -ENOTSUP);
+		else
+			forward_tcp(lc, req);
+		return;
+	}
+	read_credit_word(n, ep);
+	if (n->n_free == 0 || rn_credit_take(&n->tx) != 0) {
+		rn_notify_answer(req, -EAGAIN);
+		return;
+	}
+	rc = post_send(lc, ep, req, (uint32_t)len);
+	if (rc != 0)
+		__atomic_fetch_sub(&n->tx.reserved, 1, __ATOMIC_RELAXED);
+	rn_notify_answer(req, rc);
+}
+
+/* Tell the peer how many slots we reposted, without using one of its. */
+static void
+write_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	struct ep_notify *n = &ep->n;
+	uint32_t count = rn_credit_advertise(&n->rx);
+	struct rn_sge sge = { (uintptr_t)&count, sizeof(count), 0 };
+	struct rn_wr wr = {
+		.wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_CREDIT, 0),
+		.sg_list = &sge, .num_sge = 1, .opcode = RN_WR_WRITE,
+		.flags = RN_WR_INLINE, .raddr = n->credit_raddr,
+		.rkey = n->credit_rkey,
+	};
+
+	if (rn_sq_post(&n->qp->sq, &wr) == 0) {
+		rn_sq_ring_doorbell(&n->qp->sq);
+		rn_lcore_count(&lc->stats.credit_writes, 1);
+	}
+}
+
+static void
+repost(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t index)
+{
+	struct ep_notify *n = &ep->n;
+	struct rn_sge sge = {
+		(uintptr_t)rn_notify_recv_slot(&lc->notify, (uint32_t)ep->bay, index),
+		lc->notify.slot_size, lc->notify.mr.lkey,
+	};
+
+	if (rn_rq_post(&n->qp->rq, &sge, 1,
+		       RN_EP_WR_ID(generation(ep), RN_EP_WR_RECV, index)) != 0)
+		return;
+	rn_rq_ring_doorbell(&n->qp->rq);
+	rn_credit_repost(&n->rx);
+	if (rn_credit_update_due(&n->rx) && n->peer_native)
+		write_credits(lc, ep);
+}
+
+void
+rn_lcore_notify_release(const struct rn_notify_delivery *d)
+{
+	struct rn_notify_delivery copy = *d;   /* DPDK 22.11 takes void * */
+	struct rn_lcore_ep *ep = d->owner;
+
+	/* The one polling thread is this ring's only producer. */
+	while (rte_ring_sp_enqueue_elem(ep->lc->notify_releases, &copy,
+					sizeof(copy)) != 0)
+		rte_pause();
+	rn_lcore_wake(ep->lc);
+}
+
+static void
+received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
+{
+	struct ep_notify *n = &ep->n;
+	uint32_t index = RN_EP_WR_SLOT(wc->wr_id);
+	uint8_t *frame = rn_notify_recv_slot(&lc->notify, (uint32_t)ep->bay, index);
+	struct rn_notify_delivery d = { .owner = ep, .frame = frame,
+					.len = wc->byte_len,
+					.ep_slot = (uint16_t)ep->req->slot,
+					.index = (uint16_t)index };
+	struct rn_notify_view v;
+
+	if (wc->opcode == RN_WC_RECV_IMM)
+		rn_credit_returned(&n->tx, rte_be_to_cpu_32(wc->imm));
+	if (rn_notify_frame_read(frame, wc->byte_len, &v) != 0) {
+		/* Counted, logged, never delivered; the slot goes back. */
+		rn_lcore_count(&lc->stats.notify_rejected, 1);
+		RN_LCORE_LOG(WARNING, "lcore %u: notification of %u bytes from "
+			     "%s rejected: lengths do not add up", lc->lcore_id,
+			     wc->byte_len, ep->req->remote.name);
+		repost(lc, ep, index);
+		return;
+	}
+	/* The ring holds every receive slot of the lcore: never full. */
+	rte_ring_sp_enqueue_elem(lc->notify_deliveries, &d, sizeof(d));
+	n->held++;
+	rn_lcore_count(&lc->stats.notify_received, 1);
+}
+
+static bool
+local_fault(uint8_t syndrome)
+{
+	return syndrome == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ||
+	       syndrome == MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR ||
+	       syndrome == MLX5_CQE_SYNDROME_LOCAL_PROT_ERR ||
+	       syndrome == MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR;
+}
+
+void
+rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			   const struct rn_wc *wc)
+{
+	struct ep_notify *n = &ep->n;
+	uint8_t kind = RN_EP_WR_KIND(wc->wr_id);
+
+	if (RN_EP_WR_GENERATION(wc->wr_id) != generation(ep)) {
+		rn_lcore_count(&lc->stats.notify_stale, 1);
+		return;
+	}
+	if (wc->status != 0) {
+		if (kind == RN_EP_WR_SEND)
+			fail_pending(lc, n, RN_EP_WR_SLOT(wc->wr_id));
+		if (wc->status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR || n->failed)
+			return;
+		if (local_fault(wc->status)) {
+			/* Ours alone: the channel stops, the data QPs go on. */
+			n->failed = true;
+			RN_LCORE_LOG(WARNING, "lcore %u: notify QP of %s failed "
+				     "locally (syndrome 0x%x): native channel "
+				     "closed, data QPs unaffected", lc->lcore_id,
+				     ep->req->remote.name, wc->status);
+		} else {
+			rn_lcore_ep_failed(lc, ep, wc->status);
+		}
+		return;
+	}
+	if (kind == RN_EP_WR_RECV) {
+		received(lc, ep, wc);
+	} else if (kind == RN_EP_WR_SEND) {
+		uint32_t slot = RN_EP_WR_SLOT(wc->wr_id);
+
+		if (n->want[slot])
+			rn_notify_complete(lc->notify_completions,
+					   n->cookie[slot], 0);
+		n->want[slot] = 0;
+		n->free[n->n_free++] = slot;
+	}
+}
+
+unsigned int
+rn_lcore_notify_poll(struct rn_lcore *lc)
+{
+	struct rn_notify_request *reqs[RN_LCORE_BURST];
+	struct rn_notify_delivery d;
+	unsigned int n = rte_ring_sc_dequeue_burst(lc->notify_requests,
+						   (void **)reqs,
+						   RN_LCORE_BURST, NULL);
+	unsigned int work = n;
+
+	for (unsigned int i = 0; i < n; i++)
+		send_one(lc, reqs[i]);
+	while (rte_ring_sc_dequeue_elem(lc->notify_releases, &d,
+					sizeof(d)) == 0) {
+		struct rn_lcore_ep *ep = d.owner;
+
+		ep->n.held--;
+		if (!ep->closing && !ep->failed && !ep->n.failed)
+			repost(lc, ep, d.index);
+		work++;
+	}
+	return work;
+}

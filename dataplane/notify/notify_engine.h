@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_NOTIFY_ENGINE_H
+#define RN_NOTIFY_ENGINE_H
+
+/*
+ * What the application side, the lcores and the control thread share to
+ * carry notifications. All traffic between them goes through rings:
+ *   send:      app -> owning lcore      (a request the app waits on)
+ *   deliver:   lcore -> app             (a received frame in its slot)
+ *   release:   app -> lcore             (the slot may be reposted)
+ *   TCP:       lcore -> control thread  (the request, forwarded)
+ *              control thread -> app    (a frame that came over TCP)
+ *   completed: lcores, control -> app   (the fate of a send)
+ */
+
+#include <pthread.h>
+#include <rte_ring.h>
+#include <stdint.h>
+
+#include "rn_notify.h"
+#include "rn_notify_frame.h"
+
+#define RN_NOTIFY_MAX_PAYLOAD 65528u    /* name + msg in a 64 KiB slot */
+#define RN_NOTIFY_RING_SIZE 4096
+#define RN_NOTIFY_POLL_MAX 64
+
+/* One send, on the sending thread's stack while it waits for `done`. */
+struct rn_notify_request {
+	uint32_t ep_slot;
+	uint32_t flags;
+	const void *name;
+	uint32_t name_len;
+	const void *msg;
+	uint32_t msg_len;
+	uint64_t cookie;
+	int result;
+	uint32_t done;            /* release-stored by whoever answers */
+};
+
+/* A received notification, and later its release. 24 bytes. */
+struct rn_notify_delivery {
+	void *owner;              /* the lcore endpoint; NULL: TCP (malloc'd) */
+	uint8_t *frame;
+	uint32_t len;
+	uint16_t ep_slot;
+	uint16_t index;           /* its receive slot */
+};
+
+struct rn_notify_event {
+	uint64_t cookie;
+	int32_t status;
+	uint32_t pad;
+};
+
+struct rn_plane;
+struct rn_lcore;
+
+struct rn_notify {
+	struct rn_plane *plane;
+	struct rn_lcore **workers;
+	unsigned int n_workers;
+	bool fallback;                  /* [notify] oob_fallback */
+	struct rte_ring *completions;   /* MP/SC */
+	struct rte_ring *tcp_deliveries;/* control -> app, SP/SC */
+	struct rte_ring *uses;          /* app -> control: connect this slot */
+	pthread_mutex_t poll_lock;
+	struct rn_notify_delivery held[RN_NOTIFY_POLL_MAX];
+	unsigned int n_held;
+};
+
+/* Answer a request: the waiting thread returns result. */
+static inline void
+rn_notify_answer(struct rn_notify_request *req, int result)
+{
+	req->result = result;
+	__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+}
+
+static inline void
+rn_notify_complete(struct rte_ring *completions, uint64_t cookie, int status)
+{
+	struct rn_notify_event ev = { .cookie = cookie, .status = status };
+
+	/* The app drains it; if it does not, the oldest news is not lost:
+	 * the newest is (counted by the caller if it cares). */
+	rte_ring_mp_enqueue_elem(completions, &ev, sizeof(ev));
+}
+
+int rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
+		     unsigned int n_workers, bool fallback,
+		     struct rn_notify **out);
+void rn_notify_free(struct rn_notify *nf);
+
+#endif /* RN_NOTIFY_ENGINE_H */

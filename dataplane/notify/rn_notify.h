@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_NOTIFY_H
+#define RN_NOTIFY_H
+
+/*
+ * Notifications: (name, msg) byte strings to a peer process, natively as
+ * one RDMA SEND on the endpoint's notify QP, or over the control
+ * connection (TCP) when the peer has no native channel or the message is
+ * too large for a slot and the fallback is allowed. docs/notifications.md
+ * has the contract and the design.
+ *
+ * The calls below are for application threads (any number may send; one at
+ * a time may poll). A send is handed to the lcore that owns the endpoint
+ * and answered by it: success means the SEND was posted (local
+ * submission), not that the peer has it; ask for a completion to learn
+ * that.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RN_NOTIFY_WANT_COMPLETION 1u   /* report the send's fate */
+
+struct rn_notify;
+
+/*
+ * Send (name, msg) to the peer called peer. Returns 0 when submitted, or:
+ *   -EAGAIN     no credit or send slot right now (backpressure), or the
+ *               endpoint is still connecting; nothing was sent
+ *   -EMSGSIZE   larger than a slot and the TCP fallback is off
+ *   -ENOTSUP    the peer has no native channel and the fallback is off
+ *   -ENOTCONN   the endpoint failed and waits to reconnect
+ *   -EPIPE      the native channel failed (a QP fault): never replayed
+ *   -ENOENT     no such peer
+ *   -E2BIG      name + msg over 65,528 bytes
+ * With RN_NOTIFY_WANT_COMPLETION, rn_notify_completions() later reports
+ * cookie with 0 (the peer's NIC acknowledged it) or -EPIPE (it failed).
+ */
+int rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
+		   uint32_t name_len, const void *msg, uint32_t msg_len,
+		   uint64_t cookie, uint32_t flags);
+
+struct rn_notification {
+	char peer[32];
+	const uint8_t *name;      /* valid until the next rn_notify_poll() */
+	uint32_t name_len;
+	const uint8_t *msg;
+	uint32_t msg_len;
+	bool native;              /* arrived by RDMA (else over TCP) */
+};
+
+/*
+ * Take up to max delivered notifications, oldest first per sender. Their
+ * buffers go back (and become credits for the sender) at the next call.
+ * One thread at a time. Returns how many were filled.
+ */
+unsigned int rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
+			    unsigned int max);
+
+struct rn_notify_completion {
+	uint64_t cookie;
+	int status;               /* 0, or -EPIPE */
+};
+
+unsigned int rn_notify_completions(struct rn_notify *nf,
+				   struct rn_notify_completion *out,
+				   unsigned int max);
+
+#endif /* RN_NOTIFY_H */
