@@ -441,21 +441,22 @@ def test_two_network_namespaces_and_a_cut_link():
                        shell=True, capture_output=True)
 
 
-only = os.environ.get("RN_TEST_ONLY")
-for t in [test_handshake_and_rdma_probe,
-          test_native_channel_only_where_buffers_allow,
-          test_kill_9_then_restart_gets_new_generation,
-          test_silent_peer_declared_dead_in_time,
-          test_simultaneous_connect_leaves_one_endpoint,
-          test_mute_peer_does_not_stall_the_others,
-          test_bad_frames_close_only_their_connection,
-          test_endpoint_churn_leaks_nothing]:
-    if only is None or only == t.__name__:
-        tap(t)
-if os.geteuid() == 0 and subprocess.run("command -v ip", shell=True,
-                                        capture_output=True).returncode == 0:
-    tap(test_two_network_namespaces_and_a_cut_link)
-else:
-    skip(test_two_network_namespaces_and_a_cut_link,
-         "network namespaces need root and iproute2")
-finish()
+if __name__ == "__main__":
+    only = os.environ.get("RN_TEST_ONLY")
+    for t in [test_handshake_and_rdma_probe,
+              test_native_channel_only_where_buffers_allow,
+              test_kill_9_then_restart_gets_new_generation,
+              test_silent_peer_declared_dead_in_time,
+              test_simultaneous_connect_leaves_one_endpoint,
+              test_mute_peer_does_not_stall_the_others,
+              test_bad_frames_close_only_their_connection,
+              test_endpoint_churn_leaks_nothing]:
+        if only is None or only == t.__name__:
+            tap(t)
+    if os.geteuid() == 0 and subprocess.run("command -v ip", shell=True,
+                                            capture_output=True).returncode == 0:
+        tap(test_two_network_namespaces_and_a_cut_link)
+    else:
+        skip(test_two_network_namespaces_and_a_cut_link,
+             "network namespaces need root and iproute2")
+    finish()

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Process tests for notifications between two rnotifyd, driven through the
+diagnostic telemetry commands /rnotify/send and /rnotify/poll (each client
+connection is its own application thread in the daemon). Native delivery in
+order, credits and a slow receiver, the TCP fallback allowed and strict,
+native channels off, unknown and failed peers, a restarted receiver, many
+concurrent senders. Prints TAP. Usage: test_notify.py RNOTIFYD"""
+
+import errno
+import os
+import threading
+
+from rntest import (Daemon, endpoint, finish, status, tap, telemetry, unique,
+                    wait_until)
+from test_endpoints import free_port, node_text
+
+SLOTS = 16
+SLOT_SIZE = 4096
+
+
+def notify_cfg(extra="", slot_size=SLOT_SIZE):
+    return f"slots = {SLOTS}\nslot_size = {slot_size}\n{extra}"
+
+
+def send(sender, peer, name, msg):
+    return telemetry(sender, f"/rnotify/send,{peer},{name},{msg}")["result"]
+
+
+def poll(node):
+    r = telemetry(node, "/rnotify/poll")
+    return list(zip(r["peer"], r["name"], r["msg"]))
+
+
+def poll_all(node, want, what="deliveries"):
+    got = []
+
+    def enough():
+        got.extend(poll(node))
+        return len(got) >= want
+    wait_until(what, enough)
+    return got
+
+
+def counters(node):
+    s = status(node)
+    return {k: s[k][0] for k in ("notify_sent", "notify_received",
+                                 "notify_rejected", "notify_stale")}
+
+
+class Pair:
+    def __init__(self, tag, notify=("", ""), env=(None, None),
+                 slot_size=SLOT_SIZE):
+        self.a, self.b = unique(tag + "a"), unique(tag + "b")
+        pa, pb = free_port(), free_port()
+        self.d = [
+            Daemon(self.a, text=node_text(self.a, pa, [(self.b, "127.0.0.1",
+                                                         pb)],
+                                          notify=notify_cfg(notify[0],
+                                                            slot_size)),
+                   env=env[0]),
+            Daemon(self.b, text=node_text(self.b, pb, [(self.a, "127.0.0.1",
+                                                         pa)],
+                                          notify=notify_cfg(notify[1],
+                                                            slot_size)),
+                   env=env[1]),
+        ]
+        for d in self.d:
+            d.wait_running()
+        for x, y in ((self.a, self.b), (self.b, self.a)):
+            wait_until(f"{x} connected", lambda x=x, y=y: endpoint(x, y)[
+                "state"] == "connected")
+
+    def stop(self):
+        for d in self.d:
+            if d.proc.poll() is None:   # not one a test killed
+                assert d.stop() == 0, d.stderr()
+
+
+def test_native_delivery_in_order():
+    p = Pair("o")
+    try:
+        for i in range(10):
+            assert send(p.a, p.b, f"kv{i}", f"block {i} ready") == 0
+        got = poll_all(p.b, 10)
+        assert got == [(p.a, f"kv{i}", f"block {i} ready")
+                       for i in range(10)], got
+        assert counters(p.a)["notify_sent"] == 10
+        assert counters(p.b)["notify_received"] == 10
+        # Empty name, empty msg: the frame is just its two lengths.
+        assert send(p.a, p.b, "", "") == 0
+        assert poll_all(p.b, 1) == [(p.a, "", "")]
+    finally:
+        p.stop()
+
+
+def test_slow_receiver_gets_backpressure_not_rnr():
+    p = Pair("r")
+    try:
+        failures = endpoint(p.a, p.b)["to_failed"]   # start-up races count
+        results = [send(p.a, p.b, "n", str(i)) for i in range(SLOTS + 4)]
+        # Exactly the receiver's slots go out; then -EAGAIN, nothing lost.
+        assert results[:SLOTS] == [0] * SLOTS, results
+        assert results[SLOTS:] == [-errno.EAGAIN] * 4, results
+        got = poll_all(p.b, SLOTS)
+        poll(p.b)   # releases the slots: credits flow back
+        wait_until("credits back", lambda: send(p.a, p.b, "n", "again") == 0)
+        got += poll_all(p.b, 1)
+        assert [m for _, _, m in got] == [str(i) for i in range(SLOTS)] + \
+            ["again"], got
+        e = endpoint(p.a, p.b)
+        assert e["state"] == "connected" and e["to_failed"] == failures, e
+    finally:
+        p.stop()
+
+
+SMALL_SLOT = 256   # telemetry commands carry at most ~1000 bytes
+
+
+def test_fallback_allowed_and_strict():
+    big = "x" * (SMALL_SLOT - 8)   # name "y" makes it one byte too many
+    p = Pair("f", slot_size=SMALL_SLOT)
+    try:
+        r = send(p.a, p.b, "y", big)
+        assert r == 0, r
+        got = poll_all(p.b, 1)
+        # Telemetry strings stop at 127 characters: compare what shows.
+        assert got == [(p.a, "y", big[:len(got[0][2])])], got[0][:2]
+        assert counters(p.a)["notify_sent"] == 0, counters(p.a)  # TCP
+    finally:
+        p.stop()
+    strict = dict(os.environ, MC_RDMA_NOTIFY_OOB_FALLBACK="0")
+    p = Pair("s", env=(strict, None), slot_size=SMALL_SLOT)
+    try:
+        r = send(p.a, p.b, "y", big)
+        assert r == -errno.EMSGSIZE, r
+        assert send(p.a, p.b, "fits", "yes") == 0
+        assert poll_all(p.b, 1) == [(p.a, "fits", "yes")]
+    finally:
+        p.stop()
+
+
+def test_peer_without_native_channel():
+    # b has notifications off: a falls back to TCP, or refuses if strict.
+    p = Pair("w", notify=("", "enabled = false\n"))
+    try:
+        assert endpoint(p.a, p.b)["peer_caps"] == 2
+        assert send(p.a, p.b, "k", "over tcp") == 0
+        assert poll_all(p.b, 1) == [(p.a, "k", "over tcp")]
+        assert counters(p.a)["notify_sent"] == 0
+    finally:
+        p.stop()
+    strict = dict(os.environ, MC_RDMA_NOTIFY_OOB_FALLBACK="0")
+    p = Pair("x", notify=("", "enabled = false\n"), env=(strict, None))
+    try:
+        assert send(p.a, p.b, "k", "v") == -errno.ENOTSUP
+    finally:
+        p.stop()
+
+
+def test_native_off_by_environment():
+    off = dict(os.environ, MC_RDMA_NOTIFY_ENABLED="0")
+    p = Pair("e", env=(off, off))
+    try:
+        assert status(p.a)["qps"][0] == 2   # data QPs only
+        assert send(p.a, p.b, "k", "v") == 0
+        assert poll_all(p.b, 1) == [(p.a, "k", "v")]
+        assert counters(p.a)["notify_sent"] == 0
+    finally:
+        p.stop()
+
+
+def test_unknown_and_failed_peers():
+    p = Pair("u")
+    try:
+        assert send(p.a, "nobody", "k", "v") == -errno.ENOENT
+        p.d[1].kill()
+        wait_until("the peer declared dead", lambda: endpoint(p.a, p.b)[
+            "state"] != "connected")
+        # Fails fast with a clear error, and never queues for later.
+        assert send(p.a, p.b, "k", "v") == -errno.ENOTCONN
+    finally:
+        p.stop()
+
+
+def test_restarted_receiver_gets_only_new_notifications():
+    p = Pair("t")
+    try:
+        assert send(p.a, p.b, "before", "1") == 0
+        assert poll_all(p.b, 1) == [(p.a, "before", "1")]
+        gen = endpoint(p.a, p.b)["generation"]
+        text = open(os.path.join(os.path.dirname(p.d[1].stderr_path),
+                                 p.b + ".ini")).read()
+        p.d[1].kill()
+        p.d[1] = Daemon(p.b, text=text)
+        p.d[1].wait_running()
+        wait_until("reconnected", lambda: (lambda e: e["state"] ==
+                   "connected" and e["generation"] > gen)(endpoint(p.a, p.b)))
+        wait_until("sendable", lambda: send(p.a, p.b, "after", "2") == 0)
+        assert poll_all(p.b, 1) == [(p.a, "after", "2")]
+        assert counters(p.b)["notify_stale"] == 0
+    finally:
+        p.stop()
+
+
+SENDERS = 4
+EACH = 40
+
+
+def test_concurrent_senders_keep_order_and_lose_nothing():
+    p = Pair("c")
+    errors = []
+
+    def sender(k):
+        for i in range(EACH):
+            # Retry on backpressure: the receiver polls meanwhile.
+            while True:
+                r = send(p.a, p.b, f"s{k}", str(i))
+                if r == 0:
+                    break
+                if r != -errno.EAGAIN:
+                    errors.append(r)
+                    return
+
+    try:
+        threads = [threading.Thread(target=sender, args=(k,))
+                   for k in range(SENDERS)]
+        for t in threads:
+            t.start()
+        got = []
+        while any(t.is_alive() for t in threads) or \
+                len(got) < SENDERS * EACH:
+            got += poll(p.b)
+            if not any(t.is_alive() for t in threads) and \
+                    len(got) < SENDERS * EACH:
+                got += poll_all(p.b, SENDERS * EACH - len(got))
+        for t in threads:
+            t.join()
+        assert errors == [], errors
+        assert len(got) == SENDERS * EACH, len(got)
+        for k in range(SENDERS):
+            mine = [int(m) for _, n, m in got if n == f"s{k}"]
+            assert mine == list(range(EACH)), (k, mine)
+    finally:
+        p.stop()
+
+
+for t in [test_native_delivery_in_order,
+          test_slow_receiver_gets_backpressure_not_rnr,
+          test_fallback_allowed_and_strict,
+          test_peer_without_native_channel,
+          test_native_off_by_environment,
+          test_unknown_and_failed_peers,
+          test_restarted_receiver_gets_only_new_notifications,
+          test_concurrent_senders_keep_order_and_lose_nothing]:
+    if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
+        tap(t)
+finish()
