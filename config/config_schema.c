@@ -47,6 +47,8 @@ static const struct rn_config_key nic_keys[] = {
 	{ "data_qps", RN_CFG_UINT, NIC(data_qps), 1, 16, NULL, "2" },
 	{ "qp_timeout", RN_CFG_UINT, NIC(qp_timeout), 1, 31, NULL, "14" },
 	{ "qp_retry_cnt", RN_CFG_UINT, NIC(qp_retry_cnt), 0, 7, NULL, "7" },
+	{ "cq_size", RN_CFG_UINT, NIC(cq_size), 256, 262144, NULL, "8192" },
+	{ "cqs_per_lcore", RN_CFG_UINT, NIC(cqs_per_lcore), 1, 16, NULL, "4" },
 };
 
 #define NOTIFY(m) FIELD(struct rn_notify_config, m)

@@ -59,6 +59,8 @@ struct rn_nic_config {
 	uint32_t data_qps;      /* RDMA READ/WRITE QPs per endpoint */
 	uint32_t qp_timeout;    /* IB ACK timeout code: 4.096 us * 2^n */
 	uint32_t qp_retry_cnt;  /* transport retries before a QP fails */
+	uint32_t cq_size;       /* CQEs of each of a worker's CQs */
+	uint32_t cqs_per_lcore; /* how far a worker's CQs may grow */
 };
 
 struct rn_notify_config {

@@ -40,6 +40,9 @@ static const struct {
 	{ "notify_rejected", offsetof(struct rn_lcore_stats, notify_rejected) },
 	{ "notify_stale", offsetof(struct rn_lcore_stats, notify_stale) },
 	{ "credit_writes", offsetof(struct rn_lcore_stats, credit_writes) },
+	{ "cqs", offsetof(struct rn_lcore_stats, cqs) },
+	{ "cq_reserved", offsetof(struct rn_lcore_stats, cq_reserved) },
+	{ "no_cq_room", offsetof(struct rn_lcore_stats, no_cq_room) },
 };
 
 /* Add an array container under name; arrays of scalars are what 22.11 nests. */

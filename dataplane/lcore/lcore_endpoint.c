@@ -51,10 +51,51 @@ destroy_qps(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	ep->n_qps = 0;
 }
 
+/*
+ * The most CQEs a QP of these caps can have outstanding: one per send
+ * basic block (every WQE takes at least one) plus one per receive WQE.
+ */
+static uint32_t
+cqes_of(const struct rn_qp_caps *caps)
+{
+	uint32_t data = RTE_MAX(caps->max_send_sge * 16,
+				RTE_ALIGN_CEIL(4 + caps->max_inline, 16));
+	uint32_t bbs = (32 + data + 63) / 64;
+
+	return rte_align32pow2(caps->max_send_wr * bbs) +
+	       rte_align32pow2(RTE_MAX(caps->max_recv_wr, 1u));
+}
+
+/* A CQ with need CQEs unreserved, growing the set if none has; or -1. */
+static int
+pick_cq(struct rn_lcore *lc, uint32_t need)
+{
+	for (uint32_t c = 0; c < lc->n_cqs; c++)
+		if (lc->cqs[c].cq.cqe_cnt - lc->cqs[c].reserved >= need)
+			return (int)c;
+	if (need > lc->cq_size || rn_lcore_cq_grow(lc) != 0)
+		return -1;
+	return (int)lc->n_cqs - 1;
+}
+
+static void
+reserve_cq(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t cq,
+	   uint32_t cqes)
+{
+	ep->cq = cq;
+	ep->cq_reserved = cqes;
+	lc->cqs[cq].reserved += cqes;
+	rn_lcore_count(&lc->stats.cq_reserved, cqes);
+}
+
 static void
 free_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	destroy_qps(lc, ep);
+	/* Every CQE of its QPs has drained: the room is free again. */
+	lc->cqs[ep->cq].reserved -= ep->cq_reserved;
+	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)ep->cq_reserved);
+	ep->cq_reserved = 0;
 	/* Its slots are free again only now: every CQE of theirs is in. */
 	if (ep->bay >= 0)
 		rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
@@ -84,7 +125,8 @@ create_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t kind)
 	struct rn_qp_caps caps = qp_caps(req, kind);
 	struct rn_qp *qp = &ep->qps[ep->n_qps];
 	struct rn_ep_qp_info *info = &req->local.qps[ep->n_qps];
-	int rc = rn_nic_qp_create(lc->nic, &lc->cq, &lc->cq, &caps, qp);
+	struct rn_cq *cq = &lc->cqs[ep->cq].cq;
+	int rc = rn_nic_qp_create(lc->nic, cq, cq, &caps, qp);
 
 	if (rc != 0)
 		return rc;
@@ -127,22 +169,14 @@ post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep, struct rn_qp *qp)
 }
 
 /*
- * The native notification channel: a bay of buffers and the notify QP,
- * its receives posted before the QP leaves INIT. No bay free: no channel,
- * and the handshake tells the peer so.
+ * The native notification channel: the notify QP on the endpoint's bay of
+ * buffers, its receives posted before the QP leaves INIT.
  */
 static int
 open_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	uint32_t index = ep->n_qps;
-	int rc;
-
-	if (lc->notify.base == NULL ||
-	    (ep->bay = rn_notify_bay_take(&lc->notify)) < 0) {
-		ep->bay = -1;
-		return 0;
-	}
-	rc = create_qp(lc, ep, RN_EP_QP_NOTIFY);
+	int rc = create_qp(lc, ep, RN_EP_QP_NOTIFY);
 	if (rc == 0)
 		rc = post_receives(lc, ep, &ep->qps[index]);
 	if (rc == 0)
@@ -152,6 +186,46 @@ open_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 		ep->req->local.qps[index].credits = lc->notify.slots;
 	}
 	return rc;
+}
+
+/*
+ * Room for the endpoint: CQEs for its data QPs and, with a free bay and
+ * room for it too, for a notify QP. Without those it has no native channel
+ * (the handshake says so, the fallback rules apply); without room for the
+ * data QPs it cannot open. Endpoints already open are never touched.
+ */
+static int
+reserve(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	const struct rn_ep_request *req = ep->req;
+	struct rn_qp_caps data = qp_caps(req, RN_EP_QP_DATA);
+	struct rn_qp_caps notify = qp_caps(req, RN_EP_QP_NOTIFY);
+	uint32_t data_need = req->n_data_qps * cqes_of(&data);
+	uint32_t notify_need = cqes_of(&notify);
+	int cq = -1;
+
+	if (req->notify && lc->notify.base != NULL &&
+	    (ep->bay = rn_notify_bay_take(&lc->notify)) >= 0) {
+		cq = pick_cq(lc, data_need + notify_need);
+		if (cq < 0) {
+			rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
+			ep->bay = -1;
+			rn_lcore_count(&lc->stats.no_cq_room, 1);
+		}
+	} else {
+		ep->bay = -1;
+	}
+	if (cq >= 0) {
+		reserve_cq(lc, ep, (uint32_t)cq, data_need + notify_need);
+		return 0;
+	}
+	cq = pick_cq(lc, data_need);
+	if (cq < 0) {
+		rn_lcore_count(&lc->stats.no_cq_room, 1);
+		return -ENOSPC;
+	}
+	reserve_cq(lc, ep, (uint32_t)cq, data_need);
+	return 0;
 }
 
 static int
@@ -181,9 +255,11 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 				  RN_EP_PROBE_PARTS * RN_EP_PROBE_SIZE,
 				  RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_READ |
 				  RN_ACCESS_REMOTE_WRITE, &ep->probe_mr);
+	if (rc == 0)
+		rc = reserve(lc, ep);
 	for (uint32_t i = 0; rc == 0 && i < req->n_data_qps; i++)
 		rc = create_qp(lc, ep, RN_EP_QP_DATA);
-	if (rc == 0 && req->notify)
+	if (rc == 0 && ep->bay >= 0)
 		rc = open_notify(lc, ep);
 	if (rc == 0)
 		rc = lc->nic->ops->query_addr(lc->nic, &req->local.addr);

@@ -55,6 +55,8 @@ struct rn_lcore_ep {
 	struct rn_mr probe_mr;
 	struct ep_probe *probe;     /* see enum ep_probe_part */
 	int bay;                    /* notification buffers, or -1 */
+	uint32_t cq;                /* index into lc->cqs */
+	uint32_t cq_reserved;       /* CQEs it holds there */
 	struct ep_notify n;         /* the native notification channel */
 	struct rn_lcore *lc;
 	bool failed;                /* EP_FAILED sent: once per incarnation */
@@ -71,6 +73,13 @@ rn_lcore_count(uint64_t *counter, uint64_t n)
 {
 	__atomic_store_n(counter, *counter + n, __ATOMIC_RELAXED);
 }
+
+/*
+ * Add a CQ (owning lcore, or before launch). Returns 0, -ENOSPC past
+ * [nic] cqs_per_lcore, or the device's error. Growing adds a CQ rather
+ * than resizing one: ibv_resize_cq would move the ring under the poller.
+ */
+int rn_lcore_cq_grow(struct rn_lcore *lc);
 
 /* Post ev to the control thread; waits for room rather than drop it. */
 void rn_lcore_post_event_wait(struct rn_lcore *lc, struct rn_lcore_event ev);

@@ -79,16 +79,23 @@ static inline unsigned int
 poll_completions(struct rn_lcore *lc)
 {
 	struct rn_wc wc[RN_LCORE_BURST];
-	unsigned int n = rn_cq_poll(&lc->cq, wc, RN_LCORE_BURST);
+	unsigned int total = 0;
 
-	for (unsigned int i = 0; i < n; i++)
-		rn_lcore_ep_completion(lc, &wc[i]);
-	if (n != 0)
-		rn_lcore_count(&lc->stats.completions, n);
-	if (unlikely(lc->cq.stale != lc->stats.stale_cqes))
-		rn_lcore_count(&lc->stats.stale_cqes,
-			       lc->cq.stale - lc->stats.stale_cqes);
-	return n;
+	for (uint32_t c = 0; c < lc->n_cqs; c++) {
+		struct rn_cq *cq = &lc->cqs[c].cq;
+		unsigned int n = rn_cq_poll(cq, wc, RN_LCORE_BURST);
+
+		for (unsigned int i = 0; i < n; i++)
+			rn_lcore_ep_completion(lc, &wc[i]);
+		total += n;
+		if (unlikely(cq->stale != 0)) {
+			rn_lcore_count(&lc->stats.stale_cqes, cq->stale);
+			cq->stale = 0;
+		}
+	}
+	if (total != 0)
+		rn_lcore_count(&lc->stats.completions, total);
+	return total;
 }
 
 int

@@ -49,6 +49,30 @@ open_notify_region(struct rn_lcore *lc, const struct rn_notify_config *nc)
 			     strerror(-rc));
 }
 
+int
+rn_lcore_cq_grow(struct rn_lcore *lc)
+{
+	int rc;
+
+	if (lc->n_cqs >= lc->max_cqs)
+		return -ENOSPC;
+	rc = rn_nic_cq_create(lc->nic, lc->cq_size, lc->qps,
+			      &lc->cqs[lc->n_cqs].cq);
+	if (rc != 0)
+		return rc;
+	lc->cqs[lc->n_cqs].reserved = 0;
+	lc->n_cqs++;
+	rn_lcore_count(&lc->stats.cqs, 1);
+	return 0;
+}
+
+static void
+destroy_cqs(struct rn_lcore *lc)
+{
+	while (lc->n_cqs > 0)
+		rn_nic_cq_destroy(lc->nic, &lc->cqs[--lc->n_cqs].cq);
+}
+
 static struct rte_ring *
 notify_ring(const char *what, unsigned int lcore_id, size_t elem,
 	    unsigned int count, unsigned int flags)
@@ -143,9 +167,11 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 		snprintf(why, why_len, "epoll: %s", strerror(-rc));
 		goto close_nic;
 	}
+	lc->cq_size = cfg->nic.cq_size;
+	lc->max_cqs = cfg->nic.cqs_per_lcore;
 	rc = rn_qp_table_create(RN_LCORE_QP_TABLE_ORDER, &lc->qps);
 	if (rc == 0)
-		rc = rn_nic_cq_create(lc->nic, RN_LCORE_CQ_SIZE, lc->qps, &lc->cq);
+		rc = rn_lcore_cq_grow(lc);
 	if (rc != 0) {
 		snprintf(why, why_len, "completion queue: %s", strerror(-rc));
 		goto free_table;
@@ -163,7 +189,7 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 free_region:
 	free_notify_rings(lc);
 	rn_notify_region_destroy(lc->nic, &lc->notify);
-	rn_nic_cq_destroy(lc->nic, &lc->cq);
+	destroy_cqs(lc);
 free_table:
 	rn_qp_table_free(lc->qps);
 	lc->qps = NULL;
@@ -188,7 +214,7 @@ rn_lcore_fini(struct rn_lcore *lc)
 	rn_lcore_ep_free_all(lc);
 	free_notify_rings(lc);
 	rn_notify_region_destroy(lc->nic, &lc->notify);
-	rn_nic_cq_destroy(lc->nic, &lc->cq);
+	destroy_cqs(lc);
 	rn_qp_table_free(lc->qps);
 	rn_nic_close(lc->nic);
 	lc->nic = NULL;

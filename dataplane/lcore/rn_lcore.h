@@ -19,6 +19,7 @@
 #include "rn_notify_region.h"
 
 #define RN_LCORE_RING_SIZE 1024   /* commands in flight per lcore (exact) */
+#define RN_LCORE_MAX_CQS 16       /* [nic] cqs_per_lcore at most */
 #define RN_LCORE_MAX_SLOTS 1024   /* = RN_MAX_ENDPOINTS of the control plane */
 #define RN_LCORE_BURST 32         /* commands drained per iteration */
 
@@ -79,16 +80,31 @@ struct rn_lcore_stats {
 	uint64_t notify_rejected;/* frames whose lengths did not add up */
 	uint64_t notify_stale;  /* completions of another generation */
 	uint64_t credit_writes; /* credit-only RDMA WRITEs */
+	uint64_t cqs;           /* CQs in use */
+	uint64_t cq_reserved;   /* CQEs reserved by live endpoints, all CQs */
+	uint64_t no_cq_room;    /* endpoints or native channels refused */
 };
 _Static_assert(sizeof(struct rn_lcore_stats) % sizeof(uint64_t) == 0,
 	       "counters only");
+
+/*
+ * A CQ shared by endpoints of this lcore. Each endpoint reserves, before
+ * its QPs are made, every CQE they could have outstanding, so the CQ never
+ * overruns; the reservation returns when the endpoint's QPs are destroyed,
+ * after their completions drained.
+ */
+struct rn_lcore_cq {
+	struct rn_cq cq;
+	uint32_t reserved;
+};
 
 struct rn_lcore {
 	/* Hot: what the loop touches every iteration. */
 	struct rte_ring *cmd_ring;      /* control -> lcore, single producer */
 	struct rte_ring *event_ring;    /* lcores -> control, shared */
 	struct rn_nic *nic;             /* this lcore's device context */
-	struct rn_cq cq;                /* every endpoint QP completes here */
+	uint32_t n_cqs;                 /* CQs in use, grown on demand */
+	struct rn_lcore_cq cqs[RN_LCORE_MAX_CQS];
 	struct rn_qp_table *qps;
 	struct rn_lcore_ep *closing;    /* draining before destruction */
 	struct rn_lcore_ep *eps;        /* every endpoint open here */
@@ -115,9 +131,11 @@ struct rn_lcore {
 	int wake_fd;             /* eventfd: control -> sleeping lcore */
 	int control_wake_fd;     /* eventfd: lcore -> control, after an event */
 	uint64_t tsc_hz;
+	uint32_t cq_size;
+	uint32_t max_cqs;
 } __rte_cache_aligned;
 
-#define RN_LCORE_CQ_SIZE 8192     /* CQEs shared by the lcore's endpoints */
+
 #define RN_LCORE_QP_TABLE_ORDER 10
 
 /*

@@ -69,7 +69,7 @@ static const struct bad_case bad_cases[] = {
 	  "[notify], [control], [peer NAME], [telemetry]" },
 	{ "unknown key", "[nic]\nprovider = sim\ndevce = mlx5_0\n",
 	  "%s:3: [nic] unknown key 'devce'; allowed provider, device, port, "
-	  "gid_index, data_qps, qp_timeout, qp_retry_cnt" },
+	  "gid_index, data_qps, qp_timeout, qp_retry_cnt, cq_size, cqs_per_lcore" },
 	{ "duplicate key", "[nic]\nport = 1\n\nport = 2\n",
 	  "%s:4: [nic] duplicate key 'port' (first at line 2)" },
 	{ "duplicate section", "[nic]\nport = 1\n[notify]\n[nic]\n",

@@ -13,7 +13,9 @@ import threading
 
 from rntest import (Daemon, endpoint, finish, status, tap, telemetry, unique,
                     wait_until)
-from test_endpoints import free_port, node_text
+import rnproto
+from test_endpoints import (FAKE_PEER_DEAD_AFTER_MS, SLOW_QPS, free_port,
+                            node_text)
 
 SLOTS = 16
 SLOT_SIZE = 4096
@@ -245,6 +247,78 @@ def test_concurrent_senders_keep_order_and_lose_nothing():
         p.stop()
 
 
+def hub_text(name, cqs):
+    # One data QP (129 CQEs) and a notify QP of 16 slots (48 CQEs) per
+    # endpoint: a 1024-entry CQ holds five such endpoints (885), then one
+    # more without its notify QP (1014), then none.
+    return node_text(name, 0, [], nic=SLOW_QPS + "data_qps = 1\n"
+                     f"cq_size = 1024\ncqs_per_lcore = {cqs}\n",
+                     notify=notify_cfg("endpoints_per_lcore = 16\n"),
+                     dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000)
+
+
+def call(port, name):
+    """A fake peer calls the hub; returns (socket, the hub's capabilities)."""
+    s = rnproto.connect(port)
+    s.sendall(rnproto.hello(name, 5, 1, [(rnproto.QP_DATA, 0x700, 1)]))
+    try:
+        ftype, body = rnproto.read_frame_skipping_heartbeats(s)
+    except ConnectionError:
+        ftype = None   # the hub could not open the endpoint
+    if ftype != rnproto.ACCEPT:
+        s.close()
+        return None, None
+    s.sendall(rnproto.ready(1))
+    return s, rnproto.accept_fields(body)[3]
+
+
+def test_cq_capacity_growth_and_failure():
+    # Without growth: the sixth endpoint has no native channel, the next
+    # ones cannot open at all, and the ones already open never notice.
+    hub = unique("cq1")
+    d = Daemon(hub, text=hub_text(hub, 1))
+    held = []
+    try:
+        d.wait_running()
+        port = status(hub)["control_port"]
+        caps = []
+        for i in range(8):
+            s, c = call(port, f"f{i}")
+            held.append(s)
+            caps.append(c)
+        assert caps[:5] == [3] * 5, caps
+        assert caps[5] == 2, caps          # data QP only: TCP fallback
+        assert caps[6:] == [None] * 2, caps   # no room even for that
+        s = status(hub)
+        assert s["cqs"][0] == 1 and s["no_cq_room"][0] >= 3, s
+        for i in range(6):
+            assert endpoint(hub, f"f{i}")["state"] == "connected", i
+        # A closed endpoint's reservation comes back once it drained.
+        held[0].sendall(rnproto.close())
+        wait_until("room again", lambda: call(port, "g0")[1] == 3)
+    finally:
+        for x in held:
+            if x is not None:
+                x.close()
+        assert d.stop() == 0, d.stderr()
+    # With room to grow: a second CQ, and every endpoint native.
+    hub = unique("cq2")
+    d = Daemon(hub, text=hub_text(hub, 2))
+    held = []
+    try:
+        d.wait_running()
+        port = status(hub)["control_port"]
+        for i in range(8):
+            s, c = call(port, f"f{i}")
+            held.append(s)
+            assert c == 3, (i, c)
+        assert status(hub)["cqs"][0] == 2
+    finally:
+        for x in held:
+            x.close()
+        assert d.stop() == 0, d.stderr()
+
+
 for t in [test_native_delivery_in_order,
           test_slow_receiver_gets_backpressure_not_rnr,
           test_fallback_allowed_and_strict,
@@ -252,7 +326,8 @@ for t in [test_native_delivery_in_order,
           test_native_off_by_environment,
           test_unknown_and_failed_peers,
           test_restarted_receiver_gets_only_new_notifications,
-          test_concurrent_senders_keep_order_and_lose_nothing]:
+          test_concurrent_senders_keep_order_and_lose_nothing,
+          test_cq_capacity_growth_and_failure]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
 finish()
