@@ -116,6 +116,13 @@ rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
 	return req.result;
 }
 
+int
+rn_notify_inject_local_fault(struct rn_notify *nf, const char *peer)
+{
+	return rn_notify_send(nf, peer, "", 0, "", 0, 0,
+			      RN_NOTIFY_INJECT_LOCAL_FAULT);
+}
+
 static void
 release(const struct rn_notify_delivery *d)
 {

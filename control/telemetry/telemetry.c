@@ -265,6 +265,23 @@ handle_send(const char *cmd, const char *params, struct rte_tel_data *out)
 	return 0;
 }
 
+/* Tests, sim device only: a local fault on PEER's notify QP. */
+static int
+handle_sim_fault(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	int rc;
+
+	(void)cmd;
+	if (!running(daemon_seen))
+		return -EBUSY;
+	if (params == NULL)
+		return -EINVAL;
+	rc = rn_notify_inject_local_fault(daemon_seen->notify, params);
+	rte_tel_data_start_dict(out);
+	rte_tel_data_add_dict_int(out, "result", rc);
+	return 0;
+}
+
 /* Diagnostics: take delivered notifications, as an application would. */
 static int
 handle_poll(const char *cmd, const char *params, struct rte_tel_data *out)
@@ -316,6 +333,9 @@ rn_telemetry_register(const struct rn_daemon *d)
 		"error. Parameter: the peer's name") |
 	       rte_telemetry_register_cmd("/rnotify/send", handle_send,
 		"Diagnostics: send a notification. Parameters: PEER,NAME,MSG") |
+	       rte_telemetry_register_cmd("/rnotify/sim_fault", handle_sim_fault,
+		"Tests, sim device only: fail PEER's notify QP locally. "
+		"Parameter: the peer's name") |
 	       rte_telemetry_register_cmd("/rnotify/poll", handle_poll,
 		"Diagnostics: take delivered notifications (peer, name, msg). "
 		"No parameters");

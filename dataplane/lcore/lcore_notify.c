@@ -144,6 +144,26 @@ forward_tcp(struct rn_lcore *lc, struct rn_notify_request *req)
 	rn_lcore_post_event_wait(lc, ev);
 }
 
+/* A WQE whose lkey no region has: the NIC fails it locally. */
+static int
+inject_local_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	struct rn_sge sge = { (uintptr_t)ep->probe, 8, 0xbad00 };
+	struct rn_wr wr = {
+		.wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_CREDIT, 0),
+		.sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND,
+		.flags = RN_WR_SIGNALED,
+	};
+	int rc;
+
+	if (lc->nic->provider != RN_NIC_SIM || ep->n.qp == NULL)
+		return -ENOTSUP;
+	rc = rn_sq_post(&ep->n.qp->sq, &wr);
+	if (rc == 0)
+		rn_sq_ring_doorbell(&ep->n.qp->sq);
+	return rc;
+}
+
 static void
 send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 {
@@ -158,6 +178,10 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 		return;
 	}
 	n = &ep->n;
+	if (req->flags & RN_NOTIFY_INJECT_LOCAL_FAULT) {
+		rn_notify_answer(req, inject_local_fault(lc, ep));
+		return;
+	}
 	if (n->failed) {
 		rn_notify_answer(req, -EPIPE);   /* never falls back */
 		return;

@@ -23,6 +23,8 @@
 #define RN_NOTIFY_MAX_PAYLOAD 65528u    /* name + msg in a 64 KiB slot */
 #define RN_NOTIFY_RING_SIZE 4096
 #define RN_NOTIFY_POLL_MAX 64
+/* Internal request flag: make the notify QP fail locally (sim only). */
+#define RN_NOTIFY_INJECT_LOCAL_FAULT (1u << 31)
 
 /* One send, on the sending thread's stack while it waits for `done`. */
 struct rn_notify_request {
@@ -85,6 +87,13 @@ rn_notify_complete(struct rte_ring *completions, uint64_t cookie, int status)
 	 * the newest is (counted by the caller if it cares). */
 	rte_ring_mp_enqueue_elem(completions, &ev, sizeof(ev));
 }
+
+/*
+ * Tests: post a WQE with a bad lkey on the peer's notify QP, a local fault
+ * as the hardware would report it. Returns 0, -ENOTSUP off the sim device,
+ * or rn_notify_send()'s errors.
+ */
+int rn_notify_inject_local_fault(struct rn_notify *nf, const char *peer);
 
 int rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
 		     unsigned int n_workers, bool fallback,

@@ -247,6 +247,28 @@ def test_concurrent_senders_keep_order_and_lose_nothing():
         p.stop()
 
 
+def test_local_notify_fault_leaves_data_qps_working():
+    p = Pair("l")
+    try:
+        assert send(p.a, p.b, "k", "before") == 0
+        assert poll_all(p.b, 1) == [(p.a, "k", "before")]
+        e = endpoint(p.a, p.b)
+        assert telemetry(p.a, f"/rnotify/sim_fault,{p.b}")["result"] == 0
+        # The native channel is closed for good: -EPIPE, never TCP.
+        wait_until("the channel closed", lambda: send(p.a, p.b, "k", "x") ==
+                   -errno.EPIPE)
+        assert "failed locally" in p.d[0].stderr()
+        # The endpoint and its data QPs go on: more RDMA probes succeed.
+        wait_until("more probes", lambda: endpoint(p.a, p.b)["probes_ok"] >=
+                   e["probes_ok"] + 2)
+        after = endpoint(p.a, p.b)
+        assert after["state"] == "connected", after
+        assert after["generation"] == e["generation"], after
+        assert after["to_failed"] == e["to_failed"], after
+    finally:
+        p.stop()
+
+
 def hub_text(name, cqs):
     # One data QP (129 CQEs) and a notify QP of 16 slots (48 CQEs) per
     # endpoint: a 1024-entry CQ holds five such endpoints (885), then one
@@ -327,7 +349,8 @@ for t in [test_native_delivery_in_order,
           test_unknown_and_failed_peers,
           test_restarted_receiver_gets_only_new_notifications,
           test_concurrent_senders_keep_order_and_lose_nothing,
-          test_cq_capacity_growth_and_failure]:
+          test_cq_capacity_growth_and_failure,
+          test_local_notify_fault_leaves_data_qps_working]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
 finish()
