@@ -52,6 +52,11 @@ notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 					.ep_slot = (uint16_t)ep->slot };
 
 	d.frame = malloc(len);
+	/* Written before it is enqueued: the application may take it at once. */
+	if (d.frame != NULL)
+		rn_notify_frame_write(d.frame, f->notify.name,
+				      f->notify.name_len, f->notify.msg,
+				      f->notify.msg_len);
 	if (d.frame == NULL || pl->tcp_in == NULL ||
 	    rte_ring_sp_enqueue_elem(pl->tcp_in, &d, sizeof(d)) != 0) {
 		free(d.frame);
@@ -59,8 +64,5 @@ notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 		RN_PLANE_LOG(WARNING, "endpoint %s: notification over TCP "
 			     "dropped: the application is not polling (%lu so "
 			     "far)", ep->name, (unsigned long)pl->tcp_dropped);
-		return;
 	}
-	rn_notify_frame_write(d.frame, f->notify.name, f->notify.name_len,
-			      f->notify.msg, f->notify.msg_len);
 }

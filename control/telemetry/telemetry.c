@@ -7,6 +7,7 @@
  * lcores' counters (relaxed loads of single-writer fields).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <rte_common.h>
 #include <rte_telemetry.h>
 #include <stddef.h>
@@ -282,27 +283,35 @@ handle_sim_fault(const char *cmd, const char *params, struct rte_tel_data *out)
 	return 0;
 }
 
+static pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Diagnostics: take delivered notifications, as an application would. */
 static int
 handle_poll(const char *cmd, const char *params, struct rte_tel_data *out)
 {
 	static const char *const keys[] = { "peer", "name", "msg" };
 	struct rn_notification got[RN_NOTIFY_POLL_MAX];
-	struct rte_tel_data *arrays[3];
+	struct rte_tel_data *arrays[3] = { NULL, NULL, NULL };
 	unsigned int n;
 
 	(void)cmd;
 	(void)params;
 	if (!running(daemon_seen))
 		return -EBUSY;
-	n = rn_notify_poll(daemon_seen->notify, got, RN_NOTIFY_POLL_MAX);
-	rte_tel_data_start_dict(out);
+	/* Allocated before polling, so that no failure loses a delivery. */
 	for (int k = 0; k < 3; k++) {
 		arrays[k] = rte_tel_data_alloc();
-		if (arrays[k] == NULL)
+		if (arrays[k] == NULL) {
+			for (int j = 0; j < k; j++)
+				rte_tel_data_free(arrays[j]);
 			return -ENOMEM;
+		}
 		rte_tel_data_start_array(arrays[k], RTE_TEL_STRING_VAL);
 	}
+	/* Each client is its own thread, and one thread at a time may poll
+	 * and read what the poll handed out. */
+	pthread_mutex_lock(&poll_lock);
+	n = rn_notify_poll(daemon_seen->notify, got, RN_NOTIFY_POLL_MAX);
 	for (unsigned int i = 0; i < n; i++) {
 		char text[RTE_TEL_MAX_STRING_LEN];
 
@@ -314,6 +323,10 @@ handle_poll(const char *cmd, const char *params, struct rte_tel_data *out)
 			 got[i].msg);
 		rte_tel_data_add_array_string(arrays[2], text);
 	}
+	/* Copied out: the slots go back now, not at the next poll. */
+	rn_notify_poll(daemon_seen->notify, NULL, 0);
+	pthread_mutex_unlock(&poll_lock);
+	rte_tel_data_start_dict(out);
 	for (int k = 0; k < 3; k++)
 		rte_tel_data_add_dict_container(out, keys[k], arrays[k], 0);
 	return 0;
