@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The main job: build, start rnotifyd on the default configuration with the
-# software NIC, show its status through DPDK telemetry, stop it cleanly.
+# software NIC, show its status through DPDK telemetry, stop it cleanly;
+# then run the notification benchmark (two processes, native vs TCP) and
+# print its table.
 # Usage: scripts/run.sh [CONFIG]     (default config/examples/rnotifyd.ini)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,5 +31,11 @@ query | python3 -m json.tool
 echo "== stopping (SIGTERM)"
 kill -TERM $pid
 trap - EXIT
-wait $pid
-echo "== rnotifyd exited with status $?"
+rc=0
+wait $pid || rc=$?
+echo "== rnotifyd exited with status $rc"
+[[ $rc -eq 0 ]] || exit $rc
+
+echo "== notification benchmark (scripts/bench-notify.sh --messages 5000 --round-trips 500)"
+RNOTIFY_BENCH=build/control/bench/rnotify-bench \
+  scripts/bench-notify.sh --messages 5000 --round-trips 500

@@ -21,15 +21,16 @@ meson compile -C build
 meson test -C build --print-errorlogs
 
 # Second build: clang with AddressSanitizer + UndefinedBehaviorSanitizer and
-# the libFuzzer targets. The sanitizers see the unit tests; the process tests
-# exercise EAL, whose hugepage mappings ASan's shadow memory does not cover.
+# the libFuzzer targets. The sanitizers see the unit tests and the
+# notification bench (two whole processes, native and TCP); the other
+# process tests run in the normal build only (they take minutes).
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 [[ -f build-asan/build.ninja ]] ||
   CC=clang meson setup build-asan -Dfuzz=true -Db_lundef=false \
     -Db_sanitize=address,undefined >/dev/null
 meson compile -C build-asan
-meson test -C build-asan --print-errorlogs --suite unit
+meson test -C build-asan --print-errorlogs --suite unit --suite sanitized
 
 # Fuzz the control protocol decoder for a bounded time from a corpus of
 # valid frames; a crash or sanitizer report fails the run.

@@ -13,6 +13,7 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -61,6 +62,34 @@ set_state(struct rn_daemon *d, enum rn_daemon_state state)
 	__atomic_store_n(&d->state, state, __ATOMIC_RELEASE);
 }
 
+bool
+rn_daemon_stopping(const struct rn_daemon *d)
+{
+	return __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == RN_DAEMON_STOPPING;
+}
+
+static void *
+app_main(void *arg)
+{
+	struct rn_daemon *d = arg;
+
+	d->app(d, d->app_arg);
+	return NULL;
+}
+
+static void
+start_app(struct rn_daemon *d)
+{
+	if (d->app == NULL)
+		return;
+	if (pthread_create(&d->app_thread, NULL, app_main, d) != 0) {
+		RN_DAEMON_LOG(ERR, "application thread: %s", strerror(errno));
+		kill(getpid(), SIGTERM);
+		return;
+	}
+	d->app_started = true;
+}
+
 static void
 handle_event(struct rn_daemon *d, const struct rn_lcore_event *ev)
 {
@@ -71,6 +100,7 @@ handle_event(struct rn_daemon *d, const struct rn_lcore_event *ev)
 			RN_DAEMON_LOG(NOTICE, "running: %u worker lcore(s), "
 				      "control on lcore %u", d->n_workers,
 				      rte_get_main_lcore());
+			start_app(d);
 		}
 		break;
 	default:
@@ -128,14 +158,21 @@ close_endpoints(struct rn_daemon *d)
 {
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t deadline = rte_get_tsc_cycles() + hz * RN_DAEMON_DRAIN_S;
+	unsigned int dropped = 0;
 
 	if (rn_plane_shutdown(d->plane) == 0)
 		return;
 	while (rn_plane_requests_out(d->plane) != 0 &&
 	       rte_get_tsc_cycles() < deadline) {
+		/* Nobody polls any more: slots held by deliveries would keep
+		 * their endpoints open. */
+		dropped += rn_notify_discard(d->notify);
 		drain_events(d);
 		usleep(1000);
 	}
+	if (dropped != 0)
+		RN_DAEMON_LOG(WARNING, "%u notification(s) delivered but never "
+			      "polled were dropped at shutdown", dropped);
 	if (rn_plane_requests_out(d->plane) != 0)
 		RN_DAEMON_LOG(WARNING, "%u endpoint(s) did not drain in %d s",
 			      rn_plane_requests_out(d->plane), RN_DAEMON_DRAIN_S);
@@ -297,6 +334,8 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		RN_DAEMON_LOG(NOTICE, "SIG%s received: stopping",
 			      sigabbrev_np(sig));
 	set_state(d, RN_DAEMON_STOPPING);
+	if (d->app_started)
+		pthread_join(d->app_thread, NULL);
 	close_endpoints(d);
 stop_workers:
 	stop_workers(d);

@@ -9,6 +9,7 @@
  */
 
 #include <limits.h>
+#include <pthread.h>
 #include <rte_config.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,6 +46,13 @@ struct rn_daemon {
 	struct rn_control *ctl;
 	struct rn_plane *plane;
 	struct rn_notify *notify;
+	/* An application embedded in the process (rnotify-bench): started on
+	 * its own thread once RUNNING, joined at shutdown. It ends the daemon
+	 * by raising SIGTERM, and must return once rn_daemon_stopping(). */
+	void (*app)(struct rn_daemon *d, void *arg);
+	void *app_arg;
+	pthread_t app_thread;
+	bool app_started;
 	struct rn_lcore *worker_ptrs[RTE_MAX_LCORE];
 };
 
@@ -59,6 +67,9 @@ extern struct rn_lcore rn_workers[RTE_MAX_LCORE];
 int rn_daemon_run(struct rn_daemon *d, const char *prog);
 
 const char *rn_daemon_state_name(enum rn_daemon_state state);
+
+/* From any thread: the daemon is shutting down. */
+bool rn_daemon_stopping(const struct rn_daemon *d);
 
 /* Seconds since start-up, from any thread. */
 double rn_daemon_uptime(const struct rn_daemon *d);

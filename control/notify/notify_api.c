@@ -180,6 +180,29 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 }
 
 unsigned int
+rn_notify_discard(struct rn_notify *nf)
+{
+	struct rn_notify_delivery d;
+	unsigned int dropped = 0;
+
+	pthread_mutex_lock(&nf->poll_lock);
+	for (unsigned int i = 0; i < nf->n_held; i++)
+		release(&nf->held[i]);
+	nf->n_held = 0;
+	for (unsigned int w = 0; w <= nf->n_workers; w++) {
+		struct rte_ring *ring = w < nf->n_workers ?
+			nf->workers[w]->notify_deliveries : nf->tcp_deliveries;
+
+		while (rte_ring_sc_dequeue_elem(ring, &d, sizeof(d)) == 0) {
+			release(&d);
+			dropped++;
+		}
+	}
+	pthread_mutex_unlock(&nf->poll_lock);
+	return dropped;
+}
+
+unsigned int
 rn_notify_completions(struct rn_notify *nf, struct rn_notify_completion *out,
 		      unsigned int max)
 {

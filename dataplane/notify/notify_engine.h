@@ -100,4 +100,11 @@ int rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
 		     struct rn_notify **out);
 void rn_notify_free(struct rn_notify *nf);
 
+/*
+ * At shutdown, once no application polls: give back every slot the last
+ * poll handed out and drop what was delivered but never polled, so that the
+ * endpoints can close. Returns how many were dropped.
+ */
+unsigned int rn_notify_discard(struct rn_notify *nf);
+
 #endif /* RN_NOTIFY_ENGINE_H */

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rnotify-bench: notifications between two rnotify processes, measured from
+ * an application thread inside each (the daemon's own process, EAL, lcores
+ * and control plane; the app talks to it through rn_notify.h).
+ *
+ *   rnotify-bench -c FILE --peer NAME --respond
+ *   rnotify-bench -c FILE --peer NAME [--sizes 16,256,4096,65528]
+ *                 [--messages N] [--round-trips N] [--label TEXT]
+ *
+ * The initiator prints, per size (name + msg bytes): one-way message rate
+ * (N notifications sent back to back, until the responder confirms it got
+ * them all) and ping-pong round-trip latency p50 and p99 (the responder
+ * echoes each). Wall-clock figures: compare them in one run, on one machine.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "notify_engine.h"
+#include "rn_daemon.h"
+
+#define MAX_SIZES 8
+#define WARM_UP 100
+
+struct bench {
+	const char *peer;
+	bool respond;
+	unsigned int n_sizes;
+	uint32_t sizes[MAX_SIZES];
+	unsigned int messages;
+	unsigned int round_trips;
+	const char *label;
+	uint8_t *payload;
+	int result;
+};
+
+static struct rn_daemon daemon_state;
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Send, retrying while the peer has no credit (or is connecting). */
+static int
+send_all(struct rn_daemon *d, struct bench *b, const char *name,
+	 const void *msg, uint32_t msg_len)
+{
+	for (;;) {
+		int rc = rn_notify_send(d->notify, b->peer, name,
+					(uint32_t)strlen(name), msg, msg_len, 0, 0);
+
+		if (rc != -EAGAIN)
+			return rc;
+		if (rn_daemon_stopping(d))
+			return -ECANCELED;
+		usleep(20);   /* see wait_for() */
+	}
+}
+
+/* Wait for a notification named name; returns its msg length, or -1. */
+static int64_t
+wait_for(struct rn_daemon *d, const char *name, char *msg_out, size_t cap)
+{
+	struct rn_notification got[RN_NOTIFY_POLL_MAX];
+
+	while (!rn_daemon_stopping(d)) {
+		unsigned int n = rn_notify_poll(d->notify, got, RN_NOTIFY_POLL_MAX);
+
+		for (unsigned int i = 0; i < n; i++) {
+			if (got[i].name_len != strlen(name) ||
+			    memcmp(got[i].name, name, got[i].name_len) != 0)
+				continue;
+			if (msg_out != NULL) {
+				size_t len = RTE_MIN((size_t)got[i].msg_len, cap - 1);
+
+				memcpy(msg_out, got[i].msg, len);
+				msg_out[len] = '\0';
+			}
+			return got[i].msg_len;
+		}
+		/* Sleep, not spin: this thread shares the main lcore's CPU
+		 * with the control thread, which the answer may need. */
+		if (n == 0)
+			usleep(20);
+	}
+	return -1;
+}
+
+static int
+compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sizes count name + msg; the name here is 4 bytes. */
+static int
+measure(struct rn_daemon *d, struct bench *b, uint32_t size)
+{
+	uint32_t msg_len = size > 4 ? size - 4 : 0;
+	uint64_t *rtt = calloc(b->round_trips, sizeof(*rtt));
+	char reply[64] = "";
+	uint64_t t0, elapsed;
+	int rc = 0;
+
+	if (rtt == NULL)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < WARM_UP + b->round_trips && rc == 0; i++) {
+		t0 = now_ns();
+		rc = send_all(d, b, "ping", b->payload, msg_len);
+		if (rc == 0 && wait_for(d, "pong", NULL, 0) != msg_len)
+			rc = -EPROTO;   /* the echo must come back whole */
+		if (i >= WARM_UP)
+			rtt[i - WARM_UP] = now_ns() - t0;
+	}
+	t0 = now_ns();
+	for (unsigned int i = 0; i < b->messages && rc == 0; i++)
+		rc = send_all(d, b, "bulk", b->payload, msg_len);
+	if (rc == 0)
+		rc = send_all(d, b, "done", "", 0);
+	if (rc == 0 && wait_for(d, "seen", reply, sizeof(reply)) < 0)
+		rc = -ECANCELED;
+	elapsed = now_ns() - t0;
+	if (rc == 0) {
+		qsort(rtt, b->round_trips, sizeof(*rtt), compare_u64);
+		printf("| %s | %u | %.0f | %.1f | %.1f | %s |\n", b->label, size,
+		       b->messages / (elapsed / 1e9),
+		       rtt[b->round_trips / 2] / 1e3,
+		       rtt[b->round_trips * 99 / 100] / 1e3, reply);
+		fflush(stdout);
+		if (strtoul(reply, NULL, 10) != b->messages)
+			rc = -EPROTO;   /* lost or corrupted: shown, then failed */
+	}
+	free(rtt);
+	return rc;
+}
+
+/* The peer may still be starting: retry a first notification for 10 s. */
+static int
+reach_peer(struct rn_daemon *d, struct bench *b)
+{
+	uint64_t deadline = now_ns() + 10ull * 1000000000ull;
+	int rc;
+
+	do {
+		rc = send_all(d, b, "hi", "", 0);
+		if (rc != -ENOTCONN)
+			return rc;
+		usleep(10000);
+	} while (now_ns() < deadline);
+	return rc;
+}
+
+static void
+initiate(struct rn_daemon *d, struct bench *b)
+{
+	int rc = reach_peer(d, b);
+
+	printf("| mode | bytes | msgs/s | RTT p50 (us) | RTT p99 (us) | received |\n"
+	       "| --- | ---: | ---: | ---: | ---: | ---: |\n");
+	for (unsigned int i = 0; i < b->n_sizes && rc == 0; i++)
+		rc = measure(d, b, b->sizes[i]);
+	if (rc == 0)
+		rc = send_all(d, b, "quit", "", 0);
+	if (rc != 0)
+		fprintf(stderr, "rnotify-bench: %s\n", strerror(-rc));
+	b->result = rc == 0 ? 0 : 1;
+}
+
+static void
+respond(struct rn_daemon *d, struct bench *b)
+{
+	struct rn_notification got[RN_NOTIFY_POLL_MAX];
+	unsigned long bulk = 0;
+	char count[32];
+	bool quit = false;
+
+	while (!quit && !rn_daemon_stopping(d)) {
+		unsigned int n = rn_notify_poll(d->notify, got, RN_NOTIFY_POLL_MAX);
+
+		for (unsigned int i = 0; i < n && !quit; i++) {
+			const char *name = (const char *)got[i].name;
+
+			if (got[i].name_len == 4 && memcmp(name, "ping", 4) == 0) {
+				send_all(d, b, "pong", got[i].msg, got[i].msg_len);
+			} else if (got[i].name_len == 4 &&
+				   memcmp(name, "bulk", 4) == 0) {
+				/* Only intact payloads count as received. */
+				if (got[i].msg_len <= RN_NOTIFY_MAX_PAYLOAD &&
+				    memcmp(got[i].msg, b->payload,
+					   got[i].msg_len) == 0)
+					bulk++;
+			} else if (got[i].name_len == 4 &&
+				   memcmp(name, "done", 4) == 0) {
+				snprintf(count, sizeof(count), "%lu", bulk);
+				send_all(d, b, "seen", count, (uint32_t)strlen(count));
+				bulk = 0;
+			} else if (got[i].name_len == 4 &&
+				   memcmp(name, "quit", 4) == 0) {
+				quit = true;
+			}
+		}
+		if (n == 0)
+			usleep(20);   /* see wait_for() */
+	}
+	b->result = 0;
+}
+
+static void
+run(struct rn_daemon *d, void *arg)
+{
+	struct bench *b = arg;
+
+	if (b->respond)
+		respond(d, b);
+	else
+		initiate(d, b);
+	/* Let the last notification leave before the daemon closes. */
+	usleep(100000);
+	kill(getpid(), SIGTERM);
+}
+
+static int
+parse_sizes(const char *text, struct bench *b)
+{
+	char *copy = strdup(text), *save = NULL;
+
+	if (copy == NULL)
+		return -ENOMEM;
+	b->n_sizes = 0;
+	for (char *s = strtok_r(copy, ",", &save); s != NULL;
+	     s = strtok_r(NULL, ",", &save)) {
+		long v = strtol(s, NULL, 10);
+
+		if (b->n_sizes == MAX_SIZES || v < 8 || v > RN_NOTIFY_MAX_PAYLOAD) {
+			free(copy);
+			return -EINVAL;
+		}
+		b->sizes[b->n_sizes++] = (uint32_t)v;
+	}
+	free(copy);
+	return b->n_sizes > 0 ? 0 : -EINVAL;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "peer", required_argument, NULL, 'p' },
+		{ "respond", no_argument, NULL, 'r' },
+		{ "sizes", required_argument, NULL, 's' },
+		{ "messages", required_argument, NULL, 'm' },
+		{ "round-trips", required_argument, NULL, 't' },
+		{ "label", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct bench b = { .messages = 20000, .round_trips = 2000,
+				  .label = "native", .n_sizes = 4,
+				  .sizes = { 16, 256, 4096, 65528 } };
+	struct rn_config_error err;
+	const char *path = NULL;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, "c:", options, NULL)) != -1) {
+		switch (opt) {
+		case 'c': path = optarg; break;
+		case 'p': b.peer = optarg; break;
+		case 'r': b.respond = true; break;
+		case 'm': b.messages = (unsigned int)atoi(optarg); break;
+		case 't': b.round_trips = (unsigned int)atoi(optarg); break;
+		case 'l': b.label = optarg; break;
+		case 's':
+			if (parse_sizes(optarg, &b) != 0) {
+				fprintf(stderr, "rnotify-bench: --sizes %s: allowed "
+					"a comma list of 8..%u\n", optarg,
+					RN_NOTIFY_MAX_PAYLOAD);
+				return 2;
+			}
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (path == NULL || b.peer == NULL || b.messages == 0 ||
+	    b.round_trips == 0) {
+		fprintf(stderr, "usage: rnotify-bench -c FILE --peer NAME "
+			"[--respond] [--sizes LIST] [--messages N] "
+			"[--round-trips N] [--label TEXT]\n");
+		return 2;
+	}
+	if (rn_config_load(path, &daemon_state.cfg, &err) != 0) {
+		fprintf(stderr, "rnotify-bench: %s\n", err.text);
+		return 2;
+	}
+	b.payload = malloc(RN_NOTIFY_MAX_PAYLOAD);
+	if (b.payload == NULL)
+		return 1;
+	/* Binary, zeros included: nothing may treat it as a string. */
+	for (uint32_t i = 0; i < RN_NOTIFY_MAX_PAYLOAD; i++)
+		b.payload[i] = (uint8_t)(i * 31u);
+	snprintf(daemon_state.config_path, sizeof(daemon_state.config_path),
+		 "%s", path);
+	daemon_state.app = run;
+	daemon_state.app_arg = &b;
+	b.result = 1;
+	rc = rn_daemon_run(&daemon_state, argv[0]);
+	free(b.payload);
+	return rc != 0 ? rc : b.result;
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Notification rate and round-trip latency between two rnotify processes on
+# this host (loopback, the software device), native and then with the TCP
+# fallback only (MC_RDMA_NOTIFY_ENABLED=0), in one run so the two compare.
+# Wall-clock figures: on a 2-core machine both processes' worker lcores
+# share a CPU, so they measure the scheduler more than rnotify. On two
+# ConnectX hosts, run build/control/bench/rnotify-bench there instead
+# (docs/performance.md says how).
+# The bench fails when a notification is lost or arrives altered.
+# Usage: scripts/bench-notify.sh [--messages N] [--round-trips N] [--sizes LIST]
+#   RNOTIFY_BENCH=PATH   use that rnotify-bench, built already (the tests do)
+#   RN_BENCH_PORT=N      control ports N and N+1 (default 19601)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bench=${RNOTIFY_BENCH:-}
+if [[ -z "$bench" ]]; then
+  [[ -f build/build.ninja ]] || meson setup build >/dev/null
+  meson compile -C build >/dev/null
+  bench=build/control/bench/rnotify-bench
+fi
+work=$(mktemp -d)
+responder=
+cleanup() {
+  [[ -n "$responder" ]] && kill "$responder" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+port_a=${RN_BENCH_PORT:-19601}
+port_b=$((port_a + 1))
+config() {   # name, own port, peer name, peer port
+  cat >"$work/$1.ini" <<INI
+[dataplane]
+name = $1
+lcores = 0-1
+memory_mb = 128
+idle = adaptive
+
+[nic]
+provider = sim
+
+[control]
+listen = 127.0.0.1
+port = $2
+connect_timeout_ms = 10000
+
+[notify]
+slots = 32
+slot_size = 65536
+endpoints_per_lcore = 1
+
+[peer $3]
+address = 127.0.0.1
+port = $4
+connect = eager
+INI
+}
+config bench-a "$port_a" bench-b "$port_b"
+config bench-b "$port_b" bench-a "$port_a"
+
+run_pair() {   # label, value of MC_RDMA_NOTIFY_ENABLED, bench options...
+  local label=$1 enabled=$2
+  shift 2
+  MC_RDMA_NOTIFY_ENABLED=$enabled "$bench" -c "$work/bench-b.ini" \
+    --peer bench-a --respond 2>"$work/respond-$label.log" &
+  responder=$!
+  if ! MC_RDMA_NOTIFY_ENABLED=$enabled "$bench" -c "$work/bench-a.ini" \
+      --peer bench-b --label "$label" "$@" >"$work/$label.md" \
+      2>"$work/initiate-$label.log"; then
+    echo "bench: the $label run failed; its logs:" >&2
+    tail -n 20 "$work/initiate-$label.log" "$work/respond-$label.log" >&2
+    exit 1
+  fi
+  wait "$responder"
+  responder=
+}
+
+run_pair native 1 "$@"
+run_pair tcp 0 "$@"
+cat "$work/native.md"
+tail -n +3 "$work/tcp.md"
