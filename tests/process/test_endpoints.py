@@ -35,7 +35,8 @@ NOTIFY = "slots = 16\nslot_size = 4096\n"
 
 
 def node_text(name, port, peers, listen="127.0.0.1", nic="",
-              dead_after=DEAD_AFTER_MS, notify=NOTIFY, connect_timeout=1000):
+              dead_after=DEAD_AFTER_MS, notify=NOTIFY, connect_timeout=1000,
+              connect="eager"):
     """peers: list of (name, address, port)."""
     text = (f"[dataplane]\nname = {name}\nmemory_mb = 32\nidle = adaptive\n"
             f"[nic]\n{nic}\n[notify]\n{notify}\n"
@@ -45,7 +46,7 @@ def node_text(name, port, peers, listen="127.0.0.1", nic="",
             f"reconnect_min_ms = 20\nreconnect_max_ms = 200\n")
     for peer, address, peer_port in peers:
         text += (f"[peer {peer}]\naddress = {address}\nport = {peer_port}\n"
-                 f"connect = eager\n")
+                 f"connect = {connect}\n")
     return text
 
 

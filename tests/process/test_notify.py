@@ -52,23 +52,27 @@ def counters(node):
 
 class Pair:
     def __init__(self, tag, notify=("", ""), env=(None, None),
-                 slot_size=SLOT_SIZE):
+                 slot_size=SLOT_SIZE, connect="eager"):
         self.a, self.b = unique(tag + "a"), unique(tag + "b")
         pa, pb = free_port(), free_port()
         self.d = [
             Daemon(self.a, text=node_text(self.a, pa, [(self.b, "127.0.0.1",
                                                          pb)],
                                           notify=notify_cfg(notify[0],
-                                                            slot_size)),
+                                                            slot_size),
+                                          connect=connect),
                    env=env[0]),
             Daemon(self.b, text=node_text(self.b, pb, [(self.a, "127.0.0.1",
                                                          pa)],
                                           notify=notify_cfg(notify[1],
-                                                            slot_size)),
+                                                            slot_size),
+                                          connect=connect),
                    env=env[1]),
         ]
         for d in self.d:
             d.wait_running()
+        if connect != "eager":
+            return
         for x, y in ((self.a, self.b), (self.b, self.a)):
             wait_until(f"{x} connected", lambda x=x, y=y: endpoint(x, y)[
                 "state"] == "connected")
@@ -92,6 +96,39 @@ def test_native_delivery_in_order():
         # Empty name, empty msg: the frame is just its two lengths.
         assert send(p.a, p.b, "", "") == 0
         assert poll_all(p.b, 1) == [(p.a, "", "")]
+    finally:
+        p.stop()
+
+
+def test_simultaneous_first_send_both_ways():
+    # on_demand on both sides: the two first sends make both call at once,
+    # and the crossing handshakes must end in one endpoint that carries
+    # both notifications, natively, once each.
+    p = Pair("x", connect="on_demand")
+    try:
+        assert endpoint(p.a, p.b)["state"] == "idle"
+        results = {}
+
+        def first_send(src, dst):
+            def sent():
+                results[src] = send(src, dst, "first", f"from {src}")
+                return results[src] != -errno.EAGAIN
+            wait_until(f"{src} first send", sent, every=0.01)
+
+        threads = [threading.Thread(target=first_send, args=(x, y))
+                   for x, y in ((p.a, p.b), (p.b, p.a))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results == {p.a: 0, p.b: 0}, results
+        assert poll_all(p.b, 1) == [(p.a, "first", f"from {p.a}")]
+        assert poll_all(p.a, 1) == [(p.b, "first", f"from {p.b}")]
+        for x, y in ((p.a, p.b), (p.b, p.a)):
+            assert endpoint(x, y)["state"] == "connected"
+            assert counters(x)["notify_sent"] == 1
+            assert counters(x)["notify_received"] == 1
+        assert poll(p.a) == [] and poll(p.b) == []
     finally:
         p.stop()
 
@@ -342,6 +379,7 @@ def test_cq_capacity_growth_and_failure():
 
 
 for t in [test_native_delivery_in_order,
+          test_simultaneous_first_send_both_ways,
           test_slow_receiver_gets_backpressure_not_rnr,
           test_fallback_allowed_and_strict,
           test_peer_without_native_channel,
