@@ -145,7 +145,13 @@ def test_native_channel_only_where_buffers_allow():
         # The hub had one bay: exactly one of its endpoints got it.
         caps = sorted(endpoint(p, hub)["peer_caps"] for p in (full, off))
         assert caps == [2, 3] or caps == [2, 2], caps
-        assert lcore_counters(hub) == (2 * 2 + 1, 2), lcore_counters(hub)
+        # 2 data QPs per endpoint, and the notify QP of the one bay unless
+        # no endpoint holds it: after crossing calls, the bay can still be
+        # draining with the losing call's QPs when the winner opens its own.
+        # It may also sit, unused, on the endpoint to `off`.
+        qps = (2 * 2 + 1,) if caps == [2, 3] else (2 * 2, 2 * 2 + 1)
+        assert lcore_counters(hub) in [(n, 2) for n in qps], \
+            (caps, lcore_counters(hub))
         assert lcore_counters(off) == (2, 1), lcore_counters(off)
     finally:
         for x in d.values():
