@@ -13,51 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bench=${RNOTIFY_BENCH:-}
-if [[ -z "$bench" ]]; then
-  [[ -f build/build.ninja ]] || meson setup build >/dev/null
-  meson compile -C build >/dev/null
-  bench=build/control/bench/rnotify-bench
-fi
-work=$(mktemp -d)
-responder=
-cleanup() {
-  [[ -n "$responder" ]] && kill "$responder" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-port_a=${RN_BENCH_PORT:-19601}
-port_b=$((port_a + 1))
-config() {   # name, own port, peer name, peer port
-  cat >"$work/$1.ini" <<INI
-[dataplane]
-name = $1
-lcores = 0-1
-memory_mb = 128
-idle = adaptive
-
-[nic]
-provider = sim
-
-[control]
-listen = 127.0.0.1
-port = $2
-connect_timeout_ms = 10000
-
-[notify]
-slots = 32
-slot_size = 65536
-endpoints_per_lcore = 1
-
-[peer $3]
-address = 127.0.0.1
-port = $4
-connect = eager
-INI
-}
-config bench-a "$port_a" bench-b "$port_b"
-config bench-b "$port_b" bench-a "$port_a"
+source scripts/bench-pair.sh
+pair_configs bench-a bench-b "${RN_BENCH_PORT:-19601}" "connect_timeout_ms = 10000"
 
 run_pair() {   # label, value of MC_RDMA_NOTIFY_ENABLED, bench options...
   local label=$1 enabled=$2

@@ -148,11 +148,15 @@ measure(struct rn_daemon *d, struct bench *b, uint32_t size)
 	return rc;
 }
 
-/* The peer may still be starting: retry a first notification for 10 s. */
+/*
+ * The peer may still be starting (under valgrind, for many seconds), and a
+ * handshake that stalls is retried after [control] connect_timeout_ms:
+ * retry a first notification for 60 s.
+ */
 static int
 reach_peer(struct rn_daemon *d, struct bench *b)
 {
-	uint64_t deadline = now_ns() + 10ull * 1000000000ull;
+	uint64_t deadline = now_ns() + 60ull * 1000000000ull;
 	int rc;
 
 	do {

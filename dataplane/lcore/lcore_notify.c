@@ -164,7 +164,9 @@ inject_local_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	return rc;
 }
 
-static void
+/* Out of line, like received(): scripts/bench-notify-instructions.sh counts
+ * the instructions of each per notification. */
+static __rte_noinline void
 send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 {
 	struct rn_lcore_ep *ep = req->ep_slot < RN_LCORE_MAX_SLOTS ?
@@ -257,7 +259,7 @@ rn_lcore_notify_release(const struct rn_notify_delivery *d)
 	rn_lcore_wake(ep->lc);
 }
 
-static void
+static __rte_noinline void
 received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 {
 	struct ep_notify *n = &ep->n;

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Instructions per notification on the worker lcore, counted by callgrind
+# (repeatable on a noisy machine, unlike time): two rnotify-bench processes
+# under valgrind, native channel, notifications of BYTES (name + msg; the
+# frame adds 8, and frames up to [notify] max_inline, 64, go inline).
+#   send side    send_one(): take a credit and a send slot, build and post
+#                the SEND_IMM, ring the doorbell; plus the send's completion
+#   receive side received(): credits from the immediate, frame checks,
+#                delivery to the application's ring; plus repost() when the
+#                application gives the slot back
+# The software device (sim_*) runs outside these functions: not counted.
+# CQ polling is per CQE and measured by scripts/bench-datapath.sh.
+# Usage: scripts/bench-notify-instructions.sh [BYTES]     (default 64)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v valgrind >/dev/null || { echo "bench: valgrind is missing; run scripts/setup.sh" >&2; exit 1; }
+bytes=${1:-64}
+source scripts/bench-pair.sh
+# valgrind runs everything some 50 times slower
+pair_configs cg-a cg-b "${RN_BENCH_PORT:-19611}" "connect_timeout_ms = 30000
+heartbeat_ms = 1000
+dead_after_ms = 30000"
+
+grind() {   # output file, bench arguments...
+  local out=$1
+  shift
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$bench" "$@"
+}
+grind "$work/receive.cg" -c "$work/cg-b.ini" --peer cg-a --respond \
+  >/dev/null 2>"$work/respond.log" &
+responder=$!
+if ! grind "$work/send.cg" -c "$work/cg-a.ini" --peer cg-b --sizes "$bytes" \
+    --messages 5000 --round-trips 10 >"$work/table" 2>"$work/initiate.log"; then
+  echo "bench: the run failed; its logs:" >&2
+  tail -n 20 "$work/initiate.log" "$work/respond.log" >&2
+  exit 1
+fi
+wait "$responder"
+responder=
+
+count() {   # callgrind file, function: prints "calls inclusive"
+  scripts/callgrind-calls.py "$1" "$2" | awk '{ print $2, $3 }'
+}
+read -r sends send_ir < <(count "$work/send.cg" send_one)
+read -r cqes cqe_ir < <(count "$work/send.cg" rn_lcore_notify_completion)
+# The sender's completions include its few receives (the echoes): out.
+read -r echoes echo_ir < <(count "$work/send.cg" received)
+read -r recvs recv_ir < <(count "$work/receive.cg" received)
+read -r reposts repost_ir < <(count "$work/receive.cg" repost)
+awk -v sn="$sends" -v si="$send_ir" -v cn="$cqes" -v ci="$cqe_ir" \
+    -v en="$echoes" -v ei="$echo_ir" -v rn="$recvs" -v ri="$recv_ir" \
+    -v pn="$reposts" -v pi="$repost_ir" 'BEGIN {
+  send = si / sn; done = (ci - ei) / (cn - en)
+  recv = ri / rn; repost = pi / pn
+  print "| side | step | calls | instructions per call |"
+  print "| --- | --- | ---: | ---: |"
+  printf "| send | send_one: credit, slot, SEND_IMM posted and doorbelled | %d | %.1f |\n", sn, send
+  printf "| send | its completion: slot freed (rn_lcore_notify_completion) | %d | %.1f |\n", cn - en, done
+  printf "| receive | received: credits, frame checked, delivered | %d | %.1f |\n", rn, recv
+  printf "| receive | repost: slot back to the RQ, credit count | %d | %.1f |\n", pn, repost
+  printf "| send | per notification (goal < 150) | | %.1f |\n", send + done
+  printf "| receive | per notification (goal < 150) | | %.1f |\n", recv + repost }'

@@ -1,0 +1,55 @@
+# Sourced by the notification benchmarks (bench-notify*.sh), from the
+# repository root: sets $bench (an rnotify-bench; RNOTIFY_BENCH names one
+# built already, as the tests do), $work (a folder removed at exit, with
+# $responder killed if still running), and pair_configs.
+
+bench=${RNOTIFY_BENCH:-}
+if [[ -z "$bench" ]]; then
+  [[ -f build/build.ninja ]] || meson setup build >/dev/null
+  meson compile -C build >/dev/null
+  bench=build/control/bench/rnotify-bench
+fi
+work=$(mktemp -d)
+responder=
+cleanup() {
+  [[ -n "$responder" ]] && kill "$responder" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# pair_configs NAME_A NAME_B PORT [CONTROL_KEYS]: $work/NAME_A.ini and
+# $work/NAME_B.ini, two processes on loopback (control ports PORT and
+# PORT+1) that call each other at start.
+pair_configs() {
+  local a=$1 b=$2 port=$3 keys=${4:-}
+  write_config "$a" "$port" "$b" $((port + 1)) "$keys"
+  write_config "$b" $((port + 1)) "$a" "$port" "$keys"
+}
+
+write_config() {   # name, own port, peer name, peer port, control keys
+  cat >"$work/$1.ini" <<INI
+[dataplane]
+name = $1
+lcores = 0-1
+memory_mb = 128
+idle = adaptive
+
+[nic]
+provider = sim
+
+[control]
+listen = 127.0.0.1
+port = $2
+$5
+
+[notify]
+slots = 32
+slot_size = 65536
+endpoints_per_lcore = 1
+
+[peer $3]
+address = 127.0.0.1
+port = $4
+connect = eager
+INI
+}
