@@ -36,7 +36,11 @@ if ! grind "$work/send.cg" -c "$work/cg-a.ini" --peer cg-b --sizes "$bytes" \
   tail -n 20 "$work/initiate.log" "$work/respond.log" >&2
   exit 1
 fi
-wait "$responder"
+if ! wait "$responder"; then
+  echo "bench: the responder failed; its log:" >&2
+  tail -n 30 "$work/respond.log" >&2
+  exit 1
+fi
 responder=
 
 count() {   # callgrind file, function: prints "calls inclusive"

@@ -29,7 +29,11 @@ run_pair() {   # label, value of MC_RDMA_NOTIFY_ENABLED, bench options...
     tail -n 20 "$work/initiate-$label.log" "$work/respond-$label.log" >&2
     exit 1
   fi
-  wait "$responder"
+  if ! wait "$responder"; then
+    echo "bench: the responder failed; its log:" >&2
+    tail -n 30 "$work/respond-$label.log" >&2
+    exit 1
+  fi
   responder=
 }
 

@@ -3,6 +3,7 @@
 DPDK's telemetry client, waits with deadlines (for events, never to assert
 timing), and TAP output."""
 
+import ctypes
 import json
 import os
 import shutil
@@ -73,6 +74,14 @@ def endpoints(name):
     return dict(zip(e["name"], e["state"]))
 
 
+def die_with_parent():
+    """In the child before exec: SIGTERM when the test runner dies, so that
+    an interrupted run leaves no daemon behind (Daemons are started from
+    the main thread, whose exit is what the kernel watches)."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def wait_until(what, fn, timeout=START_TIMEOUT_S, every=0.05):
     """Poll fn until it returns a true value; fail with what after timeout."""
     deadline = time.monotonic() + timeout
@@ -99,7 +108,7 @@ class Daemon:
             argv = ["ip", "netns", "exec", netns] + argv
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
                                      stderr=open(self.stderr_path, "a"),
-                                     env=env)
+                                     env=env, preexec_fn=die_with_parent)
 
     def stderr(self):
         with open(self.stderr_path) as f:
