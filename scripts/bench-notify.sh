@@ -6,7 +6,8 @@
 # share a CPU, so they measure the scheduler more than rnotify. On two
 # ConnectX hosts, run build/control/bench/rnotify-bench there instead
 # (docs/performance.md says how).
-# The bench fails when a notification is lost or arrives altered.
+# The bench fails when a notification is lost or arrives altered, or when a
+# run took the other channel than the one it names (the "via" column).
 # Usage: scripts/bench-notify.sh [--messages N] [--round-trips N] [--sizes LIST]
 #   RNOTIFY_BENCH=PATH   use that rnotify-bench, built already (the tests do)
 #   RN_BENCH_PORT=N      control ports N and N+1 (default 19601)
@@ -41,3 +42,6 @@ run_pair native 1 "$@"
 run_pair tcp 0 "$@"
 cat "$work/native.md"
 tail -n +3 "$work/tcp.md"
+# Each run must have measured its own channel: the "via" column.
+awk -F' *[|] *' 'FNR > 2 && $2 != $8 { print "bench: " $2 " run went via " $8 " at " $3 " bytes" > "/dev/stderr"; bad = 1 }
+  END { exit bad }' "$work/native.md" "$work/tcp.md"
