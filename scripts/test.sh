@@ -32,11 +32,24 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 meson compile -C build-asan
 meson test -C build-asan --print-errorlogs --suite unit --suite sanitized
 
-# Fuzz the control protocol decoder for a bounded time from a corpus of
-# valid frames; a crash or sanitizer report fails the run.
+# Fuzz the decoders for a bounded time each, from corpora of valid inputs;
+# a crash or sanitizer report fails the run.
+fuzz() { # target, corpus folder, seconds
+  local log=build-asan/$1.log status=0
+  build-asan/tests/fuzz/"$1" -max_total_time="$3" -print_final_stats=1 "$2" \
+    >"$log" 2>&1 || status=$?
+  grep -E '^(Done|stat::number_of_executed_units)|ERROR|SUMMARY' "$log" || true
+  [[ $status -eq 0 ]] || { echo "fuzz: $1 failed ($status); see $log" >&2; tail -n 40 "$log" >&2; }
+  return "$status"
+}
+# The control protocol, as a connection feeds it.
 corpus=build-asan/fuzz-corpus
 mkdir -p "$corpus"
 build-asan/tests/fuzz/proto_seeds "$corpus"
-build-asan/tests/fuzz/fuzz_proto -max_total_time="${RNOTIFY_FUZZ_SECONDS:-60}" \
-  -print_final_stats=1 "$corpus" 2>&1 | grep -E '^(Done|stat::number_of_executed_units)|ERROR|SUMMARY' || true
-test "${PIPESTATUS[0]}" -eq 0
+fuzz fuzz_proto "$corpus" "${RNOTIFY_FUZZ_SECONDS:-45}"
+# Notification frames, as a receive slot holds them: empty, and kv0/ready.
+corpus=build-asan/fuzz-corpus-frame
+mkdir -p "$corpus"
+printf '\0\0\0\0\0\0\0\0' >"$corpus/empty"
+printf '\3\0\0\0kv0\5\0\0\0ready' >"$corpus/kv"
+fuzz fuzz_notify_frame "$corpus" "${RNOTIFY_FUZZ_FRAME_SECONDS:-15}"
