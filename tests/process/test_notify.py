@@ -242,6 +242,32 @@ def test_restarted_receiver_gets_only_new_notifications():
         p.stop()
 
 
+def test_restarted_sender_loses_nothing_that_arrived():
+    # Notifications that reached the receiver before the sender died are
+    # still delivered, in order, and before those of its next incarnation.
+    p = Pair("s")
+    try:
+        for i in range(3):
+            assert send(p.a, p.b, f"before{i}", str(i)) == 0
+        wait_until("all three arrived", lambda: counters(p.b)[
+            "notify_received"] == 3)
+        gen = endpoint(p.b, p.a)["generation"]
+        text = open(os.path.join(os.path.dirname(p.d[0].stderr_path),
+                                 p.a + ".ini")).read()
+        p.d[0].kill()
+        p.d[0] = Daemon(p.a, text=text)
+        p.d[0].wait_running()
+        wait_until("reconnected", lambda: (lambda e: e["state"] ==
+                   "connected" and e["generation"] > gen)(endpoint(p.b, p.a)))
+        wait_until("sendable", lambda: send(p.a, p.b, "after", "x") == 0)
+        got = poll_all(p.b, 4)
+        assert got == [(p.a, f"before{i}", str(i)) for i in range(3)] + \
+            [(p.a, "after", "x")], got
+        assert counters(p.b)["notify_stale"] == 0
+    finally:
+        p.stop()
+
+
 SENDERS = 4
 EACH = 40
 
@@ -386,6 +412,7 @@ for t in [test_native_delivery_in_order,
           test_native_off_by_environment,
           test_unknown_and_failed_peers,
           test_restarted_receiver_gets_only_new_notifications,
+          test_restarted_sender_loses_nothing_that_arrived,
           test_concurrent_senders_keep_order_and_lose_nothing,
           test_cq_capacity_growth_and_failure,
           test_local_notify_fault_leaves_data_qps_working]:
