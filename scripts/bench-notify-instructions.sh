@@ -30,18 +30,11 @@ grind() {   # output file, bench arguments...
 grind "$work/receive.cg" -c "$work/cg-b.ini" --peer cg-a --respond \
   >/dev/null 2>"$work/respond.log" &
 responder=$!
-if ! grind "$work/send.cg" -c "$work/cg-a.ini" --peer cg-b --sizes "$bytes" \
-    --messages 5000 --round-trips 10 >"$work/table" 2>"$work/initiate.log"; then
-  echo "bench: the run failed; its logs:" >&2
-  tail -n 20 "$work/initiate.log" "$work/respond.log" >&2
-  exit 1
-fi
-if ! wait "$responder"; then
-  echo "bench: the responder failed; its log:" >&2
-  tail -n 30 "$work/respond.log" >&2
-  exit 1
-fi
-responder=
+status=0
+grind "$work/send.cg" -c "$work/cg-a.ini" --peer cg-b --sizes "$bytes" \
+  --messages 5000 --round-trips 10 >"$work/table" 2>"$work/initiate.log" ||
+  status=$?
+end_pair "$status" "$work/initiate.log" "$work/respond.log"
 
 count() {   # callgrind file, function: prints "calls inclusive"
   scripts/callgrind-calls.py "$1" "$2" | awk '{ print $2, $3 }'

@@ -23,19 +23,11 @@ run_pair() {   # label, value of MC_RDMA_NOTIFY_ENABLED, bench options...
   MC_RDMA_NOTIFY_ENABLED=$enabled "$bench" -c "$work/bench-b.ini" \
     --peer bench-a --respond 2>"$work/respond-$label.log" &
   responder=$!
-  if ! MC_RDMA_NOTIFY_ENABLED=$enabled "$bench" -c "$work/bench-a.ini" \
-      --peer bench-b --label "$label" "$@" >"$work/$label.md" \
-      2>"$work/initiate-$label.log"; then
-    echo "bench: the $label run failed; its logs:" >&2
-    tail -n 20 "$work/initiate-$label.log" "$work/respond-$label.log" >&2
-    exit 1
-  fi
-  if ! wait "$responder"; then
-    echo "bench: the responder failed; its log:" >&2
-    tail -n 30 "$work/respond-$label.log" >&2
-    exit 1
-  fi
-  responder=
+  local status=0
+  MC_RDMA_NOTIFY_ENABLED=$enabled "$bench" -c "$work/bench-a.ini" \
+    --peer bench-b --label "$label" "$@" >"$work/$label.md" \
+    2>"$work/initiate-$label.log" || status=$?
+  end_pair "$status" "$work/initiate-$label.log" "$work/respond-$label.log"
 }
 
 run_pair native 1 "$@"

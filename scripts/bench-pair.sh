@@ -1,7 +1,7 @@
 # Sourced by the notification benchmarks (bench-notify*.sh), from the
 # repository root: sets $bench (an rnotify-bench; RNOTIFY_BENCH names one
 # built already, as the tests do), $work (a folder removed at exit, with
-# $responder killed if still running), and pair_configs.
+# $responder killed if still running), pair_configs and end_pair.
 
 bench=${RNOTIFY_BENCH:-}
 if [[ -z "$bench" ]]; then
@@ -52,4 +52,21 @@ address = 127.0.0.1
 port = $4
 connect = eager
 INI
+}
+
+# end_pair STATUS INITIATOR_LOG RESPONDER_LOG: the initiator ended with
+# STATUS; on a failure of either side print the logs and exit 1, else wait
+# for the responder ($responder) to end.
+end_pair() {
+  if [[ $1 -ne 0 ]]; then
+    echo "bench: the run failed; its logs:" >&2
+    tail -n 20 "$2" "$3" >&2
+    exit 1
+  fi
+  if ! wait "$responder"; then
+    echo "bench: the responder failed; its log:" >&2
+    tail -n 30 "$3" >&2
+    exit 1
+  fi
+  responder=
 }

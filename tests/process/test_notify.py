@@ -77,6 +77,20 @@ class Pair:
             wait_until(f"{x} connected", lambda x=x, y=y: endpoint(x, y)[
                 "state"] == "connected")
 
+    def restart(self, i):
+        """kill -9 daemon i, start it again on its config, and wait until
+        the other side is connected to its new incarnation."""
+        me, other = (self.a, self.b) if i == 0 else (self.b, self.a)
+        gen = endpoint(other, me)["generation"]
+        text = open(os.path.join(os.path.dirname(self.d[i].stderr_path),
+                                 me + ".ini")).read()
+        self.d[i].kill()
+        self.d[i] = Daemon(me, text=text)
+        self.d[i].wait_running()
+        wait_until("reconnected", lambda: (lambda e: e["state"] ==
+                   "connected" and e["generation"] > gen)(endpoint(other,
+                                                                   me)))
+
     def stop(self):
         for d in self.d:
             if d.proc.poll() is None:   # not one a test killed
@@ -227,14 +241,7 @@ def test_restarted_receiver_gets_only_new_notifications():
     try:
         assert send(p.a, p.b, "before", "1") == 0
         assert poll_all(p.b, 1) == [(p.a, "before", "1")]
-        gen = endpoint(p.a, p.b)["generation"]
-        text = open(os.path.join(os.path.dirname(p.d[1].stderr_path),
-                                 p.b + ".ini")).read()
-        p.d[1].kill()
-        p.d[1] = Daemon(p.b, text=text)
-        p.d[1].wait_running()
-        wait_until("reconnected", lambda: (lambda e: e["state"] ==
-                   "connected" and e["generation"] > gen)(endpoint(p.a, p.b)))
+        p.restart(1)
         wait_until("sendable", lambda: send(p.a, p.b, "after", "2") == 0)
         assert poll_all(p.b, 1) == [(p.a, "after", "2")]
         assert counters(p.b)["notify_stale"] == 0
@@ -251,14 +258,7 @@ def test_restarted_sender_loses_nothing_that_arrived():
             assert send(p.a, p.b, f"before{i}", str(i)) == 0
         wait_until("all three arrived", lambda: counters(p.b)[
             "notify_received"] == 3)
-        gen = endpoint(p.b, p.a)["generation"]
-        text = open(os.path.join(os.path.dirname(p.d[0].stderr_path),
-                                 p.a + ".ini")).read()
-        p.d[0].kill()
-        p.d[0] = Daemon(p.a, text=text)
-        p.d[0].wait_running()
-        wait_until("reconnected", lambda: (lambda e: e["state"] ==
-                   "connected" and e["generation"] > gen)(endpoint(p.b, p.a)))
+        p.restart(0)
         wait_until("sendable", lambda: send(p.a, p.b, "after", "x") == 0)
         got = poll_all(p.b, 4)
         assert got == [(p.a, f"before{i}", str(i)) for i in range(3)] + \
