@@ -29,14 +29,20 @@ post(struct rn_lcore *lc, uint16_t type, int32_t arg, struct rn_ep_request *req)
 	rn_lcore_post_event_wait(lc, ev);
 }
 
+/*
+ * The notify QP carries frames of up to [notify] max_inline bytes inline,
+ * and the 4-byte credit word of every credit WRITE whatever max_inline is.
+ */
 static struct rn_qp_caps
-qp_caps(const struct rn_ep_request *req, uint8_t kind)
+qp_caps(const struct rn_lcore *lc, const struct rn_ep_request *req,
+	uint8_t kind)
 {
 	if (kind == RN_EP_QP_NOTIFY)
 		return (struct rn_qp_caps){ .max_send_wr = req->notify_depth,
 					    .max_recv_wr = req->notify_depth,
 					    .max_send_sge = 2, .max_recv_sge = 1,
-					    .max_inline = 64 };
+					    .max_inline = RTE_MAX(lc->max_inline,
+								  (uint32_t)sizeof(uint32_t)) };
 	return (struct rn_qp_caps){ .max_send_wr = 64, .max_recv_wr = 1,
 				    .max_send_sge = 4, .max_recv_sge = 1,
 				    .max_inline = 64 };
@@ -122,7 +128,7 @@ static int
 create_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t kind)
 {
 	struct rn_ep_request *req = ep->req;
-	struct rn_qp_caps caps = qp_caps(req, kind);
+	struct rn_qp_caps caps = qp_caps(lc, req, kind);
 	struct rn_qp *qp = &ep->qps[ep->n_qps];
 	struct rn_ep_qp_info *info = &req->local.qps[ep->n_qps];
 	struct rn_cq *cq = &lc->cqs[ep->cq].cq;
@@ -198,8 +204,8 @@ static int
 reserve(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	const struct rn_ep_request *req = ep->req;
-	struct rn_qp_caps data = qp_caps(req, RN_EP_QP_DATA);
-	struct rn_qp_caps notify = qp_caps(req, RN_EP_QP_NOTIFY);
+	struct rn_qp_caps data = qp_caps(lc, req, RN_EP_QP_DATA);
+	struct rn_qp_caps notify = qp_caps(lc, req, RN_EP_QP_NOTIFY);
 	uint32_t data_need = req->n_data_qps * cqes_of(&data);
 	uint32_t notify_need = cqes_of(&notify);
 	int cq = -1;
