@@ -11,6 +11,8 @@
 # The software device (sim_*) runs outside these functions: not counted.
 # CQ polling is per CQE and measured by scripts/bench-datapath.sh.
 # Usage: scripts/bench-notify-instructions.sh [BYTES]     (default 64)
+# RN_CALLGRIND_KEEP=DIR keeps both callgrind files there (send.cg,
+# receive.cg), for callgrind_annotate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +37,10 @@ grind "$work/send.cg" -c "$work/cg-a.ini" --peer cg-b --sizes "$bytes" \
   --messages 5000 --round-trips 10 >"$work/table" 2>"$work/initiate.log" ||
   status=$?
 end_pair "$status" "$work/initiate.log" "$work/respond.log"
+if [[ -n "${RN_CALLGRIND_KEEP:-}" ]]; then
+  mkdir -p "$RN_CALLGRIND_KEEP"
+  cp "$work/send.cg" "$work/receive.cg" "$RN_CALLGRIND_KEEP"/
+fi
 
 count() {   # callgrind file, function: prints "calls inclusive"
   scripts/callgrind-calls.py "$1" "$2" | awk '{ print $2, $3 }'

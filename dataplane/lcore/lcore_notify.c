@@ -106,13 +106,21 @@ post_send(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	uint64_t wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, slot);
 	__be32 imm = rte_cpu_to_be_32(rn_credit_advertise(&n->rx));
 	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay, slot);
+	uint8_t *wqe = NULL;
 	int rc;
 
 	n->cookie[slot] = req->cookie;
 	n->want[slot] = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
-	rn_notify_frame_write(buf, req->name, req->name_len, req->msg,
-			      req->msg_len);
-	if (len <= lc->max_inline) {
+	/* An inline frame is written once, into the WQE; through the slot
+	 * only where it would wrap at the ring's end (or the post fails). */
+	if (len <= lc->max_inline)
+		wqe = rn_sq_post_send_inline_at(&n->qp->sq, len, RN_WR_SEND_IMM,
+						imm, RN_WR_SIGNALED, wr_id);
+	rn_notify_frame_write(wqe != NULL ? wqe : buf, req->name, req->name_len,
+			      req->msg, req->msg_len);
+	if (likely(wqe != NULL)) {
+		rc = 0;
+	} else if (len <= lc->max_inline) {
 		rc = rn_sq_post_send_inline(&n->qp->sq, buf, len,
 					    RN_WR_SEND_IMM, imm, RN_WR_SIGNALED,
 					    wr_id);

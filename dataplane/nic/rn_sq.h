@@ -183,6 +183,31 @@ rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 	return 0;
 }
 
+/* 16-byte units of an inline SEND of len bytes: ctrl, byte count, data. */
+static inline uint32_t
+rn_sq_send_inline_ds(uint32_t len)
+{
+	return 1 + (uint32_t)(sizeof(struct mlx5_wqe_inl_data_seg) + len +
+			      RN_WQE_SEG - 1) / RN_WQE_SEG;
+}
+
+/* Ctrl and byte count of the inline SEND of ds units at ring offset off. */
+static inline void
+rn_sq_send_inline_finish(struct rn_sq *sq, uint32_t off, uint32_t ds,
+			 uint32_t len, uint8_t opcode, __be32 imm,
+			 uint8_t flags, uint64_t wr_id)
+{
+	struct mlx5_wqe_ctrl_seg *ctrl = (void *)(sq->buf + off);
+	struct mlx5_wqe_inl_data_seg *inl = (void *)(ctrl + 1);
+	uint32_t nbb = (ds + 3) / 4;
+
+	inl->byte_count = rte_cpu_to_be_32(len | MLX5_INLINE_SEG);
+	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, opcode, 0,
+			    sq->qpn_shifted >> 8, rn_sq_fm_ce_se(sq, nbb, flags),
+			    (uint8_t)ds, 0, imm);
+	rn_sq_commit(sq, off, nbb, wr_id, ctrl);
+}
+
 /*
  * The small common case, leaner than rn_sq_post(): one contiguous buffer
  * sent inline as SEND or SEND_IMM (opcode). Same checks, same results.
@@ -193,22 +218,41 @@ rn_sq_post_send_inline(struct rn_sq *sq, const void *data, uint32_t len,
 		       uint64_t wr_id)
 {
 	uint32_t off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
-	struct mlx5_wqe_ctrl_seg *ctrl = (void *)(sq->buf + off);
-	struct mlx5_wqe_inl_data_seg *inl = (void *)(ctrl + 1);
-	uint32_t ds = 1 + (sizeof(*inl) + len + RN_WQE_SEG - 1) / RN_WQE_SEG;
-	uint32_t nbb = (ds + 3) / 4;
+	uint32_t ds = rn_sq_send_inline_ds(len);
 
 	if (unlikely(len > sq->max_inline))
 		return -EINVAL;
-	if (unlikely(sq->pi - sq->ci + nbb > sq->wqe_mask + 1))
+	if (unlikely(sq->pi - sq->ci + (ds + 3) / 4 > sq->wqe_mask + 1))
 		return -EAGAIN;
-	inl->byte_count = rte_cpu_to_be_32(len | MLX5_INLINE_SEG);
-	rn_sq_copy_in(sq, off + sizeof(*ctrl) + sizeof(*inl), data, len);
-	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, opcode, 0,
-			    sq->qpn_shifted >> 8, rn_sq_fm_ce_se(sq, nbb, flags),
-			    (uint8_t)ds, 0, imm);
-	rn_sq_commit(sq, off, nbb, wr_id, ctrl);
+	rn_sq_copy_in(sq, off + sizeof(struct mlx5_wqe_ctrl_seg) +
+		      sizeof(struct mlx5_wqe_inl_data_seg), data, len);
+	rn_sq_send_inline_finish(sq, off, ds, len, opcode, imm, flags, wr_id);
 	return 0;
+}
+
+/*
+ * An inline SEND whose data the caller writes in place instead of copying
+ * it from a buffer: posts the WQE for len bytes of data and returns where
+ * they go, contiguous, to be written before rn_sq_ring_doorbell(). Returns
+ * NULL and posts nothing when they would wrap at the end of the ring, the
+ * ring has no room, or len is over max_inline; rn_sq_post_send_inline()
+ * from a buffer handles each of those.
+ */
+static inline uint8_t *
+rn_sq_post_send_inline_at(struct rn_sq *sq, uint32_t len, uint8_t opcode,
+			  __be32 imm, uint8_t flags, uint64_t wr_id)
+{
+	uint32_t off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
+	uint32_t data = off + sizeof(struct mlx5_wqe_ctrl_seg) +
+			sizeof(struct mlx5_wqe_inl_data_seg);
+	uint32_t ds = rn_sq_send_inline_ds(len);
+
+	if (unlikely(len > sq->max_inline ||
+		     sq->pi - sq->ci + (ds + 3) / 4 > sq->wqe_mask + 1 ||
+		     data + len > sq->byte_mask + 1))
+		return NULL;
+	rn_sq_send_inline_finish(sq, off, ds, len, opcode, imm, flags, wr_id);
+	return sq->buf + data;
 }
 
 /*

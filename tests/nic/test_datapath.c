@@ -209,6 +209,17 @@ test_data_segments_wrap(void **state)
 	assert_int_equal(sq.pi, 9);
 }
 
+/* On an empty ring from BB start: 150 bytes inline as SEND_IMM 9, wr_id 3. */
+static void
+fresh_inline_send(void **state, uint32_t start, const uint8_t *payload)
+{
+	setup_sq(state);
+	sq.pi = sq.ci = start;
+	assert_int_equal(rn_sq_post_send_inline(&sq, payload, 150,
+						RN_WR_SEND_IMM, htobe32(9),
+						RN_WR_SIGNALED, 3), 0);
+}
+
 /* The lean inline SEND writes exactly what the general path writes. */
 static void
 test_send_inline_fast_path_matches(void **state)
@@ -228,18 +239,61 @@ test_send_inline_fast_path_matches(void **state)
 		sq.pi = sq.ci = start;
 		assert_int_equal(rn_sq_post(&sq, &wr), 0);
 		memcpy(general, ring, sizeof(ring));
-		setup_sq(state);
-		sq.pi = sq.ci = start;
-		assert_int_equal(rn_sq_post_send_inline(&sq, payload, 150,
-							RN_WR_SEND_IMM,
-							htobe32(9),
-							RN_WR_SIGNALED, 3), 0);
+		fresh_inline_send(state, start, payload);
 		assert_memory_equal(ring, general, sizeof(ring));
 		assert_int_equal(sq.pi, start + 3);
 		assert_int_equal(wr_ids[start % RING_BBS], 3);
 	}
 	assert_int_equal(rn_sq_post_send_inline(&sq, payload, 257, RN_WR_SEND,
 						0, 0, 0), -EINVAL);
+}
+
+/*
+ * Written in place, the same WQE again; where the data would wrap at the
+ * ring's end, or the post cannot be, nothing is posted or written.
+ */
+static void
+test_send_inline_in_place(void **state)
+{
+	uint8_t payload[300];
+	uint8_t copied[sizeof(ring)];
+	uint8_t *data;
+
+	for (unsigned int i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i ^ 0xa5);
+	for (uint32_t start = 0; start < RING_BBS - 2; start += 5) {
+		fresh_inline_send(state, start, payload);
+		memcpy(copied, ring, sizeof(ring));
+		setup_sq(state);
+		sq.pi = sq.ci = start;
+		data = rn_sq_post_send_inline_at(&sq, 150, RN_WR_SEND_IMM,
+						 htobe32(9), RN_WR_SIGNALED, 3);
+		assert_ptr_equal(data, ring + start * 64 + 20);
+		memcpy(data, payload, 150);
+		assert_memory_equal(ring, copied, sizeof(ring));
+		assert_int_equal(sq.pi, start + 3);
+		assert_int_equal(wqe_ends[start], start + 3);
+		assert_int_equal(wr_ids[start], 3);
+		assert_ptr_equal(sq.last_ctrl, ctrl_at(start));
+	}
+	/* 150 bytes from BB 6 end past the ring (20 + 150 > 128). */
+	setup_sq(state);
+	sq.pi = sq.ci = 6;
+	assert_null(rn_sq_post_send_inline_at(&sq, 150, RN_WR_SEND, 0, 0, 0));
+	/* 108 bytes there just fit: 20 + 108 = 128. */
+	assert_ptr_equal(rn_sq_post_send_inline_at(&sq, 108, RN_WR_SEND, 0, 0, 0),
+			 ring + 6 * 64 + 20);
+	/* At BB 1: no room (7 BBs in use, 2 needed), then over max_inline. */
+	setup_sq(state);
+	sq.pi = 9;
+	sq.ci = 2;
+	assert_null(rn_sq_post_send_inline_at(&sq, 64, RN_WR_SEND, 0, 0, 0));
+	sq.ci = 9;
+	assert_null(rn_sq_post_send_inline_at(&sq, 257, RN_WR_SEND, 0, 0, 0));
+	assert_int_equal(sq.pi, 9);
+	assert_null(sq.last_ctrl);
+	for (unsigned int i = 0; i < sizeof(ring); i++)
+		assert_int_equal(ring[i], 0xee);
 }
 
 static void
@@ -543,6 +597,7 @@ main(void)
 		cmocka_unit_test_setup(test_data_segments_wrap, setup_sq),
 		cmocka_unit_test_setup(test_send_inline_fast_path_matches,
 				       setup_sq),
+		cmocka_unit_test_setup(test_send_inline_in_place, setup_sq),
 		cmocka_unit_test_setup(test_wqe_counter_wraps_16_bits, setup_sq),
 		cmocka_unit_test_setup(test_ring_full_and_bad_requests, setup_sq),
 		cmocka_unit_test_setup(test_forced_signal, setup_sq),
