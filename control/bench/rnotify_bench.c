@@ -7,11 +7,15 @@
  *   rnotify-bench -c FILE --peer NAME --respond
  *   rnotify-bench -c FILE --peer NAME [--sizes 16,256,4096,65528]
  *                 [--messages N] [--round-trips N] [--label TEXT]
+ *                 [--completions K]
  *
  * The initiator prints, per size (name + msg bytes): one-way message rate
  * (N notifications sent back to back, until the responder confirms it got
  * them all) and ping-pong round-trip latency p50 and p99 (the responder
  * echoes each). Wall-clock figures: compare them in one run, on one machine.
+ * With --completions K, every K-th of the N asks for its completion, and
+ * the run fails unless each of those, and no other, is reported once with
+ * status 0.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -37,6 +41,7 @@ struct bench {
 	unsigned int messages;
 	unsigned int round_trips;
 	const char *label;
+	unsigned int completions;   /* ask for every K-th one's; 0: none */
 	uint8_t *payload;
 	int result;
 };
@@ -55,11 +60,12 @@ now_ns(void)
 /* Send, retrying while the peer has no credit (or is connecting). */
 static int
 send_all(struct rn_daemon *d, struct bench *b, const char *name,
-	 const void *msg, uint32_t msg_len)
+	 const void *msg, uint32_t msg_len, uint64_t cookie, uint32_t flags)
 {
 	for (;;) {
 		int rc = rn_notify_send(d->notify, b->peer, name,
-					(uint32_t)strlen(name), msg, msg_len, 0, 0);
+					(uint32_t)strlen(name), msg, msg_len,
+					cookie, flags);
 
 		if (rc != -EAGAIN)
 			return rc;
@@ -103,6 +109,55 @@ wait_for(struct rn_daemon *d, const char *name, char *msg_out, size_t cap,
 	return -1;
 }
 
+static bool
+asks_completion(const struct bench *b, unsigned int i)
+{
+	return b->completions != 0 && i % b->completions == 0;
+}
+
+/*
+ * Every bulk message that asked for its completion gets it, once, with
+ * status 0; no other does. Waits up to 60 s (valgrind is slow).
+ */
+static int
+check_completions(struct rn_daemon *d, struct bench *b)
+{
+	unsigned int want = (b->messages + b->completions - 1) / b->completions;
+	uint8_t *seen = calloc(b->messages, 1);
+	uint64_t deadline = now_ns() + 60ull * 1000000000ull;
+	struct rn_notify_completion c[64];
+	unsigned int got = 0;
+	int rc = 0;
+
+	if (seen == NULL)
+		return -ENOMEM;
+	while (rc == 0 && got < want && now_ns() < deadline) {
+		unsigned int n = rn_notify_completions(d->notify, c, 64);
+
+		for (unsigned int i = 0; i < n && rc == 0; i++) {
+			if (c[i].status != 0 || c[i].cookie >= b->messages ||
+			    !asks_completion(b, (unsigned int)c[i].cookie) ||
+			    seen[c[i].cookie]++ != 0) {
+				fprintf(stderr, "rnotify-bench: completion of "
+					"%llu: status %d, unexpected\n",
+					(unsigned long long)c[i].cookie,
+					c[i].status);
+				rc = -EPROTO;
+			}
+		}
+		got += n;
+		if (n == 0)
+			usleep(1000);
+	}
+	if (rc == 0 && got != want) {
+		fprintf(stderr, "rnotify-bench: %u of %u completions reported\n",
+			got, want);
+		rc = -EPROTO;
+	}
+	free(seen);
+	return rc;
+}
+
 static int
 compare_u64(const void *a, const void *b)
 {
@@ -127,7 +182,7 @@ measure(struct rn_daemon *d, struct bench *b, uint32_t size)
 		return -ENOMEM;
 	for (unsigned int i = 0; i < WARM_UP + b->round_trips && rc == 0; i++) {
 		t0 = now_ns();
-		rc = send_all(d, b, "ping", b->payload, msg_len);
+		rc = send_all(d, b, "ping", b->payload, msg_len, 0, 0);
 		if (rc == 0 && wait_for(d, "pong", NULL, 0, &native) != msg_len)
 			rc = -EPROTO;   /* the echo must come back whole */
 		native_pongs += native;
@@ -136,12 +191,16 @@ measure(struct rn_daemon *d, struct bench *b, uint32_t size)
 	}
 	t0 = now_ns();
 	for (unsigned int i = 0; i < b->messages && rc == 0; i++)
-		rc = send_all(d, b, "bulk", b->payload, msg_len);
+		rc = send_all(d, b, "bulk", b->payload, msg_len, i,
+			      asks_completion(b, i) ?
+			      RN_NOTIFY_WANT_COMPLETION : 0);
 	if (rc == 0)
-		rc = send_all(d, b, "done", "", 0);
+		rc = send_all(d, b, "done", "", 0, 0, 0);
 	if (rc == 0 && wait_for(d, "seen", reply, sizeof(reply), &native) < 0)
 		rc = -ECANCELED;
 	elapsed = now_ns() - t0;
+	if (rc == 0 && b->completions != 0)
+		rc = check_completions(d, b);
 	if (rc == 0) {
 		qsort(rtt, b->round_trips, sizeof(*rtt), compare_u64);
 		/* Which channel the echoes took: says what was measured. */
@@ -171,7 +230,7 @@ reach_peer(struct rn_daemon *d, struct bench *b)
 	int rc;
 
 	do {
-		rc = send_all(d, b, "hi", "", 0);
+		rc = send_all(d, b, "hi", "", 0, 0, 0);
 		if (rc != -ENOTCONN)
 			return rc;
 		usleep(10000);
@@ -189,7 +248,7 @@ initiate(struct rn_daemon *d, struct bench *b)
 	for (unsigned int i = 0; i < b->n_sizes && rc == 0; i++)
 		rc = measure(d, b, b->sizes[i]);
 	if (rc == 0)
-		rc = send_all(d, b, "quit", "", 0);
+		rc = send_all(d, b, "quit", "", 0, 0, 0);
 	if (rc != 0)
 		fprintf(stderr, "rnotify-bench: %s\n", strerror(-rc));
 	b->result = rc == 0 ? 0 : 1;
@@ -210,7 +269,8 @@ respond(struct rn_daemon *d, struct bench *b)
 			const char *name = (const char *)got[i].name;
 
 			if (got[i].name_len == 4 && memcmp(name, "ping", 4) == 0) {
-				send_all(d, b, "pong", got[i].msg, got[i].msg_len);
+				send_all(d, b, "pong", got[i].msg, got[i].msg_len,
+					 0, 0);
 			} else if (got[i].name_len == 4 &&
 				   memcmp(name, "bulk", 4) == 0) {
 				/* Only intact payloads count as received. */
@@ -221,7 +281,8 @@ respond(struct rn_daemon *d, struct bench *b)
 			} else if (got[i].name_len == 4 &&
 				   memcmp(name, "done", 4) == 0) {
 				snprintf(count, sizeof(count), "%lu", bulk);
-				send_all(d, b, "seen", count, (uint32_t)strlen(count));
+				send_all(d, b, "seen", count, (uint32_t)strlen(count),
+					 0, 0);
 				bulk = 0;
 			} else if (got[i].name_len == 4 &&
 				   memcmp(name, "quit", 4) == 0) {
@@ -281,6 +342,7 @@ main(int argc, char **argv)
 		{ "messages", required_argument, NULL, 'm' },
 		{ "round-trips", required_argument, NULL, 't' },
 		{ "label", required_argument, NULL, 'l' },
+		{ "completions", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct bench b = { .messages = 20000, .round_trips = 2000,
@@ -298,6 +360,7 @@ main(int argc, char **argv)
 		case 'm': b.messages = (unsigned int)atoi(optarg); break;
 		case 't': b.round_trips = (unsigned int)atoi(optarg); break;
 		case 'l': b.label = optarg; break;
+		case 'k': b.completions = (unsigned int)atoi(optarg); break;
 		case 's':
 			if (parse_sizes(optarg, &b) != 0) {
 				fprintf(stderr, "rnotify-bench: --sizes %s: allowed "
@@ -314,7 +377,7 @@ main(int argc, char **argv)
 	    b.round_trips == 0) {
 		fprintf(stderr, "usage: rnotify-bench -c FILE --peer NAME "
 			"[--respond] [--sizes LIST] [--messages N] "
-			"[--round-trips N] [--label TEXT]\n");
+			"[--round-trips N] [--label TEXT] [--completions K]\n");
 		return 2;
 	}
 	if (rn_config_load(path, &daemon_state.cfg, &err) != 0) {

@@ -7,6 +7,7 @@
 #include "rn_lcore.h"
 #include "rn_lcore_ep.h"
 #include "rn_notify_credit.h"
+#include "rn_notify_slots.h"
 #include "rn_wr.h"
 
 extern int rn_lcore_logtype;
@@ -41,10 +42,7 @@ struct ep_notify {
 	uint32_t credit_rkey;
 	struct rn_credit_tx tx;
 	struct rn_credit_rx rx;
-	uint32_t *free;          /* send slots free: a stack */
-	uint32_t n_free;
-	uint64_t *cookie;        /* per send slot */
-	uint8_t *want;           /* per send slot: report its completion */
+	struct rn_send_slots sends; /* taken and freed in order */
 	uint32_t held;           /* delivered, not released by the app yet */
 };
 

@@ -32,14 +32,13 @@ rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	uint32_t slots = lc->notify.slots;
 	struct ep_notify *n = &ep->n;
 
-	n->free = rte_zmalloc("rn_notify_free", slots * sizeof(*n->free), 0);
-	n->cookie = rte_zmalloc("rn_notify_cookie", slots * sizeof(*n->cookie), 0);
-	n->want = rte_zmalloc("rn_notify_want", slots, 0);
-	if (n->free == NULL || n->cookie == NULL || n->want == NULL)
+	/* Freed by rn_lcore_notify_free(), also after a failure here. */
+	rn_send_slots_init(&n->sends, slots,
+			   rte_zmalloc("rn_notify_cookie",
+				       slots * sizeof(*n->sends.cookie), 0),
+			   rte_zmalloc("rn_notify_want", slots, 0));
+	if (n->sends.cookie == NULL || n->sends.want == NULL)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < slots; i++)
-		n->free[i] = i;
-	n->n_free = slots;
 	rn_credit_rx_init(&n->rx, slots);
 	return 0;
 }
@@ -61,15 +60,19 @@ rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	n->credit_rkey = ep->req->remote.probe_rkey;
 }
 
-/* Sends still in flight fail with the channel: reported, never replayed. */
+/*
+ * The QP failed: every SEND still holding a slot failed with it, signalled
+ * or not. Reported (if a completion was asked for), never replayed.
+ */
 static void
-fail_pending(struct rn_lcore *lc, struct ep_notify *n, uint32_t slot)
+fail_pending(struct rn_lcore *lc, struct ep_notify *n)
 {
-	if (n->want[slot])
-		rn_notify_complete(lc->notify_completions, n->cookie[slot],
-				   -EPIPE);
-	n->want[slot] = 0;
-	n->free[n->n_free++] = slot;
+	uint64_t cookie;
+
+	while (n->sends.used != 0)
+		if (rn_send_slots_fail_oldest(&n->sends, &cookie))
+			rn_notify_complete(lc->notify_completions, cookie,
+					   -EPIPE);
 }
 
 void
@@ -82,9 +85,8 @@ rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 void
 rn_lcore_notify_free(struct rn_lcore_ep *ep)
 {
-	rte_free(ep->n.free);
-	rte_free(ep->n.cookie);
-	rte_free(ep->n.want);
+	rte_free(ep->n.sends.cookie);
+	rte_free(ep->n.sends.want);
 }
 
 /* The peer's count of reposted slots, as it RDMA WROTE it to us. */
@@ -97,46 +99,52 @@ read_credit_word(struct ep_notify *n, const struct rn_lcore_ep *ep)
 	rn_credit_returned(&n->tx, word);
 }
 
+/*
+ * Post the SEND_IMM of req's frame, inline (written straight into the WQE)
+ * up to max_inline bytes, else from its send slot; signalled when the
+ * slots say so. Returns 0, -EAGAIN (no room in the SQ) or -EPIPE.
+ */
 static int
 post_send(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	  const struct rn_notify_request *req, uint32_t len)
 {
 	struct ep_notify *n = &ep->n;
-	uint32_t slot = n->free[--n->n_free];
+	struct rn_sq *sq = &n->qp->sq;
+	uint32_t slot = rn_send_slots_next(&n->sends);
+	bool want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
+	uint8_t flags = rn_send_slots_signal(&n->sends, want) ?
+			RN_WR_SIGNALED : 0;
 	uint64_t wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, slot);
 	__be32 imm = rte_cpu_to_be_32(rn_credit_advertise(&n->rx));
-	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay, slot);
 	uint8_t *wqe = NULL;
-	int rc;
+	int rc = 0;
 
-	n->cookie[slot] = req->cookie;
-	n->want[slot] = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
-	/* An inline frame is written once, into the WQE; through the slot
-	 * only where it would wrap at the ring's end (or the post fails). */
 	if (len <= lc->max_inline)
-		wqe = rn_sq_post_send_inline_at(&n->qp->sq, len, RN_WR_SEND_IMM,
-						imm, RN_WR_SIGNALED, wr_id);
-	rn_notify_frame_write(wqe != NULL ? wqe : buf, req->name, req->name_len,
-			      req->msg, req->msg_len);
+		wqe = rn_sq_post_send_inline_at(sq, len, RN_WR_SEND_IMM, imm,
+						flags, wr_id);
 	if (likely(wqe != NULL)) {
-		rc = 0;
-	} else if (len <= lc->max_inline) {
-		rc = rn_sq_post_send_inline(&n->qp->sq, buf, len,
-					    RN_WR_SEND_IMM, imm, RN_WR_SIGNALED,
-					    wr_id);
+		rn_notify_frame_write(wqe, req->name, req->name_len, req->msg,
+				      req->msg_len);
 	} else {
+		/* Through the slot: too long for inline, or the inline data
+		 * would wrap at the ring's end (or the post fails). */
+		uint8_t *buf = rn_notify_send_slot(&lc->notify,
+						   (uint32_t)ep->bay, slot);
 		struct rn_sge sge = { (uintptr_t)buf, len, lc->notify.mr.lkey };
-		struct rn_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-				    .opcode = RN_WR_SEND_IMM, .imm = imm,
-				    .flags = RN_WR_SIGNALED };
 
-		rc = rn_sq_post(&n->qp->sq, &wr);
+		rn_notify_frame_write(buf, req->name, req->name_len, req->msg,
+				      req->msg_len);
+		if (len <= lc->max_inline)
+			rc = rn_sq_post_send_inline(sq, buf, len, RN_WR_SEND_IMM,
+						    imm, flags, wr_id);
+		else
+			rc = rn_sq_post_send_sge(sq, &sge, RN_WR_SEND_IMM, imm,
+						 flags, wr_id);
 	}
-	if (rc != 0) {
-		n->free[n->n_free++] = slot;
+	if (rc != 0)
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
-	}
-	rn_sq_ring_doorbell(&n->qp->sq);
+	rn_send_slots_push(&n->sends, req->cookie, want, flags != 0);
+	rn_sq_ring_doorbell(sq);
 	rn_lcore_count(&lc->stats.notify_sent, 1);
 	return 0;
 }
@@ -206,7 +214,7 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 		return;
 	}
 	read_credit_word(n, ep);
-	if (n->n_free == 0 || rn_credit_take(&n->tx) != 0) {
+	if (rn_send_slots_full(&n->sends) || rn_credit_take(&n->tx) != 0) {
 		rn_notify_answer(req, -EAGAIN);
 		return;
 	}
@@ -317,8 +325,9 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		return;
 	}
 	if (wc->status != 0) {
-		if (kind == RN_EP_WR_SEND)
-			fail_pending(lc, n, RN_EP_WR_SLOT(wc->wr_id));
+		/* An error on the send side: every SEND in flight failed. */
+		if (kind != RN_EP_WR_RECV)
+			fail_pending(lc, n);
 		if (wc->status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR || n->failed)
 			return;
 		if (local_fault(wc->status)) {
@@ -336,13 +345,12 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	if (kind == RN_EP_WR_RECV) {
 		received(lc, ep, wc);
 	} else if (kind == RN_EP_WR_SEND) {
-		uint32_t slot = RN_EP_WR_SLOT(wc->wr_id);
+		/* It and every unsignalled SEND before it completed. */
+		uint64_t cookie;
 
-		if (n->want[slot])
-			rn_notify_complete(lc->notify_completions,
-					   n->cookie[slot], 0);
-		n->want[slot] = 0;
-		n->free[n->n_free++] = slot;
+		if (rn_send_slots_complete(&n->sends, RN_EP_WR_SLOT(wc->wr_id),
+					   &cookie))
+			rn_notify_complete(lc->notify_completions, cookie, 0);
 	}
 }
 

@@ -231,6 +231,30 @@ rn_sq_post_send_inline(struct rn_sq *sq, const void *data, uint32_t len,
 }
 
 /*
+ * The other common case: one buffer sent by a data segment as SEND or
+ * SEND_IMM (opcode), sge->length > 0. Same checks, same results as
+ * rn_sq_post().
+ */
+static inline int
+rn_sq_post_send_sge(struct rn_sq *sq, const struct rn_sge *sge,
+		    uint8_t opcode, __be32 imm, uint8_t flags, uint64_t wr_id)
+{
+	uint32_t off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
+	struct mlx5_wqe_ctrl_seg *ctrl = (void *)(sq->buf + off);
+
+	if (unlikely(sq->pi - sq->ci + 1 > sq->wqe_mask + 1))
+		return -EAGAIN;
+	/* ctrl + data: 2 units, one BB, never wrapping. */
+	mlx5dv_set_data_seg((struct mlx5_wqe_data_seg *)(ctrl + 1), sge->length,
+			    sge->lkey, sge->addr);
+	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, opcode, 0,
+			    sq->qpn_shifted >> 8, rn_sq_fm_ce_se(sq, 1, flags),
+			    2, 0, imm);
+	rn_sq_commit(sq, off, 1, wr_id, ctrl);
+	return 0;
+}
+
+/*
  * An inline SEND whose data the caller writes in place instead of copying
  * it from a buffer: posts the WQE for len bytes of data and returns where
  * they go, contiguous, to be written before rn_sq_ring_doorbell(). Returns

@@ -248,6 +248,39 @@ test_send_inline_fast_path_matches(void **state)
 						0, 0, 0), -EINVAL);
 }
 
+/* One buffer by a data segment: what the general path writes. */
+static void
+test_send_sge_matches(void **state)
+{
+	uint8_t general[sizeof(ring)];
+	struct rn_sge sge = { 0x123456789a, 4000, 0x77 };
+	struct rn_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND_IMM, .imm = htobe32(11) };
+
+	for (uint8_t flags = 0; flags <= RN_WR_SIGNALED; flags++) {
+		for (uint32_t start = 0; start < RING_BBS; start += 7) {
+			setup_sq(state);
+			sq.pi = sq.ci = start;
+			wr.flags = flags;
+			assert_int_equal(rn_sq_post(&sq, &wr), 0);
+			memcpy(general, ring, sizeof(ring));
+			setup_sq(state);
+			sq.pi = sq.ci = start;
+			assert_int_equal(rn_sq_post_send_sge(&sq, &sge,
+							     RN_WR_SEND_IMM,
+							     htobe32(11), flags,
+							     5), 0);
+			assert_memory_equal(ring, general, sizeof(ring));
+			assert_int_equal(sq.pi, start + 1);
+			assert_int_equal(wqe_ends[start % RING_BBS], start + 1);
+			assert_int_equal(wr_ids[start % RING_BBS], 5);
+		}
+	}
+	sq.pi = sq.ci + RING_BBS;
+	assert_int_equal(rn_sq_post_send_sge(&sq, &sge, RN_WR_SEND, 0, 0, 0),
+			 -EAGAIN);
+}
+
 /*
  * Written in place, the same WQE again; where the data would wrap at the
  * ring's end, or the post cannot be, nothing is posted or written.
@@ -598,6 +631,7 @@ main(void)
 		cmocka_unit_test_setup(test_send_inline_fast_path_matches,
 				       setup_sq),
 		cmocka_unit_test_setup(test_send_inline_in_place, setup_sq),
+		cmocka_unit_test_setup(test_send_sge_matches, setup_sq),
 		cmocka_unit_test_setup(test_wqe_counter_wraps_16_bits, setup_sq),
 		cmocka_unit_test_setup(test_ring_full_and_bad_requests, setup_sq),
 		cmocka_unit_test_setup(test_forced_signal, setup_sq),

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Notification engine pieces: the frame codec (every malformed shape is
- * refused, binary payloads pass) and credit accounting (never more SENDs
+ * refused, binary payloads pass), credit accounting (never more SENDs
  * in flight than the receiver has slots, with any number of sending
- * threads, across 32-bit wrap-around, with stale and repeated updates).
+ * threads, across 32-bit wrap-around, with stale and repeated updates) and
+ * the send slots under selective signalling (a CQE frees every earlier
+ * slot, a slot is reused only after the NIC is done with it, every wanted
+ * completion is reported once, 0 or -EPIPE, and the slots never jam).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -18,6 +21,7 @@
 
 #include "rn_notify_credit.h"
 #include "rn_notify_frame.h"
+#include "rn_notify_slots.h"
 
 static void
 test_frame_round_trip_binary(void **state)
@@ -193,6 +197,249 @@ test_credits_many_senders(void **state)
 	assert_int_equal(shared_tx.reserved, (uint32_t)(SENDERS * SENDS_EACH));
 }
 
+/* ---- send slots ---- */
+
+#define MAX_SLOTS 64
+
+static uint64_t cookies[MAX_SLOTS];
+static uint8_t wants[MAX_SLOTS];
+
+/* Post one SEND the way the lcore does; returns whether it was signalled. */
+static bool
+push(struct rn_send_slots *s, uint64_t cookie, bool want)
+{
+	bool signal = rn_send_slots_signal(s, want);
+
+	assert_false(rn_send_slots_full(s));
+	rn_send_slots_push(s, cookie, want, signal);
+	return signal;
+}
+
+/* One SEND in `every` is signalled, and each one that wants a report. */
+static void
+test_send_slots_signal_every(void **state)
+{
+	static const struct { uint32_t n, every; } cases[] = {
+		{ 1, 1 }, { 2, 1 }, { 3, 1 }, { 5, 2 }, { 31, 15 }, { 32, 16 },
+		{ 64, 16 },
+	};
+	struct rn_send_slots s;
+
+	(void)state;
+	for (unsigned int c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		rn_send_slots_init(&s, cases[c].n, cookies, wants);
+		assert_int_equal(s.every, cases[c].every);
+	}
+	rn_send_slots_init(&s, 64, cookies, wants);
+	for (uint32_t i = 1; i <= 40; i++) {
+		bool signalled = push(&s, i, i == 20);
+		uint64_t cookie;
+
+		/* 16, then 20 (wanted), then 16 after that: 36. */
+		assert_int_equal(signalled, i == 16 || i == 20 || i == 36);
+		if (signalled)
+			(void)rn_send_slots_complete(&s, (i - 1) % 64, &cookie);
+	}
+}
+
+/* A CQE frees its slot and every earlier one, across the wrap of 5. */
+static void
+test_send_slots_complete_frees_earlier(void **state)
+{
+	struct rn_send_slots s;
+	uint64_t cookie = 0;
+
+	(void)state;
+	rn_send_slots_init(&s, 5, cookies, wants);
+	for (uint64_t i = 0; i < 5; i++)
+		push(&s, 100 + i, i == 2);
+	assert_true(rn_send_slots_full(&s));
+	/* Slot 2 wanted its report; 0 and 1 go with it, unreported. */
+	assert_true(rn_send_slots_complete(&s, 2, &cookie));
+	assert_int_equal(cookie, 102);
+	assert_int_equal(s.used, 2);
+	assert_int_equal(rn_send_slots_oldest(&s), 3);
+	for (uint64_t i = 5; i < 8; i++)
+		push(&s, 100 + i, false);
+	assert_true(rn_send_slots_full(&s));
+	assert_int_equal(rn_send_slots_next(&s), 3);
+	/* Slot 1 (SEND 6) frees 3, 4, 0 and 1: SENDs 3..6. */
+	assert_false(rn_send_slots_complete(&s, 1, &cookie));
+	assert_int_equal(s.used, 1);
+	assert_int_equal(rn_send_slots_oldest(&s), 2);
+	/* Slots no longer in use free nothing: a CQE already covered. */
+	assert_false(rn_send_slots_complete(&s, 0, &cookie));
+	assert_false(rn_send_slots_complete(&s, 4, &cookie));
+	assert_int_equal(s.used, 1);
+	assert_false(rn_send_slots_complete(&s, 2, &cookie));
+	assert_int_equal(s.used, 0);
+	assert_false(rn_send_slots_complete(&s, 2, &cookie));
+	assert_int_equal(s.used, 0);
+}
+
+/* A failed QP fails every slot in use, oldest first, signalled or not. */
+static void
+test_send_slots_fail_all(void **state)
+{
+	struct rn_send_slots s;
+	uint64_t cookie, failed[8];
+	unsigned int n_failed = 0;
+
+	(void)state;
+	rn_send_slots_init(&s, 8, cookies, wants);
+	for (uint64_t i = 0; i < 7; i++)
+		push(&s, 200 + i, i % 3 == 1);     /* 201 and 204 want one */
+	assert_true(rn_send_slots_complete(&s, 1, &cookie));   /* 200, 201 */
+	assert_int_equal(cookie, 201);
+	while (s.used != 0)
+		if (rn_send_slots_fail_oldest(&s, &cookie))
+			failed[n_failed++] = cookie;
+	assert_int_equal(n_failed, 1);
+	assert_int_equal(failed[0], 204);
+	/* The flushes that follow find nothing left to free or report. */
+	for (uint32_t slot = 0; slot < 8; slot++)
+		assert_false(rn_send_slots_complete(&s, slot, &cookie));
+	assert_int_equal(s.used, 0);
+}
+
+/*
+ * The slots against a model of an RC send queue, at random: SENDs are
+ * posted while slots are free, the NIC completes them in order and writes
+ * a CQE only for the signalled ones, and now and then the QP fails: an
+ * error CQE for the oldest WQE not completed, then a flush CQE for every
+ * WQE after it, signalled or not. Checked: a slot is taken again only after
+ * the NIC is done with the SEND that had it; each wanted completion is
+ * reported exactly once, 0 when the NIC completed it and -EPIPE when not;
+ * with every slot taken, one of them is signalled (nothing jams).
+ */
+#define MODEL_ROUNDS 20000
+
+struct model_send {
+	uint32_t slot;
+	bool signalled, want;
+	uint64_t cookie;
+};
+
+struct model {
+	struct rn_send_slots s;
+	struct model_send q[MAX_SLOTS];   /* posted, not completed by the NIC */
+	uint32_t n_q;
+	bool nic_done[MAX_SLOTS];         /* per slot: the NIC finished it */
+	int reported[MODEL_ROUNDS];       /* per cookie: 0, -EPIPE or 1 (none) */
+	bool want[MODEL_ROUNDS];
+	bool nic_ok[MODEL_ROUNDS];        /* the NIC completed it successfully */
+};
+
+static void
+model_report(struct model *m, uint64_t cookie, int status)
+{
+	assert_true(m->want[cookie]);
+	assert_int_equal(m->reported[cookie], 1);   /* once */
+	m->reported[cookie] = status;
+}
+
+/* The NIC completes the oldest k SENDs; CQEs for the signalled ones. */
+static void
+model_complete(struct model *m, uint32_t k)
+{
+	uint64_t cookie;
+
+	for (uint32_t i = 0; i < k; i++) {
+		struct model_send *w = &m->q[i];
+
+		m->nic_done[w->slot] = true;
+		m->nic_ok[w->cookie] = true;
+		if (w->signalled &&
+		    rn_send_slots_complete(&m->s, w->slot, &cookie)) {
+			assert_int_equal(cookie, w->cookie);
+			model_report(m, cookie, 0);
+		}
+	}
+	memmove(m->q, m->q + k, (m->n_q - k) * sizeof(m->q[0]));
+	m->n_q -= k;
+}
+
+/*
+ * The QP fails: the error CQE, then a flush CQE for each WQE after it. On
+ * each, what lcore_notify.c does on any send-side error: fail every slot.
+ */
+static void
+model_fail(struct model *m)
+{
+	uint64_t cookie;
+
+	for (uint32_t i = 0; i < m->n_q; i++) {
+		m->nic_done[m->q[i].slot] = true;
+		while (m->s.used != 0)
+			if (rn_send_slots_fail_oldest(&m->s, &cookie))
+				model_report(m, cookie, -EPIPE);
+	}
+	m->n_q = 0;
+}
+
+static void
+run_model(uint32_t n, unsigned int seed)
+{
+	struct model *m = calloc(1, sizeof(*m));
+	uint64_t next = 0;
+
+	assert_non_null(m);
+	srand(seed);
+	rn_send_slots_init(&m->s, n, cookies, wants);
+	for (uint32_t i = 0; i < MAX_SLOTS; i++)
+		m->nic_done[i] = true;
+	for (uint64_t c = 0; c < MODEL_ROUNDS; c++)
+		m->reported[c] = 1;
+	while (next < MODEL_ROUNDS) {
+		int r = rand() % 100;
+
+		if (rn_send_slots_full(&m->s)) {
+			bool any = false;
+
+			for (uint32_t i = 0; i < m->n_q; i++)
+				any |= m->q[i].signalled;
+			assert_true(any);   /* else no CQE would ever come */
+		}
+		if (r < 60 && !rn_send_slots_full(&m->s)) {
+			struct model_send w = {
+				.slot = rn_send_slots_next(&m->s),
+				.want = rand() % 7 == 0, .cookie = next++,
+			};
+
+			assert_true(m->nic_done[w.slot]);
+			m->nic_done[w.slot] = false;
+			m->want[w.cookie] = w.want;
+			w.signalled = push(&m->s, w.cookie, w.want);
+			m->q[m->n_q++] = w;
+		} else if (r < 99) {
+			if (m->n_q > 0)
+				model_complete(m, 1 + (uint32_t)rand() % m->n_q);
+		} else {
+			model_fail(m);
+		}
+	}
+	model_complete(m, m->n_q);
+	for (uint64_t c = 0; c < MODEL_ROUNDS; c++) {
+		if (!m->want[c])
+			assert_int_equal(m->reported[c], 1);
+		else if (m->nic_ok[c])
+			assert_int_equal(m->reported[c], 0);
+		else
+			assert_int_equal(m->reported[c], -EPIPE);
+	}
+	free(m);
+}
+
+static void
+test_send_slots_model(void **state)
+{
+	static const uint32_t sizes[] = { 1, 2, 3, 7, 16, 33, 64 };
+
+	(void)state;
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		run_model(sizes[i], 1000 + i);
+}
+
 int
 main(void)
 {
@@ -203,6 +450,10 @@ main(void)
 		cmocka_unit_test(test_credits_window),
 		cmocka_unit_test(test_credits_wrap_around),
 		cmocka_unit_test(test_credits_many_senders),
+		cmocka_unit_test(test_send_slots_signal_every),
+		cmocka_unit_test(test_send_slots_complete_frees_earlier),
+		cmocka_unit_test(test_send_slots_fail_all),
+		cmocka_unit_test(test_send_slots_model),
 	};
 
 	return cmocka_run_group_tests_name("notify", tests, NULL, NULL);
