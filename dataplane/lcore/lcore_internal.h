@@ -38,6 +38,9 @@ struct ep_notify {
 	bool peer_native;        /* the peer has one too */
 	bool failed;             /* a local fault: sticky, data QPs untouched */
 	uint32_t peer_slot_size;
+	uint32_t max_frame;      /* the largest frame it takes now: both slot
+				  * sizes; 0 without a channel, or failed */
+	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */
 	uint64_t credit_raddr;   /* the peer's EP_PROBE_CREDITS word */
 	uint32_t credit_rkey;
 	struct rn_credit_tx tx;

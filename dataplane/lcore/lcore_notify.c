@@ -54,6 +54,8 @@ rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		return;   /* one side has no channel: TCP rules apply */
 	n->peer_native = true;
 	n->peer_slot_size = peer->slot_size;
+	n->max_frame = RTE_MIN(lc->notify.slot_size, peer->slot_size);
+	n->send_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, 0);
 	rn_credit_tx_init(&n->tx, peer->credits);
 	n->credit_raddr = ep->req->remote.probe_addr +
 			  EP_PROBE_CREDITS * RN_EP_PROBE_SIZE;
@@ -89,14 +91,18 @@ rn_lcore_notify_free(struct rn_lcore_ep *ep)
 	rte_free(ep->n.sends.want);
 }
 
-/* The peer's count of reposted slots, as it RDMA WROTE it to us. */
-static void
-read_credit_word(struct ep_notify *n, const struct rn_lcore_ep *ep)
+/*
+ * A credit for one SEND. The peer's count of reposted slots, as it RDMA
+ * WROTE it to us, is read only when the counts heard so far leave none.
+ */
+static int
+take_credit(struct ep_notify *n, const struct rn_lcore_ep *ep)
 {
-	uint32_t word = __atomic_load_n(
-		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE);
-
-	rn_credit_returned(&n->tx, word);
+	if (likely(rn_credit_take(&n->tx) == 0))
+		return 0;
+	rn_credit_returned(&n->tx, __atomic_load_n(
+		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE));
+	return rn_credit_take(&n->tx);
 }
 
 /*
@@ -114,7 +120,7 @@ post_send(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	bool want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
 	uint8_t flags = rn_send_slots_signal(&n->sends, want) ?
 			RN_WR_SIGNALED : 0;
-	uint64_t wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, slot);
+	uint64_t wr_id = n->send_wr_id | slot;
 	__be32 imm = rte_cpu_to_be_32(rn_credit_advertise(&n->rx));
 	uint8_t *wqe = NULL;
 	int rc = 0;
@@ -180,6 +186,27 @@ inject_local_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	return rc;
 }
 
+/*
+ * Whatever is not a native send: a fault to inject (tests), a failed
+ * channel, no channel (here or at the peer), or a frame over a slot.
+ */
+static void
+send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+	   struct rn_notify_request *req)
+{
+	struct ep_notify *n = &ep->n;
+
+	if (req->flags & RN_NOTIFY_INJECT_LOCAL_FAULT)
+		rn_notify_answer(req, inject_local_fault(lc, ep));
+	else if (n->failed)
+		rn_notify_answer(req, -EPIPE);   /* never falls back */
+	else if (lc->notify_fallback)
+		forward_tcp(lc, req);
+	else
+		rn_notify_answer(req, n->qp != NULL && n->peer_native ?
+				 -EMSGSIZE : -ENOTSUP);
+}
+
 /* Out of line, like received(): scripts/bench-notify-instructions.sh counts
  * the instructions of each per notification. */
 static __rte_noinline void
@@ -191,36 +218,23 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	struct ep_notify *n;
 	int rc;
 
-	if (ep == NULL || ep->failed || ep->closing) {
+	if (unlikely(ep == NULL || ep->failed || ep->closing)) {
 		rn_notify_answer(req, -ENOTCONN);
 		return;
 	}
 	n = &ep->n;
-	if (req->flags & RN_NOTIFY_INJECT_LOCAL_FAULT) {
-		rn_notify_answer(req, inject_local_fault(lc, ep));
+	if (unlikely(len > n->max_frame ||
+		     (req->flags & RN_NOTIFY_INJECT_LOCAL_FAULT))) {
+		send_other(lc, ep, req);
 		return;
 	}
-	if (n->failed) {
-		rn_notify_answer(req, -EPIPE);   /* never falls back */
-		return;
-	}
-	if (n->qp == NULL || !n->peer_native ||
-	    len > RTE_MIN(lc->notify.slot_size, n->peer_slot_size)) {
-		if (!lc->notify_fallback)
-			rn_notify_answer(req, n->qp != NULL && n->peer_native ?
-					 -EMSGSIZE : -ENOTSUP);
-		else
-			forward_tcp(lc, req);
-		return;
-	}
-	read_credit_word(n, ep);
-	if (rn_send_slots_full(&n->sends) || rn_credit_take(&n->tx) != 0) {
+	if (rn_send_slots_full(&n->sends) || take_credit(n, ep) != 0) {
 		rn_notify_answer(req, -EAGAIN);
 		return;
 	}
 	rc = post_send(lc, ep, req, (uint32_t)len);
 	if (rc != 0)
-		__atomic_fetch_sub(&n->tx.reserved, 1, __ATOMIC_RELAXED);
+		rn_credit_untake(&n->tx);
 	rn_notify_answer(req, rc);
 }
 
@@ -333,6 +347,7 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		if (local_fault(wc->status)) {
 			/* Ours alone: the channel stops, the data QPs go on. */
 			n->failed = true;
+			n->max_frame = 0;
 			RN_LCORE_LOG(WARNING, "lcore %u: notify QP of %s failed "
 				     "locally (syndrome 0x%x): native channel "
 				     "closed, data QPs unaffected", lc->lcore_id,

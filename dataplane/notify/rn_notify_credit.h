@@ -20,8 +20,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Sender side. reserved is taken by any sending thread (CAS); returned is
- * written by the owning lcore only. */
+/*
+ * Sender side, owning lcore only: application threads hand their sends to
+ * the lcore that owns the endpoint, so nothing here is shared.
+ */
 struct rn_credit_tx {
 	uint32_t depth;       /* receive slots the peer posted at the start */
 	uint32_t reserved;    /* SENDs reserved so far */
@@ -36,48 +38,40 @@ rn_credit_tx_init(struct rn_credit_tx *c, uint32_t depth)
 	c->returned = 0;
 }
 
-/* Credits left now (a snapshot: other threads may take them next). */
+/* Credits left now. */
 static inline uint32_t
 rn_credit_available(const struct rn_credit_tx *c)
 {
-	uint32_t returned = __atomic_load_n(&c->returned, __ATOMIC_ACQUIRE);
-	uint32_t reserved = __atomic_load_n(&c->reserved, __ATOMIC_RELAXED);
-
-	return c->depth + returned - reserved;
+	return c->depth + c->returned - c->reserved;
 }
 
 /*
- * Reserve one credit, from any thread. Returns 0, or -EAGAIN when the
- * receiver has no slot for it yet.
+ * Reserve one credit. Returns 0, or -EAGAIN when the receiver has no slot
+ * for it yet.
  */
 static inline int
 rn_credit_take(struct rn_credit_tx *c)
 {
-	uint32_t reserved = __atomic_load_n(&c->reserved, __ATOMIC_RELAXED);
-
-	do {
-		/* Acquire pairs with the release in rn_credit_returned(). */
-		uint32_t returned = __atomic_load_n(&c->returned,
-						    __ATOMIC_ACQUIRE);
-
-		if (reserved - returned >= c->depth)
-			return -EAGAIN;
-	} while (!__atomic_compare_exchange_n(&c->reserved, &reserved,
-					      reserved + 1, true,
-					      __ATOMIC_ACQ_REL,
-					      __ATOMIC_RELAXED));
+	if (c->reserved - c->returned >= c->depth)
+		return -EAGAIN;
+	c->reserved++;
 	return 0;
 }
 
-/* Owning lcore: the peer says it has reposted `reposted` slots in all. */
+/* Give back the credit of a SEND that was not posted after all. */
+static inline void
+rn_credit_untake(struct rn_credit_tx *c)
+{
+	c->reserved--;
+}
+
+/* The peer says it has reposted `reposted` slots in all. */
 static inline void
 rn_credit_returned(struct rn_credit_tx *c, uint32_t reposted)
 {
-	uint32_t now = __atomic_load_n(&c->returned, __ATOMIC_RELAXED);
-
 	/* Only forward, in wrap-around order; within a window of 2^31. */
-	if ((int32_t)(reposted - now) > 0)
-		__atomic_store_n(&c->returned, reposted, __ATOMIC_RELEASE);
+	if ((int32_t)(reposted - c->returned) > 0)
+		c->returned = reposted;
 }
 
 /* Receiver side, owning lcore only. */
