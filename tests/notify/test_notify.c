@@ -86,6 +86,26 @@ test_frame_refuses_what_does_not_add_up(void **state)
 	assert_int_equal(rn_notify_frame_read(buf, 13, &v), -EBADMSG);
 }
 
+/* Every length, at every alignment: exactly len bytes, nothing around. */
+static void
+test_frame_copy_every_length(void **state)
+{
+	uint8_t src[80], dst[96], want[96];
+
+	(void)state;
+	for (unsigned int i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 7 + 1);
+	for (uint32_t len = 0; len <= 64; len++) {
+		for (uint32_t at = 0; at < 8; at++) {
+			memset(dst, 0xcc, sizeof(dst));
+			memset(want, 0xcc, sizeof(want));
+			memcpy(want + 8 + at, src + at, len);
+			rn_notify_copy(dst + 8 + at, src + at, len);
+			assert_memory_equal(dst, want, sizeof(dst));
+		}
+	}
+}
+
 static void
 test_credits_window(void **state)
 {
@@ -441,6 +461,7 @@ main(void)
 		cmocka_unit_test(test_frame_round_trip_binary),
 		cmocka_unit_test(test_frame_full_size),
 		cmocka_unit_test(test_frame_refuses_what_does_not_add_up),
+		cmocka_unit_test(test_frame_copy_every_length),
 		cmocka_unit_test(test_credits_window),
 		cmocka_unit_test(test_credits_wrap_around),
 		cmocka_unit_test(test_credits_random_traffic),
