@@ -59,7 +59,7 @@ static const struct rn_config_key notify_keys[] = {
 	{ "slots", RN_CFG_UINT, NOTIFY(slots), 1, 4096, NULL, "256" },
 	{ "slot_size", RN_CFG_UINT, NOTIFY(slot_size), 64, 65536, NULL,
 	  "65536" },
-	{ "max_inline", RN_CFG_UINT, NOTIFY(max_inline), 0, 512, NULL, "64" },
+	{ "max_inline", RN_CFG_UINT, NOTIFY(max_inline), 0, 504, NULL, "64" },
 	{ "endpoints_per_lcore", RN_CFG_UINT, NOTIFY(endpoints_per_lcore), 1,
 	  64, NULL, "4" },
 };

@@ -68,7 +68,8 @@ struct rn_notify_config {
 	bool oob_fallback;    /* true: no native channel or too big -> TCP */
 	uint32_t slots;       /* receive slots (and send slots) per endpoint */
 	uint32_t slot_size;   /* bytes; name + msg <= slot_size - 8 */
-	uint32_t max_inline;  /* notifications up to this size go inline */
+	uint32_t max_inline;  /* notifications (name + msg) up to this size go
+			       * inline; their frame is 8 bytes more */
 	uint32_t endpoints_per_lcore; /* native channels one lcore can hold */
 };
 

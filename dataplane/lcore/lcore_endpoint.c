@@ -30,8 +30,8 @@ post(struct rn_lcore *lc, uint16_t type, int32_t arg, struct rn_ep_request *req)
 }
 
 /*
- * The notify QP carries frames of up to [notify] max_inline bytes inline,
- * and the 4-byte credit word of every credit WRITE whatever max_inline is.
+ * The notify QP carries frames of up to lc->max_inline bytes inline (at
+ * least the 8 bytes of an empty one), and the 4-byte credit word.
  */
 static struct rn_qp_caps
 qp_caps(const struct rn_lcore *lc, const struct rn_ep_request *req,
@@ -41,8 +41,7 @@ qp_caps(const struct rn_lcore *lc, const struct rn_ep_request *req,
 		return (struct rn_qp_caps){ .max_send_wr = req->notify_depth,
 					    .max_recv_wr = req->notify_depth,
 					    .max_send_sge = 2, .max_recv_sge = 1,
-					    .max_inline = RTE_MAX(lc->max_inline,
-								  (uint32_t)sizeof(uint32_t)) };
+					    .max_inline = lc->max_inline };
 	return (struct rn_qp_caps){ .max_send_wr = 64, .max_recv_wr = 1,
 				    .max_send_sge = 4, .max_recv_sge = 1,
 				    .max_inline = 64 };

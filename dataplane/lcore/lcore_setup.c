@@ -92,7 +92,7 @@ create_notify_rings(struct rn_lcore *lc, const struct rn_notify_config *nc)
 		lc->notify.n_bays * lc->notify.slots : 1;
 
 	lc->notify_fallback = nc->oob_fallback;
-	lc->max_inline = nc->max_inline;
+	lc->max_inline = (uint32_t)rn_notify_frame_size(0, nc->max_inline);
 	lc->notify_requests = notify_ring("req", lc->lcore_id, sizeof(void *),
 					  RN_LCORE_RING_SIZE, RING_F_SC_DEQ);
 	lc->notify_deliveries = notify_ring("dlv", lc->lcore_id,

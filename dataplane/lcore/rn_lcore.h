@@ -114,7 +114,8 @@ struct rn_lcore {
 	struct rte_ring *notify_releases;   /* app -> lcore, SP/SC */
 	struct rte_ring *notify_completions;/* shared, to the app */
 	bool notify_fallback;
-	uint32_t max_inline;
+	uint32_t max_inline;            /* frames up to this go inline: [notify]
+					 * max_inline (name + msg) + 8 */
 	uint32_t sleeping;                  /* adaptive idle: in epoll */
 	struct rn_lcore_ep *by_slot[RN_LCORE_MAX_SLOTS]; /* connected ones */
 	uint32_t idle_polls_left;

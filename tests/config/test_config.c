@@ -165,6 +165,8 @@ static const struct bad_case bad_cases[] = {
 	  "connect = always\n",
 	  "%s:4: [peer b] connect = always: unknown value; allowed on_demand, "
 	  "eager" },
+	{ "max_inline over 504", "[notify]\nmax_inline = 505\n",
+	  "%s:2: [notify] max_inline = 505: out of range; allowed 0..504" },
 	{ "max_inline over slot", "[notify]\nslot_size = 64\nmax_inline = 64\n",
 	  "%s: [notify] max_inline = 64: must be at most slot_size - 8 (56)" },
 	{ "key too long",
