@@ -46,6 +46,8 @@ struct ep_notify {
 	struct rn_credit_tx tx;
 	struct rn_credit_rx rx;
 	struct rn_send_slots sends; /* taken and freed in order */
+	uint8_t *recv_slots;     /* its bay's receive slot 0 */
+	uint64_t recv_wr_id;     /* RN_EP_WR_ID(generation, RECV, 0) */
 	uint32_t held;           /* delivered, not released by the app yet */
 };
 

@@ -39,6 +39,8 @@ rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 			   rte_zmalloc("rn_notify_want", slots, 0));
 	if (n->sends.cookie == NULL || n->sends.want == NULL)
 		return -ENOMEM;
+	n->recv_slots = rn_notify_recv_slot(&lc->notify, (uint32_t)ep->bay, 0);
+	n->recv_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_RECV, 0);
 	rn_credit_rx_init(&n->rx, slots);
 	return 0;
 }
@@ -238,8 +240,12 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	rn_notify_answer(req, rc);
 }
 
-/* Tell the peer how many slots we reposted, without using one of its. */
-static void
+/*
+ * Tell the peer how many slots we reposted, without using one of its. Out
+ * of line: one repost in slots / 2 needs it, and inlined it made every
+ * repost save and restore six more registers.
+ */
+static __rte_noinline void
 write_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	struct ep_notify *n = &ep->n;
@@ -258,17 +264,23 @@ write_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	}
 }
 
-static void
+/*
+ * Put released receive slot index back on ep's RQ and count it as a
+ * credit. The RQ doorbell is a store to the doorbell record, no MMIO: one
+ * per slot cost less than one per burst of releases (docs/performance.md).
+ * Out of line, like received(): scripts/bench-notify-instructions.sh
+ * counts it.
+ */
+static __rte_noinline void
 repost(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t index)
 {
 	struct ep_notify *n = &ep->n;
 	struct rn_sge sge = {
-		(uintptr_t)rn_notify_recv_slot(&lc->notify, (uint32_t)ep->bay, index),
+		(uintptr_t)(n->recv_slots + (size_t)index * lc->notify.slot_size),
 		lc->notify.slot_size, lc->notify.mr.lkey,
 	};
 
-	if (rn_rq_post(&n->qp->rq, &sge, 1,
-		       RN_EP_WR_ID(generation(ep), RN_EP_WR_RECV, index)) != 0)
+	if (rn_rq_post_sge(&n->qp->rq, &sge, n->recv_wr_id | index) != 0)
 		return;
 	rn_rq_ring_doorbell(&n->qp->rq);
 	rn_credit_repost(&n->rx);
@@ -294,7 +306,7 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 {
 	struct ep_notify *n = &ep->n;
 	uint32_t index = RN_EP_WR_SLOT(wc->wr_id);
-	uint8_t *frame = rn_notify_recv_slot(&lc->notify, (uint32_t)ep->bay, index);
+	uint8_t *frame = n->recv_slots + (size_t)index * lc->notify.slot_size;
 	struct rn_notify_delivery d = { .owner = ep, .frame = frame,
 					.len = wc->byte_len,
 					.ep_slot = (uint16_t)ep->req->slot,
@@ -373,7 +385,7 @@ unsigned int
 rn_lcore_notify_poll(struct rn_lcore *lc)
 {
 	struct rn_notify_request *reqs[RN_LCORE_BURST];
-	struct rn_notify_delivery d;
+	struct rn_notify_delivery d[RN_LCORE_BURST];
 	unsigned int n = rte_ring_sc_dequeue_burst(lc->notify_requests,
 						   (void **)reqs,
 						   RN_LCORE_BURST, NULL);
@@ -381,14 +393,18 @@ rn_lcore_notify_poll(struct rn_lcore *lc)
 
 	for (unsigned int i = 0; i < n; i++)
 		send_one(lc, reqs[i]);
-	while (rte_ring_sc_dequeue_elem(lc->notify_releases, &d,
-					sizeof(d)) == 0) {
-		struct rn_lcore_ep *ep = d.owner;
+	do {
+		n = rte_ring_sc_dequeue_burst_elem(lc->notify_releases, d,
+						   sizeof(d[0]), RN_LCORE_BURST,
+						   NULL);
+		for (unsigned int i = 0; i < n; i++) {
+			struct rn_lcore_ep *ep = d[i].owner;
 
-		ep->n.held--;
-		if (!ep->closing && !ep->failed && !ep->n.failed)
-			repost(lc, ep, d.index);
-		work++;
-	}
+			ep->n.held--;
+			if (!ep->closing && !ep->failed && !ep->n.failed)
+				repost(lc, ep, d[i].index);
+		}
+		work += n;
+	} while (n == RN_LCORE_BURST);
 	return work;
 }

@@ -42,6 +42,27 @@ rn_rq_post(struct rn_rq *rq, const struct rn_sge *sg, uint32_t num_sge,
 	return 0;
 }
 
+/*
+ * The common case, leaner: one buffer, sge->length > 0. Returns 0, or
+ * -EAGAIN when the ring is full.
+ */
+static inline int
+rn_rq_post_sge(struct rn_rq *rq, const struct rn_sge *sge, uint64_t wr_id)
+{
+	uint32_t slot = rq->head & rq->wqe_mask;
+	struct mlx5_wqe_data_seg *seg =
+		(void *)(rq->buf + ((size_t)slot << rq->stride_shift));
+
+	if (unlikely(rq->head - rq->tail > rq->wqe_mask))
+		return -EAGAIN;
+	rq->wr_id[slot] = wr_id;
+	rq->head++;
+	if (rq->max_sge > 1)
+		mlx5dv_set_data_seg(&seg[1], 0, MLX5_INVALID_LKEY, 0);
+	mlx5dv_set_data_seg(seg, sge->length, sge->lkey, sge->addr);
+	return 0;
+}
+
 /* Publish every receive WQE posted so far. */
 static inline void
 rn_rq_ring_doorbell(struct rn_rq *rq)

@@ -440,6 +440,41 @@ test_recv_wqe(void **state)
 	assert_int_equal(rn_rq_post(&rq, sge, 5, 9), -EINVAL);
 }
 
+/* One buffer, the lean way: what rn_rq_post() writes, for 1 and 4 SGEs. */
+static void
+test_recv_sge_matches(void **state)
+{
+	uint8_t general[4 * 64] __attribute__((aligned(64)));
+	uint8_t lean[4 * 64] __attribute__((aligned(64)));
+	uint64_t rids[4];
+	__be32 rdb[2] = { 0, 0 };
+	struct rn_sge sge = { 0x1000, 4096, 3 };
+
+	(void)state;
+	for (uint32_t max_sge = 1; max_sge <= 4; max_sge *= 4) {
+		struct rn_rq a = { .buf = general, .wqe_mask = 3,
+				   .stride_shift = max_sge == 1 ? 4 : 6,
+				   .max_sge = max_sge,
+				   .dbrec = &rdb[MLX5_RCV_DBR], .wr_id = rids };
+		struct rn_rq b = a;
+
+		b.buf = lean;
+		memset(general, 0xee, sizeof(general));
+		memset(lean, 0xee, sizeof(lean));
+		for (uint64_t i = 0; i < 4; i++) {
+			assert_int_equal(rn_rq_post(&a, &sge, 1, i), 0);
+			assert_int_equal(rn_rq_post_sge(&b, &sge, i), 0);
+			assert_int_equal(rids[i], i);
+		}
+		assert_memory_equal(general, lean, sizeof(lean));
+		assert_int_equal(b.head, 4);
+		assert_int_equal(rn_rq_post_sge(&b, &sge, 9), -EAGAIN);
+		b.tail = 1;
+		assert_int_equal(rn_rq_post_sge(&b, &sge, 9), 0);
+		assert_int_equal(rids[0], 9);
+	}
+}
+
 /* ---- CQ polling ---- */
 
 #define CQES 4
@@ -639,6 +674,7 @@ main(void)
 		cmocka_unit_test_setup(test_cq_128_byte_entries, setup_cq),
 		cmocka_unit_test_setup(test_cq_index_wraps_24_bits, setup_cq),
 		cmocka_unit_test(test_recv_wqe),
+		cmocka_unit_test(test_recv_sge_matches),
 		cmocka_unit_test_setup(test_cq_owner_bit_many_laps, setup_cq),
 		cmocka_unit_test_setup(test_cq_one_cqe_retires_earlier_wqes,
 				       setup_cq),
