@@ -86,6 +86,27 @@ ep_connect_qps(struct rn_plane *pl, struct rn_endpoint *ep)
 	ep_send_command(pl, ep, RN_LCORE_CMD_EP_CONNECT, ep->req);
 }
 
+/*
+ * Notifications to this node itself: the endpoint's QPs are connected to
+ * themselves (each QP is its own peer, through the NIC's loopback), so they
+ * take the same data path as any peer's; no control connection, no
+ * handshake, nothing to time out.
+ */
+static void
+loop_back(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	struct rn_ep_side *me = &ep->req->local;
+
+	ep->req->remote = *me;
+	ep->peer_session = me->session_id;
+	ep->peer_generation = me->generation;
+	ep->peer_caps = RN_CAP_TCP_FALLBACK;
+	for (uint32_t i = 0; i < me->n_qps; i++)
+		if (me->qps[i].kind == RN_EP_QP_NOTIFY)
+			ep->peer_caps |= RN_CAP_NATIVE_NOTIFY;
+	ep_connect_qps(pl, ep);
+}
+
 /* Start our own call to a configured peer. Its QPs are made once the TCP
  * connection is up: a peer that is down costs no QP churn. */
 void
@@ -95,11 +116,17 @@ ep_connect(struct rn_plane *pl, struct rn_endpoint *ep)
 	char why[96];
 	int rc;
 
-	if (pl->shutting_down || ep->conn != NULL)
+	if (pl->shutting_down || ep->conn != NULL ||
+	    (ep->self && ep->req != NULL))
 		return;
 	ep->retry_at_ms = 0;
 	ep_set_state(pl, ep, ep->state == RN_EP_IDLE || ep->state == RN_EP_CLOSED ?
-			 RN_EP_CONNECTING : RN_EP_RECONNECTING, "calling");
+			 RN_EP_CONNECTING : RN_EP_RECONNECTING,
+		     ep->self ? "looping back" : "calling");
+	if (ep->self) {
+		ep_open_qps(pl, ep);   /* loop_back() once they are open */
+		return;
+	}
 	rc = conn_connect(pl, ep, &c);
 	if (rc != 0) {
 		snprintf(why, sizeof(why), "cannot call %s port %u: %s",
@@ -201,7 +228,9 @@ static void
 qps_opened(struct rn_plane *pl, struct rn_endpoint *ep)
 {
 	ep->qps_open = true;
-	if (ep->serving)
+	if (ep->self)
+		loop_back(pl, ep);
+	else if (ep->serving)
 		ep_connect_qps(pl, ep);
 	else if (ep->conn != NULL && ep->conn->phase == RN_CONN_TCP_UP)
 		handshake_send_hello(ep->conn, RN_PROTO_HELLO);
@@ -213,6 +242,10 @@ qps_connected(struct rn_plane *pl, struct rn_endpoint *ep)
 	struct rn_conn *c = ep->conn;
 	uint8_t frame[RN_PROTO_HEADER_SIZE + 4];
 
+	if (ep->self) {
+		ep_established(pl, ep);
+		return;
+	}
 	if (c == NULL)
 		return;
 	if (!c->outbound) {

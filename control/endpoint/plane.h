@@ -68,6 +68,7 @@ struct rn_endpoint {
 	uint32_t slot;
 	char name[32];
 	bool configured;              /* a [peer]: we call it, and call again */
+	bool self;                    /* this node: QPs looped back, no conn */
 	bool eager;
 	bool in_use;                  /* eager, or used: keep it connected */
 	char address[64];             /* configured address, or caller's */

@@ -5,7 +5,8 @@ diagnostic telemetry commands /rnotify/send and /rnotify/poll (each client
 connection is its own application thread in the daemon). Native delivery in
 order, credits and a slow receiver, the TCP fallback allowed and strict,
 native channels off, unknown and failed peers, a restarted receiver, many
-concurrent senders. Prints TAP. Usage: test_notify.py RNOTIFYD"""
+concurrent senders, notifications to self. Prints TAP.
+Usage: test_notify.py RNOTIFYD"""
 
 import errno
 import os
@@ -357,6 +358,76 @@ def call(port, name):
     return s, rnproto.accept_fields(body)[3]
 
 
+def first_send(src, dst, name, msg):
+    """Send until the endpoint is up: -EAGAIN (connecting) sends nothing."""
+    result = []
+
+    def sent():
+        result[:] = [send(src, dst, name, msg)]
+        return result[0] != -errno.EAGAIN
+    wait_until(f"{src} first send to {dst}", sent, every=0.01)
+    return result[0]
+
+
+def self_node(tag, notify="", env=None):
+    name = unique(tag)
+    d = Daemon(name, text=node_text(name, free_port(), [],
+                                    notify=notify_cfg(notify, SMALL_SLOT)),
+               env=env)
+    d.wait_running()
+    return name, d
+
+
+def test_notification_to_self():
+    # A node's own name is a peer like any other: the endpoint's QPs are
+    # looped back, so the same native path carries it, in order, once.
+    me, d = self_node("me")
+    try:
+        assert endpoint(me, me)["state"] == "idle"   # made at first use
+        assert first_send(me, me, "kv0", "block 0") == 0
+        for i in range(1, SLOTS):
+            assert send(me, me, f"kv{i}", f"block {i}") == 0
+        # Every receive slot is taken now: backpressure, nothing lost.
+        assert send(me, me, "over", "credit") == -errno.EAGAIN
+        got = poll_all(me, SLOTS)
+        assert got == [(me, f"kv{i}", f"block {i}") for i in range(SLOTS)], \
+            got
+        c = counters(me)
+        assert c["notify_sent"] == SLOTS and c["notify_received"] == SLOTS, c
+        poll(me)   # gives the slots back: credits return to ourselves
+        wait_until("credits back", lambda: send(me, me, "again", "") == 0)
+        assert poll_all(me, 1) == [(me, "again", "")]
+        # The RDMA READ probe of our own identity, over the loopback.
+        wait_until("probed", lambda: endpoint(me, me)["probes_ok"] > 0)
+        e = endpoint(me, me)
+        assert e["state"] == "connected" and e["probes_bad"] == 0, e
+        assert e["peer_caps"] == 3, e   # native + fallback
+        # Too large for a slot: handed over locally, not natively.
+        big = "x" * (SMALL_SLOT - 8)
+        assert send(me, me, "y", big) == 0
+        got = poll_all(me, 1)
+        assert got == [(me, "y", big[:len(got[0][2])])], got[0][:2]
+        assert counters(me)["notify_sent"] == SLOTS + 1
+    finally:
+        assert d.stop() == 0, d.stderr()
+    strict = dict(os.environ, MC_RDMA_NOTIFY_OOB_FALLBACK="0")
+    me, d = self_node("ms", env=strict)
+    try:
+        assert first_send(me, me, "y", "x" * (SMALL_SLOT - 8)) == \
+            -errno.EMSGSIZE
+    finally:
+        assert d.stop() == 0, d.stderr()
+    # No native channel at all: still delivered, without any QP send.
+    me, d = self_node("mo", notify="enabled = false\n")
+    try:
+        assert first_send(me, me, "k", "v") == 0
+        assert poll_all(me, 1) == [(me, "k", "v")]
+        assert counters(me)["notify_sent"] == 0
+        assert endpoint(me, me)["peer_caps"] == 2
+    finally:
+        assert d.stop() == 0, d.stderr()
+
+
 def test_cq_capacity_growth_and_failure():
     # Without growth: the sixth endpoint has no native channel, the next
     # ones cannot open at all, and the ones already open never notice.
@@ -415,6 +486,7 @@ for t in [test_native_delivery_in_order,
           test_restarted_sender_loses_nothing_that_arrived,
           test_concurrent_senders_keep_order_and_lose_nothing,
           test_cq_capacity_growth_and_failure,
+          test_notification_to_self,
           test_local_notify_fault_leaves_data_qps_working]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
