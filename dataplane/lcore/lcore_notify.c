@@ -146,7 +146,7 @@ forward_tcp(struct rn_lcore *lc, struct rn_notify_request *req)
 
 /* A WQE whose lkey no region has: the NIC fails it locally. */
 static int
-inject_local_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+inject_local_fault(struct rn_lcore_ep *ep)
 {
 	struct rn_sge sge = { (uintptr_t)ep->probe, 8, 0xbad00 };
 	struct rn_wr wr = {
@@ -156,7 +156,7 @@ inject_local_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	};
 	int rc;
 
-	if (lc->nic->provider != RN_NIC_SIM || ep->n.qp == NULL)
+	if (ep->n.qp == NULL)
 		return -ENOTSUP;
 	rc = rn_sq_post(&ep->n.qp->sq, &wr);
 	if (rc == 0)
@@ -180,9 +180,20 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 		return;
 	}
 	n = &ep->n;
-	if (req->flags & RN_NOTIFY_INJECT_LOCAL_FAULT) {
-		rn_notify_answer(req, inject_local_fault(lc, ep));
-		return;
+	if (unlikely(req->flags & RN_NOTIFY_INJECT)) {
+		if (lc->nic->provider != RN_NIC_SIM) {
+			rn_notify_answer(req, -ENOTSUP);
+			return;
+		}
+		if (req->flags & RN_NOTIFY_INJECT_LOCAL_FAULT) {
+			rn_notify_answer(req, inject_local_fault(ep));
+			return;
+		}
+		if (n->qp == NULL || !n->peer_native) {
+			rn_notify_answer(req, -ENOTSUP);
+			return;
+		}
+		len++;   /* a bad frame: one byte past what its lengths say */
 	}
 	if (n->failed) {
 		rn_notify_answer(req, -EPIPE);   /* never falls back */

@@ -311,13 +311,52 @@ def test_concurrent_senders_keep_order_and_lose_nothing():
         p.stop()
 
 
+def assert_same_incarnation(p, before):
+    """a's endpoint to b is still the one it was: connected, never reset."""
+    after = endpoint(p.a, p.b)
+    assert after["state"] == "connected", after
+    assert after["generation"] == before["generation"], after
+    assert after["to_failed"] == before["to_failed"], after
+
+
+def test_malformed_frame_is_rejected_and_its_slot_reposted():
+    # A SEND one byte longer than its frame's lengths say: the receiver
+    # counts and logs it, never delivers it, and reposts its slot; the
+    # endpoint, and the notifications around it, go on untouched.
+    p = Pair("m")
+    try:
+        e = endpoint(p.a, p.b)
+        assert send(p.a, p.b, "k", "before") == 0
+        assert telemetry(p.a, f"/rnotify/sim_fault,bad_frame,{p.b}")[
+            "result"] == 0
+        assert send(p.a, p.b, "k", "after") == 0
+        assert poll_all(p.b, 2) == [(p.a, "k", "before"), (p.a, "k", "after")]
+        wait_until("rejected", lambda: counters(p.b)["notify_rejected"] == 1)
+        assert counters(p.b)["notify_received"] == 2, counters(p.b)
+        assert "rejected: lengths do not add up" in p.d[1].stderr()
+        # The rejected slot was reposted: once b's next SEND carries its
+        # count back, a has every one of b's slots again (two released by
+        # the poll above, one reposted at rejection; b polls no more).
+        poll(p.b)
+        assert send(p.b, p.a, "credits", "back") == 0
+        assert poll_all(p.a, 1) == [(p.b, "credits", "back")]
+        results = [send(p.a, p.b, "n", str(i)) for i in range(SLOTS + 1)]
+        assert results == [0] * SLOTS + [-errno.EAGAIN], results
+        assert [m for _, _, m in poll_all(p.b, SLOTS)] == \
+            [str(i) for i in range(SLOTS)]
+        assert_same_incarnation(p, e)
+    finally:
+        p.stop()
+
+
 def test_local_notify_fault_leaves_data_qps_working():
     p = Pair("l")
     try:
         assert send(p.a, p.b, "k", "before") == 0
         assert poll_all(p.b, 1) == [(p.a, "k", "before")]
         e = endpoint(p.a, p.b)
-        assert telemetry(p.a, f"/rnotify/sim_fault,{p.b}")["result"] == 0
+        assert telemetry(p.a, f"/rnotify/sim_fault,local_qp,{p.b}")[
+            "result"] == 0
         # The native channel is closed for good: -EPIPE, never TCP.
         wait_until("the channel closed", lambda: send(p.a, p.b, "k", "x") ==
                    -errno.EPIPE)
@@ -325,10 +364,7 @@ def test_local_notify_fault_leaves_data_qps_working():
         # The endpoint and its data QPs go on: more RDMA probes succeed.
         wait_until("more probes", lambda: endpoint(p.a, p.b)["probes_ok"] >=
                    e["probes_ok"] + 2)
-        after = endpoint(p.a, p.b)
-        assert after["state"] == "connected", after
-        assert after["generation"] == e["generation"], after
-        assert after["to_failed"] == e["to_failed"], after
+        assert_same_incarnation(p, e)
     finally:
         p.stop()
 
@@ -487,7 +523,8 @@ for t in [test_native_delivery_in_order,
           test_concurrent_senders_keep_order_and_lose_nothing,
           test_cq_capacity_growth_and_failure,
           test_notification_to_self,
-          test_local_notify_fault_leaves_data_qps_working]:
+          test_local_notify_fault_leaves_data_qps_working,
+          test_malformed_frame_is_rejected_and_its_slot_reposted]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
 finish()
