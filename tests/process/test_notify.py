@@ -16,7 +16,7 @@ from rntest import (Daemon, endpoint, finish, status, tap, telemetry, unique,
                     wait_until)
 import rnproto
 from test_endpoints import (FAKE_PEER_DEAD_AFTER_MS, SLOW_QPS, free_port,
-                            node_text)
+                            lcore_counters, node_text)
 
 SLOTS = 16
 SLOT_SIZE = 4096
@@ -246,6 +246,43 @@ def test_restarted_receiver_gets_only_new_notifications():
         wait_until("sendable", lambda: send(p.a, p.b, "after", "2") == 0)
         assert poll_all(p.b, 1) == [(p.a, "after", "2")]
         assert counters(p.b)["notify_stale"] == 0
+    finally:
+        p.stop()
+
+
+def test_retired_incarnation_never_touches_its_replacement():
+    # a holds every slot b filled (its application has not polled) when b
+    # restarts. The old incarnation's slots, completions and releases must
+    # stay its own: the replacement's credits are exactly its own slots,
+    # both ways, and only its own notifications reach it.
+    p = Pair("z")
+    try:
+        for i in range(SLOTS):
+            for x, y in ((p.b, p.a), (p.a, p.b)):
+                r = send(x, y, "old", str(i))
+                assert r == 0, (x, i, r)
+        wait_until("all held", lambda: counters(p.a)["notify_received"] ==
+                   SLOTS)
+        p.restart(1)
+        # Delivered before b died: still a's, once, in order; releasing
+        # them goes to the retired incarnation, not to the new one.
+        got = poll_all(p.a, SLOTS)
+        assert got == [(p.b, "old", str(i)) for i in range(SLOTS)], got
+        poll(p.a)
+        for x, y in ((p.b, p.a), (p.a, p.b)):
+            wait_until(f"{x} sendable", lambda x=x, y=y: send(
+                x, y, "new", "0") == 0)
+            results = [send(x, y, "new", str(i)) for i in range(1, SLOTS + 1)]
+            assert results == [0] * (SLOTS - 1) + [-errno.EAGAIN], (x, results)
+            got = poll_all(y, SLOTS)
+            assert got == [(x, "new", str(i)) for i in range(SLOTS)], got
+        left = poll(p.a) + poll(p.b)
+        assert left == [], left
+        assert counters(p.a)["notify_rejected"] == 0, counters(p.a)
+        # Its slots all given back, the retired incarnation is gone: one
+        # QP set left (2 data QPs + 1 notify QP).
+        wait_until("retired QPs freed", lambda: lcore_counters(p.a) ==
+                   (3, 1))
     finally:
         p.stop()
 
@@ -520,6 +557,7 @@ for t in [test_native_delivery_in_order,
           test_unknown_and_failed_peers,
           test_restarted_receiver_gets_only_new_notifications,
           test_restarted_sender_loses_nothing_that_arrived,
+          test_retired_incarnation_never_touches_its_replacement,
           test_concurrent_senders_keep_order_and_lose_nothing,
           test_cq_capacity_growth_and_failure,
           test_notification_to_self,
