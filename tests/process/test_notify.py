@@ -11,6 +11,7 @@ Usage: test_notify.py RNOTIFYD"""
 import errno
 import os
 import threading
+import time
 
 from rntest import (Daemon, endpoint, finish, status, tap, telemetry, unique,
                     wait_until)
@@ -235,6 +236,38 @@ def test_unknown_and_failed_peers():
         assert send(p.a, p.b, "k", "v") == -errno.ENOTCONN
     finally:
         p.stop()
+
+
+CONNECT_TIMEOUT_S = 1.0   # node_text's connect_timeout_ms
+
+
+def test_sends_to_unreachable_peer_fail_in_bounded_time():
+    # Nobody listens (refused at once), or nobody answers at all (a
+    # documentation address: the call waits out connect_timeout_ms). Sends
+    # never block, never succeed, and turn into -ENOTCONN within the
+    # connect timeout; nothing is queued for later.
+    me = unique("g")
+    ghosts = [("refused", "127.0.0.1", free_port()),
+              ("silent", "198.51.100.7", free_port())]
+    d = Daemon(me, text=node_text(me, free_port(), ghosts,
+                                  notify=notify_cfg(), connect="on_demand"))
+    try:
+        d.wait_running()
+        for ghost, _, _ in ghosts:
+            start = time.monotonic()
+            results = []
+            while len(results) < 8:
+                results.append(send(me, ghost, "k", str(len(results))))
+                if results[-1] == -errno.EAGAIN:
+                    time.sleep(0.25)
+            elapsed = time.monotonic() - start
+            assert set(results) <= {-errno.EAGAIN, -errno.ENOTCONN}, results
+            assert results[-1] == -errno.ENOTCONN, (ghost, results)
+            assert elapsed < CONNECT_TIMEOUT_S + 2.5, (ghost, elapsed)
+            assert endpoint(me, ghost)["last_error"] != "", ghost
+        assert poll(me) == []
+    finally:
+        assert d.stop() == 0, d.stderr()
 
 
 def test_restarted_receiver_gets_only_new_notifications():
@@ -555,6 +588,7 @@ for t in [test_native_delivery_in_order,
           test_peer_without_native_channel,
           test_native_off_by_environment,
           test_unknown_and_failed_peers,
+          test_sends_to_unreachable_peer_fail_in_bounded_time,
           test_restarted_receiver_gets_only_new_notifications,
           test_restarted_sender_loses_nothing_that_arrived,
           test_retired_incarnation_never_touches_its_replacement,
