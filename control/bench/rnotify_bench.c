@@ -4,7 +4,7 @@
  * an application thread inside each (the daemon's own process, EAL, lcores
  * and control plane; the app talks to it through rn_notify.h).
  *
- *   rnotify-bench -c FILE --peer NAME --respond
+ *   rnotify-bench -c FILE --peer NAME --respond [--stall-ms N]
  *   rnotify-bench -c FILE --peer NAME [--sizes 16,256,4096,65528]
  *                 [--messages N] [--round-trips N] [--label TEXT]
  *
@@ -12,6 +12,9 @@
  * (N notifications sent back to back, until the responder confirms it got
  * them all) and ping-pong round-trip latency p50 and p99 (the responder
  * echoes each). Wall-clock figures: compare them in one run, on one machine.
+ * --stall-ms makes the responder a slow application: it stops polling for
+ * N ms at the first notification of each one-way run, so the sender meets
+ * backpressure; the run must still lose nothing.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -37,6 +40,7 @@ struct bench {
 	unsigned int messages;
 	unsigned int round_trips;
 	const char *label;
+	unsigned int stall_ms;
 	uint8_t *payload;
 	int result;
 };
@@ -213,6 +217,8 @@ respond(struct rn_daemon *d, struct bench *b)
 				send_all(d, b, "pong", got[i].msg, got[i].msg_len);
 			} else if (got[i].name_len == 4 &&
 				   memcmp(name, "bulk", 4) == 0) {
+				if (bulk == 0 && b->stall_ms != 0)
+					usleep(b->stall_ms * 1000u);
 				/* Only intact payloads count as received. */
 				if (got[i].msg_len <= RN_NOTIFY_MAX_PAYLOAD &&
 				    memcmp(got[i].msg, b->payload,
@@ -281,6 +287,7 @@ main(int argc, char **argv)
 		{ "messages", required_argument, NULL, 'm' },
 		{ "round-trips", required_argument, NULL, 't' },
 		{ "label", required_argument, NULL, 'l' },
+		{ "stall-ms", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct bench b = { .messages = 20000, .round_trips = 2000,
@@ -298,6 +305,7 @@ main(int argc, char **argv)
 		case 'm': b.messages = (unsigned int)atoi(optarg); break;
 		case 't': b.round_trips = (unsigned int)atoi(optarg); break;
 		case 'l': b.label = optarg; break;
+		case 'w': b.stall_ms = (unsigned int)atoi(optarg); break;
 		case 's':
 			if (parse_sizes(optarg, &b) != 0) {
 				fprintf(stderr, "rnotify-bench: --sizes %s: allowed "

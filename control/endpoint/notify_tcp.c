@@ -4,6 +4,9 @@
  * control connection (no connection per notification), for a peer without
  * a native channel or a message over a slot, when [notify] oob_fallback
  * allows. Same frame, same size rule, in order on that connection.
+ * Backpressure both ways, as credits give the native channel: a sender
+ * whose queue to the peer is long gets -EAGAIN, and a receiver whose
+ * application ring is full stops reading the connection (conn.c).
  * Notifications to this node itself take no connection: they go straight
  * to the application's ring.
  */
@@ -73,6 +76,12 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 	}
 	n = rn_proto_encode_notify(pl->notify_frame, RN_CONN_RX_MAX, req->name,
 				   req->name_len, req->msg, req->msg_len);
+	if (conn_queued(ep->conn) + n > RN_CONN_NOTIFY_TX_MAX) {
+		/* The peer's application is behind: backpressure, as a
+		 * missing credit is on the native channel. */
+		rn_notify_answer(req, -EAGAIN);
+		return;
+	}
 	conn_send(ep->conn, pl->notify_frame, n);
 	if (ep->conn == NULL) {   /* the queue overflowed: it failed */
 		rn_notify_answer(req, -ENOTCONN);
@@ -84,6 +93,12 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 	rn_notify_answer(req, 0);
 }
 
+bool
+notify_tcp_ring_full(const struct rn_plane *pl)
+{
+	return pl->tcp_in != NULL && rte_ring_full(pl->tcp_in);
+}
+
 void
 notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 		   const struct rn_proto_frame *f)
@@ -91,8 +106,10 @@ notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 	if (deliver(pl, ep, f->notify.name, f->notify.name_len, f->notify.msg,
 		    f->notify.msg_len) == 0)
 		return;
+	/* Out of memory: the frame cannot be kept (a full ring never gets
+	 * here: the connection holds the frame back instead). */
 	pl->tcp_dropped++;
-	RN_PLANE_LOG(WARNING, "endpoint %s: notification over TCP dropped: the "
-		     "application is not polling (%lu so far)", ep->name,
+	RN_PLANE_LOG(ERR, "endpoint %s: notification over TCP dropped: out of "
+		     "memory (%lu so far)", ep->name,
 		     (unsigned long)pl->tcp_dropped);
 }

@@ -29,6 +29,9 @@ extern int rn_plane_logtype;
 
 #define RN_CONN_RX_MAX (RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD)
 #define RN_CONN_TX_MAX (4u << 20)   /* a peer that stops reading: cut off */
+/* NOTIFY frames stop queueing here (-EAGAIN: the peer's application is not
+ * taking them), well before RN_CONN_TX_MAX would cut the connection off. */
+#define RN_CONN_NOTIFY_TX_MAX (1u << 20)
 #define RN_MAX_CONNS (2 * RN_MAX_ENDPOINTS)
 #define RN_EP_STABLE_MS 10000       /* connected this long: backoff resets */
 #define RN_EP_PROBE_EVERY_HEARTBEATS 10
@@ -61,6 +64,8 @@ struct rn_conn {
 	uint8_t *tx;
 	size_t tx_len, tx_off;
 	bool want_out;                /* EPOLLOUT armed */
+	bool rx_held;                 /* a NOTIFY waits in rx for room on the
+				       * application's ring: not reading */
 	struct rn_conn *next;         /* pl->conns or pl->dead */
 };
 
@@ -110,7 +115,7 @@ struct rn_plane {
 	struct rte_ring *tcp_in;      /* NOTIFY frames, to the application */
 	struct rte_ring *completions; /* fates of sends, to the application */
 	uint8_t *notify_frame;        /* one NOTIFY frame being encoded */
-	uint64_t tcp_dropped;         /* application not polling: lost */
+	uint64_t tcp_dropped;         /* out of memory for one: lost */
 	rte_seqlock_t snapshot_lock;
 	struct rn_ep_info snapshot[RN_MAX_ENDPOINTS];
 	unsigned int n_snapshot;
@@ -139,11 +144,17 @@ void conn_fail(struct rn_conn *c, const char *why);
 /* Close and detach; the memory goes at the next tick. */
 void conn_close(struct rn_conn *c);
 void conn_reap(struct rn_plane *pl);
+/* Bytes queued to send on c. */
+size_t conn_queued(const struct rn_conn *c);
+/* Read again what a full application ring held back, if it has room. */
+void conn_resume(struct rn_conn *c);
 
 /* notify_tcp.c: the TCP fallback */
 void notify_tcp_send(struct rn_plane *pl, void *request);
 void notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 			const struct rn_proto_frame *f);
+/* No room for one more delivery: hold NOTIFY frames back, not drop them. */
+bool notify_tcp_ring_full(const struct rn_plane *pl);
 
 /* handshake.c */
 void handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f);
