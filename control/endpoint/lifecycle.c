@@ -65,6 +65,7 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep)
 	ep->qps_open = false;
 	ep->serving = false;
 	pl->requests_out++;
+	ep->asked_ms = rn_now_ms();
 	ep_send_command(pl, ep, RN_LCORE_CMD_EP_OPEN, req);
 }
 
@@ -83,6 +84,7 @@ ep_retire_qps(struct rn_plane *pl, struct rn_endpoint *ep)
 void
 ep_connect_qps(struct rn_plane *pl, struct rn_endpoint *ep)
 {
+	ep->asked_ms = rn_now_ms();
 	ep_send_command(pl, ep, RN_LCORE_CMD_EP_CONNECT, ep->req);
 }
 
@@ -223,6 +225,23 @@ syndrome_name(int32_t syndrome)
 	}
 }
 
+/* A handshake waits for these answers: a slow lcore is worth knowing
+ * about (an intermittent stall of a whole connect timeout was seen once). */
+static void
+log_slow_answer(struct rn_plane *pl, struct rn_endpoint *ep,
+		const struct rn_lcore_event *ev)
+{
+	uint64_t took = rn_now_ms() - ep->asked_ms;
+
+	if (took >= RN_EP_SLOW_ANSWER_MS)
+		RN_PLANE_LOG(WARNING, "endpoint %s: lcore %u took %lu ms to %s "
+			     "the QPs", ep->name,
+			     pl->workers[ep->lcore]->lcore_id,
+			     (unsigned long)took,
+			     ev->type == RN_LCORE_EVENT_EP_OPENED ? "open" :
+			     "connect");
+}
+
 /* The QPs are ready on our side: go on with the handshake. */
 static void
 qps_opened(struct rn_plane *pl, struct rn_endpoint *ep)
@@ -282,6 +301,7 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 	switch (ev->type) {
 	case RN_LCORE_EVENT_EP_OPENED:
 	case RN_LCORE_EVENT_EP_CONNECTED:
+		log_slow_answer(pl, ep, ev);
 		if (ev->arg != 0) {
 			snprintf(why, sizeof(why), "QP %s failed: %s",
 				 ev->type == RN_LCORE_EVENT_EP_OPENED ?

@@ -35,6 +35,8 @@ extern int rn_plane_logtype;
 #define RN_MAX_CONNS (2 * RN_MAX_ENDPOINTS)
 #define RN_EP_STABLE_MS 10000       /* connected this long: backoff resets */
 #define RN_EP_PROBE_EVERY_HEARTBEATS 10
+#define RN_EP_SLOW_ANSWER_MS 1000   /* an lcore this slow to open or
+				     * connect QPs is worth a log line */
 
 enum rn_conn_phase {
 	RN_CONN_TCP_CONNECTING,  /* outbound: connect() in progress */
@@ -84,6 +86,8 @@ struct rn_endpoint {
 	struct rn_ep_request *req;    /* current incarnation's QPs, or NULL */
 	bool qps_open;
 	bool serving;                 /* req->remote holds a HELLO to serve */
+	uint64_t asked_ms;            /* when the lcore was sent EP_OPEN or
+				       * EP_CONNECT: a slow answer is logged */
 	struct rn_conn *conn;
 	uint64_t peer_session;
 	uint32_t peer_generation;
