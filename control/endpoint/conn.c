@@ -254,7 +254,9 @@ connected(struct rn_conn *c)
 	if (c->dead)
 		return;
 	if (c->ep->req == NULL)
-		ep_open_qps(c->pl, c->ep);   /* HELLO goes when they are made */
+		/* The peer's channels are not known yet: offer ours. HELLO
+		 * goes when they are made. */
+		ep_open_qps(c->pl, c->ep, true);
 	else if (c->ep->qps_open)
 		handshake_send_hello(c, RN_PROTO_HELLO);
 }

@@ -40,7 +40,7 @@ ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
 }
 
 void
-ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep)
+ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 {
 	const struct rn_config *cfg = pl->cfg;
 	struct rn_ep_request *req = calloc(1, sizeof(*req));
@@ -52,7 +52,7 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep)
 	ep->generation++;
 	req->slot = ep->slot;
 	req->n_data_qps = cfg->nic.data_qps;
-	req->notify = cfg->notify.enabled;
+	req->notify = cfg->notify.enabled && notify;
 	req->notify_depth = cfg->notify.slots;
 	req->notify_slot_size = cfg->notify.slot_size;
 	req->qp_timeout = (uint8_t)cfg->nic.qp_timeout;
@@ -126,7 +126,7 @@ ep_connect(struct rn_plane *pl, struct rn_endpoint *ep)
 			 RN_EP_CONNECTING : RN_EP_RECONNECTING,
 		     ep->self ? "looping back" : "calling");
 	if (ep->self) {
-		ep_open_qps(pl, ep);   /* loop_back() once they are open */
+		ep_open_qps(pl, ep, true);   /* loop_back() once they are open */
 		return;
 	}
 	rc = conn_connect(pl, ep, &c);

@@ -169,7 +169,9 @@ void handshake_send_hello(struct rn_conn *c, uint8_t type);
 void ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
 		  enum rn_ep_state state, const char *why);
 void ep_connect(struct rn_plane *pl, struct rn_endpoint *ep);
-void ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep);
+/* New QPs for a new incarnation; a notify QP too if notify (and [notify]
+ * enabled): a caller that has no native channel is not given one. */
+void ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify);
 void ep_retire_qps(struct rn_plane *pl, struct rn_endpoint *ep);
 void ep_connect_qps(struct rn_plane *pl, struct rn_endpoint *ep);
 /* A fault: close the connection, retire the QPs, schedule a retry. */

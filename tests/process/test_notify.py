@@ -457,10 +457,16 @@ def hub_text(name, cqs):
                      dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000)
 
 
-def call(port, name):
-    """A fake peer calls the hub; returns (socket, the hub's capabilities)."""
+def call(port, name, native=True):
+    """A fake peer calls the hub, with a notify QP if native; returns
+    (socket, the hub's capabilities)."""
+    qps = [(rnproto.QP_DATA, 0x700, 1)]
+    caps = rnproto.CAP_TCP_FALLBACK
+    if native:
+        qps.append((rnproto.QP_NOTIFY, 0x701, 1, SLOTS, SLOT_SIZE, SLOTS))
+        caps |= rnproto.CAP_NATIVE_NOTIFY
     s = rnproto.connect(port)
-    s.sendall(rnproto.hello(name, 5, 1, [(rnproto.QP_DATA, 0x700, 1)]))
+    s.sendall(rnproto.hello(name, 5, 1, qps, caps=caps))
     try:
         ftype, body = rnproto.read_frame_skipping_heartbeats(s)
     except ConnectionError:
@@ -565,7 +571,11 @@ def test_cq_capacity_growth_and_failure():
             assert endpoint(hub, f"f{i}")["state"] == "connected", i
         # A closed endpoint's reservation comes back once it drained.
         held[0].sendall(rnproto.close())
-        wait_until("room again", lambda: call(port, "g0")[1] == 3)
+        def room_again():
+            s, c = call(port, "g0")
+            held.append(s)
+            return c == 3
+        wait_until("room again", room_again)
     finally:
         for x in held:
             if x is not None:
@@ -583,6 +593,12 @@ def test_cq_capacity_growth_and_failure():
             held.append(s)
             assert c == 3, (i, c)
         assert status(hub)["cqs"][0] == 2
+        # A caller without a native channel is given no notify QP: its
+        # CQEs and a bay stay free for callers that have one.
+        qps = status(hub)["qps"][0]
+        s, c = call(port, "h0", native=False)
+        held.append(s)
+        assert c == 2 and status(hub)["qps"][0] == qps + 1, (c, status(hub))
     finally:
         for x in held:
             x.close()
