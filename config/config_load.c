@@ -275,6 +275,13 @@ check_across(struct load *ld)
 		return -EINVAL;
 	}
 	for (uint32_t a = 0; a < cfg->n_peers; a++)
+		if (strcmp(cfg->peers[a].name, cfg->dataplane.name) == 0)
+			return fail_at(ld,
+				ld->lines->section[ld->peer_index[a]].line,
+				"[peer %s]: that is this node's own name "
+				"([dataplane] name); notifications to itself "
+				"need no [peer] section", cfg->peers[a].name);
+	for (uint32_t a = 0; a < cfg->n_peers; a++)
 		for (uint32_t b = 0; b < a; b++)
 			if (same_address(cfg->peers[a].address,
 					 cfg->peers[b].address) &&

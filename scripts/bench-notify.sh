@@ -12,6 +12,8 @@
 #                                 [--completions K]
 #   RNOTIFY_BENCH=PATH   use that rnotify-bench, built already (the tests do)
 #   RN_BENCH_PORT=N      control ports N and N+1 (default 19601)
+#   RN_BENCH_STALL_MS=N  the responder stops polling for N ms at the start
+#                        of each one-way run (a slow application)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +24,8 @@ run_pair() {   # label, value of MC_RDMA_NOTIFY_ENABLED, bench options...
   local label=$1 enabled=$2
   shift 2
   MC_RDMA_NOTIFY_ENABLED=$enabled "$bench" -c "$work/bench-b.ini" \
-    --peer bench-a --respond 2>"$work/respond-$label.log" &
+    --peer bench-a --respond --stall-ms "${RN_BENCH_STALL_MS:-0}" \
+    2>"$work/respond-$label.log" &
   responder=$!
   local status=0
   MC_RDMA_NOTIFY_ENABLED=$enabled "$bench" -c "$work/bench-a.ini" \

@@ -4,7 +4,7 @@
  * an application thread inside each (the daemon's own process, EAL, lcores
  * and control plane; the app talks to it through rn_notify.h).
  *
- *   rnotify-bench -c FILE --peer NAME --respond
+ *   rnotify-bench -c FILE --peer NAME --respond [--stall-ms N]
  *   rnotify-bench -c FILE --peer NAME [--sizes 16,256,4096,65528]
  *                 [--messages N] [--round-trips N] [--label TEXT]
  *                 [--completions K]
@@ -16,6 +16,9 @@
  * With --completions K, every K-th of the N asks for its completion, and
  * the run fails unless each of those, and no other, is reported once with
  * status 0.
+ * --stall-ms makes the responder a slow application: it stops polling for
+ * N ms at the first notification of each one-way run, so the sender meets
+ * backpressure; the run must still lose nothing.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -42,6 +45,7 @@ struct bench {
 	unsigned int round_trips;
 	const char *label;
 	unsigned int completions;   /* ask for every K-th one's; 0: none */
+	unsigned int stall_ms;
 	uint8_t *payload;
 	int result;
 };
@@ -273,6 +277,8 @@ respond(struct rn_daemon *d, struct bench *b)
 					 0, 0);
 			} else if (got[i].name_len == 4 &&
 				   memcmp(name, "bulk", 4) == 0) {
+				if (bulk == 0 && b->stall_ms != 0)
+					usleep(b->stall_ms * 1000u);
 				/* Only intact payloads count as received. */
 				if (got[i].msg_len <= RN_NOTIFY_MAX_PAYLOAD &&
 				    memcmp(got[i].msg, b->payload,
@@ -343,6 +349,7 @@ main(int argc, char **argv)
 		{ "round-trips", required_argument, NULL, 't' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "completions", required_argument, NULL, 'k' },
+		{ "stall-ms", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct bench b = { .messages = 20000, .round_trips = 2000,
@@ -361,6 +368,7 @@ main(int argc, char **argv)
 		case 't': b.round_trips = (unsigned int)atoi(optarg); break;
 		case 'l': b.label = optarg; break;
 		case 'k': b.completions = (unsigned int)atoi(optarg); break;
+		case 'w': b.stall_ms = (unsigned int)atoi(optarg); break;
 		case 's':
 			if (parse_sizes(optarg, &b) != 0) {
 				fprintf(stderr, "rnotify-bench: --sizes %s: allowed "

@@ -3,7 +3,9 @@
  * Control connections. Nothing here blocks: connect() is non-blocking with
  * a deadline (timers.c), reads take what the socket has, and writes queue
  * up to RN_CONN_TX_MAX bytes, past which a peer that does not read is cut
- * off rather than allowed to hold memory or the thread.
+ * off rather than allowed to hold memory or the thread. A NOTIFY frame
+ * that finds the application's ring full is held, and the connection not
+ * read, until the application polls: TCP flow control slows the peer.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,17 +42,22 @@ conn_fail(struct rn_conn *c, const char *why)
 	}
 }
 
+/* Watch for what c waits for: input unless it is held, output when queued. */
+static void
+rearm(struct rn_conn *c)
+{
+	rn_control_unwatch(c->pl->ctl, c->fd);
+	rn_control_watch(c->pl->ctl, c->fd, (c->rx_held ? 0 : EPOLLIN) |
+			 (c->want_out ? EPOLLOUT : 0), conn_io, c);
+}
+
 static void
 arm_out(struct rn_conn *c, bool on)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0) };
-
 	if (c->want_out == on)
 		return;
 	c->want_out = on;
-	rn_control_unwatch(c->pl->ctl, c->fd);
-	ev.data.ptr = c;
-	rn_control_watch(c->pl->ctl, c->fd, ev.events, conn_io, c);
+	rearm(c);
 }
 
 static struct rn_conn *
@@ -182,7 +189,7 @@ flush(struct rn_conn *c)
 void
 conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
 {
-	size_t queued = c->tx_len - c->tx_off;
+	size_t queued = conn_queued(c);
 	uint8_t *p;
 
 	if (c->dead || len == 0)
@@ -247,7 +254,9 @@ connected(struct rn_conn *c)
 	if (c->dead)
 		return;
 	if (c->ep->req == NULL)
-		ep_open_qps(c->pl, c->ep);   /* HELLO goes when they are made */
+		/* The peer's channels are not known yet: offer ours. HELLO
+		 * goes when they are made. */
+		ep_open_qps(c->pl, c->ep, true);
 	else if (c->ep->qps_open)
 		handshake_send_hello(c, RN_PROTO_HELLO);
 }
@@ -276,6 +285,15 @@ consume(struct rn_conn *c)
 			conn_fail(c, line);
 			return;
 		}
+		if (f.type == RN_PROTO_NOTIFY && notify_tcp_ring_full(c->pl)) {
+			/* Keep it, and stop reading: TCP's flow control then
+			 * slows the peer, and nothing is lost. */
+			if (!c->rx_held) {
+				c->rx_held = true;
+				rearm(c);
+			}
+			break;
+		}
 		off += used;
 		c->last_rx_ms = rn_now_ms();
 		handshake_frame(c, &f);
@@ -289,7 +307,7 @@ consume(struct rn_conn *c)
 static void
 readable(struct rn_conn *c)
 {
-	for (int i = 0; i < READS_PER_EVENT && !c->dead; i++) {
+	for (int i = 0; i < READS_PER_EVENT && !c->dead && !c->rx_held; i++) {
 		ssize_t n = recv(c->fd, c->rx + c->rx_len, RN_CONN_RX_MAX - c->rx_len,
 				 MSG_DONTWAIT);
 
@@ -319,10 +337,37 @@ conn_io(struct rn_control *ctl, void *arg, uint32_t events)
 			connected(c);
 		return;
 	}
+	if (c->rx_held && (events & (EPOLLERR | EPOLLHUP))) {
+		/* Whatever it sent is still unread behind the held frame. */
+		conn_fail(c, "connection lost while its notifications waited "
+			  "for the application");
+		return;
+	}
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
 		readable(c);
 	if (!c->dead && (events & EPOLLOUT))
 		flush(c);
+}
+
+size_t
+conn_queued(const struct rn_conn *c)
+{
+	return c->tx_len - c->tx_off;
+}
+
+void
+conn_resume(struct rn_conn *c)
+{
+	if (c->dead || notify_tcp_ring_full(c->pl))
+		return;
+	c->rx_held = false;
+	/* Nothing was read while held: the peer's silence proves nothing. */
+	c->last_rx_ms = rn_now_ms();
+	consume(c);   /* may hold again */
+	if (c->dead || c->rx_held)
+		return;
+	rearm(c);
+	readable(c);
 }
 
 void

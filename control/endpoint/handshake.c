@@ -198,8 +198,8 @@ on_hello(struct rn_conn *c, const struct rn_proto_hello *h)
 		ep_set_state(pl, ep, ep->state == RN_EP_IDLE ||
 				 ep->state == RN_EP_CLOSED ? RN_EP_CONNECTING :
 				 RN_EP_RECONNECTING, "the peer called");
-	if (ep->req == NULL)
-		ep_open_qps(pl, ep);
+	if (ep->req == NULL)   /* no bay for a caller without the channel */
+		ep_open_qps(pl, ep, (h->caps & RN_CAP_NATIVE_NOTIFY) != 0);
 	if (ep->req == NULL)
 		return;   /* out of memory: ep_open_qps failed the endpoint */
 	side_from_hello(h, &ep->req->remote);

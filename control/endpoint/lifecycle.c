@@ -40,7 +40,7 @@ ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
 }
 
 void
-ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep)
+ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 {
 	const struct rn_config *cfg = pl->cfg;
 	struct rn_ep_request *req = calloc(1, sizeof(*req));
@@ -52,7 +52,7 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep)
 	ep->generation++;
 	req->slot = ep->slot;
 	req->n_data_qps = cfg->nic.data_qps;
-	req->notify = cfg->notify.enabled;
+	req->notify = cfg->notify.enabled && notify;
 	req->notify_depth = cfg->notify.slots;
 	req->notify_slot_size = cfg->notify.slot_size;
 	req->qp_timeout = (uint8_t)cfg->nic.qp_timeout;
@@ -65,6 +65,7 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep)
 	ep->qps_open = false;
 	ep->serving = false;
 	pl->requests_out++;
+	ep->asked_ms = rn_now_ms();
 	ep_send_command(pl, ep, RN_LCORE_CMD_EP_OPEN, req);
 }
 
@@ -83,7 +84,29 @@ ep_retire_qps(struct rn_plane *pl, struct rn_endpoint *ep)
 void
 ep_connect_qps(struct rn_plane *pl, struct rn_endpoint *ep)
 {
+	ep->asked_ms = rn_now_ms();
 	ep_send_command(pl, ep, RN_LCORE_CMD_EP_CONNECT, ep->req);
+}
+
+/*
+ * Notifications to this node itself: the endpoint's QPs are connected to
+ * themselves (each QP is its own peer, through the NIC's loopback), so they
+ * take the same data path as any peer's; no control connection, no
+ * handshake, nothing to time out.
+ */
+static void
+loop_back(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	struct rn_ep_side *me = &ep->req->local;
+
+	ep->req->remote = *me;
+	ep->peer_session = me->session_id;
+	ep->peer_generation = me->generation;
+	ep->peer_caps = RN_CAP_TCP_FALLBACK;
+	for (uint32_t i = 0; i < me->n_qps; i++)
+		if (me->qps[i].kind == RN_EP_QP_NOTIFY)
+			ep->peer_caps |= RN_CAP_NATIVE_NOTIFY;
+	ep_connect_qps(pl, ep);
 }
 
 /* Start our own call to a configured peer. Its QPs are made once the TCP
@@ -95,11 +118,17 @@ ep_connect(struct rn_plane *pl, struct rn_endpoint *ep)
 	char why[96];
 	int rc;
 
-	if (pl->shutting_down || ep->conn != NULL)
+	if (pl->shutting_down || ep->conn != NULL ||
+	    (ep->self && ep->req != NULL))
 		return;
 	ep->retry_at_ms = 0;
 	ep_set_state(pl, ep, ep->state == RN_EP_IDLE || ep->state == RN_EP_CLOSED ?
-			 RN_EP_CONNECTING : RN_EP_RECONNECTING, "calling");
+			 RN_EP_CONNECTING : RN_EP_RECONNECTING,
+		     ep->self ? "looping back" : "calling");
+	if (ep->self) {
+		ep_open_qps(pl, ep, true);   /* loop_back() once they are open */
+		return;
+	}
 	rc = conn_connect(pl, ep, &c);
 	if (rc != 0) {
 		snprintf(why, sizeof(why), "cannot call %s port %u: %s",
@@ -196,12 +225,31 @@ syndrome_name(int32_t syndrome)
 	}
 }
 
+/* A handshake waits for these answers: a slow lcore is worth knowing
+ * about (an intermittent stall of a whole connect timeout was seen once). */
+static void
+log_slow_answer(struct rn_plane *pl, struct rn_endpoint *ep,
+		const struct rn_lcore_event *ev)
+{
+	uint64_t took = rn_now_ms() - ep->asked_ms;
+
+	if (took >= RN_EP_SLOW_ANSWER_MS)
+		RN_PLANE_LOG(WARNING, "endpoint %s: lcore %u took %lu ms to %s "
+			     "the QPs", ep->name,
+			     pl->workers[ep->lcore]->lcore_id,
+			     (unsigned long)took,
+			     ev->type == RN_LCORE_EVENT_EP_OPENED ? "open" :
+			     "connect");
+}
+
 /* The QPs are ready on our side: go on with the handshake. */
 static void
 qps_opened(struct rn_plane *pl, struct rn_endpoint *ep)
 {
 	ep->qps_open = true;
-	if (ep->serving)
+	if (ep->self)
+		loop_back(pl, ep);
+	else if (ep->serving)
 		ep_connect_qps(pl, ep);
 	else if (ep->conn != NULL && ep->conn->phase == RN_CONN_TCP_UP)
 		handshake_send_hello(ep->conn, RN_PROTO_HELLO);
@@ -213,6 +261,10 @@ qps_connected(struct rn_plane *pl, struct rn_endpoint *ep)
 	struct rn_conn *c = ep->conn;
 	uint8_t frame[RN_PROTO_HEADER_SIZE + 4];
 
+	if (ep->self) {
+		ep_established(pl, ep);
+		return;
+	}
 	if (c == NULL)
 		return;
 	if (!c->outbound) {
@@ -249,6 +301,7 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 	switch (ev->type) {
 	case RN_LCORE_EVENT_EP_OPENED:
 	case RN_LCORE_EVENT_EP_CONNECTED:
+		log_slow_answer(pl, ep, ev);
 		if (ev->arg != 0) {
 			snprintf(why, sizeof(why), "QP %s failed: %s",
 				 ev->type == RN_LCORE_EVENT_EP_OPENED ?

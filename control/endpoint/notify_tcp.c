@@ -4,12 +4,53 @@
  * control connection (no connection per notification), for a peer without
  * a native channel or a message over a slot, when [notify] oob_fallback
  * allows. Same frame, same size rule, in order on that connection.
+ * Backpressure both ways, as credits give the native channel: a sender
+ * whose queue to the peer is long gets -EAGAIN, and a receiver whose
+ * application ring is full stops reading the connection (conn.c).
+ * Notifications to this node itself take no connection: they go straight
+ * to the application's ring.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "notify_engine.h"
 #include "plane.h"
+
+/* A copy of the frame on the application's ring, as if it had come in. */
+static int
+deliver(struct rn_plane *pl, struct rn_endpoint *ep, const void *name,
+	uint32_t name_len, const void *msg, uint32_t msg_len)
+{
+	uint64_t len = rn_notify_frame_size(name_len, msg_len);
+	struct rn_notify_delivery d = { .len = (uint32_t)len,
+					.ep_slot = (uint16_t)ep->slot };
+
+	d.frame = malloc(len);
+	if (d.frame == NULL)
+		return -ENOMEM;
+	/* Written before it is enqueued: the application may take it at once. */
+	rn_notify_frame_write(d.frame, name, name_len, msg, msg_len);
+	if (pl->tcp_in == NULL ||
+	    rte_ring_sp_enqueue_elem(pl->tcp_in, &d, sizeof(d)) != 0) {
+		free(d.frame);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/* To this node itself, without a native channel: straight to the ring,
+ * and a full ring is backpressure, as a peer's missing credit would be. */
+static void
+loop_back(struct rn_plane *pl, struct rn_endpoint *ep,
+	  struct rn_notify_request *req)
+{
+	int rc = deliver(pl, ep, req->name, req->name_len, req->msg,
+			 req->msg_len);
+
+	if (rc == 0 && (req->flags & RN_NOTIFY_WANT_COMPLETION))
+		rn_notify_complete(pl->completions, req->cookie, 0);
+	rn_notify_answer(req, rc);
+}
 
 void
 notify_tcp_send(struct rn_plane *pl, void *request)
@@ -19,6 +60,10 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 				 pl->eps[req->ep_slot] : NULL;
 	size_t n;
 
+	if (ep != NULL && ep->self && ep->state == RN_EP_CONNECTED) {
+		loop_back(pl, ep, req);
+		return;
+	}
 	if (ep == NULL || ep->conn == NULL ||
 	    ep->conn->phase != RN_CONN_ESTABLISHED) {
 		rn_notify_answer(req, -ENOTCONN);
@@ -31,6 +76,12 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 	}
 	n = rn_proto_encode_notify(pl->notify_frame, RN_CONN_RX_MAX, req->name,
 				   req->name_len, req->msg, req->msg_len);
+	if (conn_queued(ep->conn) + n > RN_CONN_NOTIFY_TX_MAX) {
+		/* The peer's application is behind: backpressure, as a
+		 * missing credit is on the native channel. */
+		rn_notify_answer(req, -EAGAIN);
+		return;
+	}
 	conn_send(ep->conn, pl->notify_frame, n);
 	if (ep->conn == NULL) {   /* the queue overflowed: it failed */
 		rn_notify_answer(req, -ENOTCONN);
@@ -42,27 +93,23 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 	rn_notify_answer(req, 0);
 }
 
+bool
+notify_tcp_ring_full(const struct rn_plane *pl)
+{
+	return pl->tcp_in != NULL && rte_ring_full(pl->tcp_in);
+}
+
 void
 notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 		   const struct rn_proto_frame *f)
 {
-	uint64_t len = rn_notify_frame_size(f->notify.name_len,
-					    f->notify.msg_len);
-	struct rn_notify_delivery d = { .len = (uint32_t)len,
-					.ep_slot = (uint16_t)ep->slot };
-
-	d.frame = malloc(len);
-	/* Written before it is enqueued: the application may take it at once. */
-	if (d.frame != NULL)
-		rn_notify_frame_write(d.frame, f->notify.name,
-				      f->notify.name_len, f->notify.msg,
-				      f->notify.msg_len);
-	if (d.frame == NULL || pl->tcp_in == NULL ||
-	    rte_ring_sp_enqueue_elem(pl->tcp_in, &d, sizeof(d)) != 0) {
-		free(d.frame);
-		pl->tcp_dropped++;
-		RN_PLANE_LOG(WARNING, "endpoint %s: notification over TCP "
-			     "dropped: the application is not polling (%lu so "
-			     "far)", ep->name, (unsigned long)pl->tcp_dropped);
-	}
+	if (deliver(pl, ep, f->notify.name, f->notify.name_len, f->notify.msg,
+		    f->notify.msg_len) == 0)
+		return;
+	/* Out of memory: the frame cannot be kept (a full ring never gets
+	 * here: the connection holds the frame back instead). */
+	pl->tcp_dropped++;
+	RN_PLANE_LOG(ERR, "endpoint %s: notification over TCP dropped: out of "
+		     "memory (%lu so far)", ep->name,
+		     (unsigned long)pl->tcp_dropped);
 }

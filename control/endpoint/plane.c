@@ -278,6 +278,7 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 		struct rn_plane **out, char *why, size_t why_len)
 {
 	struct rn_plane *pl = calloc(1, sizeof(*pl));
+	struct rn_endpoint *ep;
 	int rc;
 
 	if (pl == NULL)
@@ -304,8 +305,8 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	}
 	for (uint32_t i = 0; i < cfg->n_peers; i++) {
 		const struct rn_peer_config *peer = &cfg->peers[i];
-		struct rn_endpoint *ep = plane_add(pl, peer->name);
 
+		ep = plane_add(pl, peer->name);
 		ep->configured = true;
 		ep->eager = peer->connect == RN_PEER_EAGER;
 		ep->in_use = ep->eager;
@@ -315,6 +316,17 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 		if (ep->eager)
 			ep_connect(pl, ep);
 	}
+	/* Notifications to this node's own name: connected at first use. */
+	ep = plane_add(pl, cfg->dataplane.name);
+	if (ep == NULL) {
+		rn_plane_close(pl);
+		rn_plane_free(pl);
+		return -ENOMEM;
+	}
+	ep->configured = true;
+	ep->self = true;
+	snprintf(ep->address, sizeof(ep->address), "loopback");
+	plane_publish(pl, ep);
 	RN_PLANE_LOG(NOTICE, "control plane on %s port %u, session %016lx, "
 		     "%u peer(s) configured", cfg->control.listen, pl->port,
 		     (unsigned long)pl->session_id, cfg->n_peers);

@@ -29,9 +29,14 @@ extern int rn_plane_logtype;
 
 #define RN_CONN_RX_MAX (RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD)
 #define RN_CONN_TX_MAX (4u << 20)   /* a peer that stops reading: cut off */
+/* NOTIFY frames stop queueing here (-EAGAIN: the peer's application is not
+ * taking them), well before RN_CONN_TX_MAX would cut the connection off. */
+#define RN_CONN_NOTIFY_TX_MAX (1u << 20)
 #define RN_MAX_CONNS (2 * RN_MAX_ENDPOINTS)
 #define RN_EP_STABLE_MS 10000       /* connected this long: backoff resets */
 #define RN_EP_PROBE_EVERY_HEARTBEATS 10
+#define RN_EP_SLOW_ANSWER_MS 1000   /* an lcore this slow to open or
+				     * connect QPs is worth a log line */
 
 enum rn_conn_phase {
 	RN_CONN_TCP_CONNECTING,  /* outbound: connect() in progress */
@@ -61,6 +66,8 @@ struct rn_conn {
 	uint8_t *tx;
 	size_t tx_len, tx_off;
 	bool want_out;                /* EPOLLOUT armed */
+	bool rx_held;                 /* a NOTIFY waits in rx for room on the
+				       * application's ring: not reading */
 	struct rn_conn *next;         /* pl->conns or pl->dead */
 };
 
@@ -68,6 +75,7 @@ struct rn_endpoint {
 	uint32_t slot;
 	char name[32];
 	bool configured;              /* a [peer]: we call it, and call again */
+	bool self;                    /* this node: QPs looped back, no conn */
 	bool eager;
 	bool in_use;                  /* eager, or used: keep it connected */
 	char address[64];             /* configured address, or caller's */
@@ -78,6 +86,8 @@ struct rn_endpoint {
 	struct rn_ep_request *req;    /* current incarnation's QPs, or NULL */
 	bool qps_open;
 	bool serving;                 /* req->remote holds a HELLO to serve */
+	uint64_t asked_ms;            /* when the lcore was sent EP_OPEN or
+				       * EP_CONNECT: a slow answer is logged */
 	struct rn_conn *conn;
 	uint64_t peer_session;
 	uint32_t peer_generation;
@@ -109,7 +119,7 @@ struct rn_plane {
 	struct rte_ring *tcp_in;      /* NOTIFY frames, to the application */
 	struct rte_ring *completions; /* fates of sends, to the application */
 	uint8_t *notify_frame;        /* one NOTIFY frame being encoded */
-	uint64_t tcp_dropped;         /* application not polling: lost */
+	uint64_t tcp_dropped;         /* out of memory for one: lost */
 	rte_seqlock_t snapshot_lock;
 	struct rn_ep_info snapshot[RN_MAX_ENDPOINTS];
 	unsigned int n_snapshot;
@@ -138,11 +148,17 @@ void conn_fail(struct rn_conn *c, const char *why);
 /* Close and detach; the memory goes at the next tick. */
 void conn_close(struct rn_conn *c);
 void conn_reap(struct rn_plane *pl);
+/* Bytes queued to send on c. */
+size_t conn_queued(const struct rn_conn *c);
+/* Read again what a full application ring held back, if it has room. */
+void conn_resume(struct rn_conn *c);
 
 /* notify_tcp.c: the TCP fallback */
 void notify_tcp_send(struct rn_plane *pl, void *request);
 void notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 			const struct rn_proto_frame *f);
+/* No room for one more delivery: hold NOTIFY frames back, not drop them. */
+bool notify_tcp_ring_full(const struct rn_plane *pl);
 
 /* handshake.c */
 void handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f);
@@ -153,7 +169,9 @@ void handshake_send_hello(struct rn_conn *c, uint8_t type);
 void ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
 		  enum rn_ep_state state, const char *why);
 void ep_connect(struct rn_plane *pl, struct rn_endpoint *ep);
-void ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep);
+/* New QPs for a new incarnation; a notify QP too if notify (and [notify]
+ * enabled): a caller that has no native channel is not given one. */
+void ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify);
 void ep_retire_qps(struct rn_plane *pl, struct rn_endpoint *ep);
 void ep_connect_qps(struct rn_plane *pl, struct rn_endpoint *ep);
 /* A fault: close the connection, retire the QPs, schedule a retry. */

@@ -34,7 +34,12 @@ check_conn(struct rn_plane *pl, struct rn_conn *c, uint64_t now)
 		conn_fail(c, why);
 		return;
 	}
-	if (now - c->last_rx_ms >= cc->dead_after_ms) {
+	if (c->rx_held) {
+		/* Not reading (the application's ring is full): the peer's
+		 * heartbeats wait unread, so silence proves nothing. The RDMA
+		 * probe still fails a dead peer's endpoint. */
+		conn_resume(c);
+	} else if (now - c->last_rx_ms >= cc->dead_after_ms) {
 		struct rn_endpoint *ep = c->ep;
 
 		snprintf(why, sizeof(why), "peer silent for %lu ms: declared dead",

@@ -123,6 +123,13 @@ rn_notify_inject_local_fault(struct rn_notify *nf, const char *peer)
 			      RN_NOTIFY_INJECT_LOCAL_FAULT);
 }
 
+int
+rn_notify_inject_bad_frame(struct rn_notify *nf, const char *peer)
+{
+	return rn_notify_send(nf, peer, "bad", 3, "frame", 5, 0,
+			      RN_NOTIFY_INJECT_BAD_FRAME);
+}
+
 static void
 release(const struct rn_notify_delivery *d)
 {

@@ -266,18 +266,26 @@ handle_send(const char *cmd, const char *params, struct rte_tel_data *out)
 	return 0;
 }
 
-/* Tests, sim device only: a local fault on PEER's notify QP. */
+/* Tests, sim device only: FAULT,PEER with FAULT local_qp (PEER's notify
+ * QP fails locally) or bad_frame (PEER is sent a frame it must reject). */
 static int
 handle_sim_fault(const char *cmd, const char *params, struct rte_tel_data *out)
 {
+	const char *peer = params != NULL ? strchr(params, ',') : NULL;
 	int rc;
 
 	(void)cmd;
 	if (!running(daemon_seen))
 		return -EBUSY;
-	if (params == NULL)
+	if (peer == NULL)
 		return -EINVAL;
-	rc = rn_notify_inject_local_fault(daemon_seen->notify, params);
+	peer++;
+	if (strncmp(params, "local_qp,", 9) == 0)
+		rc = rn_notify_inject_local_fault(daemon_seen->notify, peer);
+	else if (strncmp(params, "bad_frame,", 10) == 0)
+		rc = rn_notify_inject_bad_frame(daemon_seen->notify, peer);
+	else
+		return -EINVAL;
 	rte_tel_data_start_dict(out);
 	rte_tel_data_add_dict_int(out, "result", rc);
 	return 0;
@@ -347,8 +355,8 @@ rn_telemetry_register(const struct rn_daemon *d)
 	       rte_telemetry_register_cmd("/rnotify/send", handle_send,
 		"Diagnostics: send a notification. Parameters: PEER,NAME,MSG") |
 	       rte_telemetry_register_cmd("/rnotify/sim_fault", handle_sim_fault,
-		"Tests, sim device only: fail PEER's notify QP locally. "
-		"Parameter: the peer's name") |
+		"Tests, sim only. FAULT,PEER: local_qp (PEER's notify QP "
+		"fails locally) or bad_frame (send PEER a bad frame)") |
 	       rte_telemetry_register_cmd("/rnotify/poll", handle_poll,
 		"Diagnostics: take delivered notifications (peer, name, msg). "
 		"No parameters");

@@ -170,7 +170,7 @@ forward_tcp(struct rn_lcore *lc, struct rn_notify_request *req)
 
 /* A WQE whose lkey no region has: the NIC fails it locally. */
 static int
-inject_local_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+inject_local_fault(struct rn_lcore_ep *ep)
 {
 	struct rn_sge sge = { (uintptr_t)ep->probe, 8, 0xbad00 };
 	struct rn_wr wr = {
@@ -180,7 +180,7 @@ inject_local_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	};
 	int rc;
 
-	if (lc->nic->provider != RN_NIC_SIM || ep->n.qp == NULL)
+	if (ep->n.qp == NULL)
 		return -ENOTSUP;
 	rc = rn_sq_post(&ep->n.qp->sq, &wr);
 	if (rc == 0)
@@ -189,24 +189,43 @@ inject_local_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 }
 
 /*
- * Whatever is not a native send: a fault to inject (tests), a failed
- * channel, no channel (here or at the peer), or a frame over a slot.
+ * Whatever is not a plain native send: a fault to inject (tests, sim
+ * only), a failed channel, no channel (here or at the peer), or a frame
+ * over a slot. Returns 0 when req was answered (or went to TCP), else the
+ * length to send natively: a bad frame to inject, one byte past what its
+ * lengths say, goes out as any other.
  */
-static void
+static __rte_cold uint64_t
 send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-	   struct rn_notify_request *req)
+	   struct rn_notify_request *req, uint64_t len)
 {
 	struct ep_notify *n = &ep->n;
 
-	if (req->flags & RN_NOTIFY_INJECT_LOCAL_FAULT)
-		rn_notify_answer(req, inject_local_fault(lc, ep));
-	else if (n->failed)
+	if (req->flags & RN_NOTIFY_INJECT) {
+		if (lc->nic->provider != RN_NIC_SIM) {
+			rn_notify_answer(req, -ENOTSUP);
+			return 0;
+		}
+		if (req->flags & RN_NOTIFY_INJECT_LOCAL_FAULT) {
+			rn_notify_answer(req, inject_local_fault(ep));
+			return 0;
+		}
+		if (n->qp == NULL || !n->peer_native) {
+			rn_notify_answer(req, -ENOTSUP);
+			return 0;
+		}
+		len++;
+	}
+	if (n->failed)
 		rn_notify_answer(req, -EPIPE);   /* never falls back */
+	else if (len <= n->max_frame)
+		return len;
 	else if (lc->notify_fallback)
 		forward_tcp(lc, req);
 	else
 		rn_notify_answer(req, n->qp != NULL && n->peer_native ?
 				 -EMSGSIZE : -ENOTSUP);
+	return 0;
 }
 
 /* Out of line, like received(): scripts/bench-notify-instructions.sh counts
@@ -225,10 +244,10 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 		return;
 	}
 	n = &ep->n;
-	if (unlikely(len > n->max_frame ||
-		     (req->flags & RN_NOTIFY_INJECT_LOCAL_FAULT))) {
-		send_other(lc, ep, req);
-		return;
+	if (unlikely(len > n->max_frame || (req->flags & RN_NOTIFY_INJECT))) {
+		len = send_other(lc, ep, req, len);
+		if (len == 0)
+			return;
 	}
 	if (rn_send_slots_full(&n->sends) || take_credit(n, ep) != 0) {
 		rn_notify_answer(req, -EAGAIN);

@@ -23,8 +23,12 @@
 #define RN_NOTIFY_MAX_PAYLOAD 65528u    /* name + msg in a 64 KiB slot */
 #define RN_NOTIFY_RING_SIZE 4096
 #define RN_NOTIFY_POLL_MAX 64
-/* Internal request flag: make the notify QP fail locally (sim only). */
+/* Internal request flags, for tests on the sim device only: make the
+ * notify QP fail locally; send a frame its receiver must reject. */
 #define RN_NOTIFY_INJECT_LOCAL_FAULT (1u << 31)
+#define RN_NOTIFY_INJECT_BAD_FRAME (1u << 30)
+#define RN_NOTIFY_INJECT (RN_NOTIFY_INJECT_LOCAL_FAULT | \
+			  RN_NOTIFY_INJECT_BAD_FRAME)
 
 /* One send, on the sending thread's stack while it waits for `done`. */
 struct rn_notify_request {
@@ -94,6 +98,14 @@ rn_notify_complete(struct rte_ring *completions, uint64_t cookie, int status)
  * or rn_notify_send()'s errors.
  */
 int rn_notify_inject_local_fault(struct rn_notify *nf, const char *peer);
+
+/*
+ * Tests: send the peer natively a frame one byte longer than its lengths
+ * say, which the peer must reject (count, log, repost; never deliver). It
+ * takes a credit like any notification. Returns 0, -ENOTSUP off the sim
+ * device or without a native channel, or rn_notify_send()'s errors.
+ */
+int rn_notify_inject_bad_frame(struct rn_notify *nf, const char *peer);
 
 int rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
 		     unsigned int n_workers, bool fallback,

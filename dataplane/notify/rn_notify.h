@@ -25,8 +25,9 @@ struct rn_notify;
 
 /*
  * Send (name, msg) to the peer called peer. Returns 0 when submitted, or:
- *   -EAGAIN     no credit or send slot right now (backpressure), or the
- *               endpoint is still connecting; nothing was sent
+ *   -EAGAIN     no credit or send slot right now, or 1 MiB already
+ *               queued over TCP (backpressure), or the endpoint is still
+ *               connecting; nothing was sent
  *   -EMSGSIZE   larger than a slot and the TCP fallback is off
  *   -ENOTSUP    the peer has no native channel and the fallback is off
  *   -ENOTCONN   the endpoint failed and waits to reconnect
@@ -34,7 +35,9 @@ struct rn_notify;
  *   -ENOENT     no such peer
  *   -E2BIG      name + msg over 65,528 bytes
  * With RN_NOTIFY_WANT_COMPLETION, rn_notify_completions() later reports
- * cookie with 0 (the peer's NIC acknowledged it) or -EPIPE (it failed).
+ * cookie with 0 (the peer's NIC acknowledged it; over TCP: the kernel took
+ * the frame) or -EPIPE (not acknowledged: the QP failed with it in flight,
+ * so the peer may or may not have it; it is never replayed).
  */
 int rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
 		   uint32_t name_len, const void *msg, uint32_t msg_len,
@@ -59,7 +62,7 @@ unsigned int rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 
 struct rn_notify_completion {
 	uint64_t cookie;
-	int status;               /* 0, or -EPIPE */
+	int status;               /* 0 acknowledged, -EPIPE fate unknown */
 };
 
 unsigned int rn_notify_completions(struct rn_notify *nf,

@@ -126,6 +126,10 @@ static const struct bad_case bad_cases[] = {
 	  "[peer b]\naddress = ::1\nport = 1\n"
 	  "[peer c]\naddress = 0:0::1\nport = 1\n",
 	  "%s:4: [peer c] duplicate peer: 0:0::1 port 1 is already [peer b]" },
+	{ "peer named like this node", "[dataplane]\nname = me\n\n"
+	  "[peer me]\naddress = 10.0.0.2\nport = 1\n",
+	  "%s:4: [peer me]: that is this node's own name ([dataplane] name); "
+	  "notifications to itself need no [peer] section" },
 	{ "peer without name", "[peer]\n",
 	  "%s:1: [peer]: peer name '' is not valid; allowed [peer NAME] with "
 	  "NAME of 1 to 31 characters of A-Z a-z 0-9 _ -" },

@@ -19,12 +19,13 @@ def frame(ftype, payload=b"", version=VERSION, magic=MAGIC):
 
 def hello(name, session, generation, qps, caps=CAP_TCP_FALLBACK, ftype=HELLO,
           lid=1, gid=b"\0" * 10 + b"\xff\xff" + bytes([127, 0, 0, 1])):
-    """qps: list of (kind, qpn, psn)."""
+    """qps: list of (kind, qpn, psn) or (kind, qpn, psn, recv_depth,
+    slot_size, credits)."""
     body = bytes([len(name)]) + name.encode()
     body += struct.pack(">QII", session, generation, caps) + gid
     body += struct.pack(">HBBQI", lid, 5, len(qps), 0, 0)
-    for kind, qpn, psn in qps:
-        body += struct.pack(">B3xIIIII", kind, qpn, psn, 0, 0, 0)
+    for qp in qps:
+        body += struct.pack(">B3xIIIII", *(tuple(qp) + (0, 0, 0))[:6])
     return frame(ftype, body)
 
 

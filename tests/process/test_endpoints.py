@@ -109,10 +109,11 @@ def test_handshake_and_rdma_probe():
         wait_until("two more probes", lambda: p.ep(0)["probes_ok"] >=
                    a["probes_ok"] + 2)
         assert p.ep(0)["probes_bad"] == 0
-        # Exactly one endpoint each: 2 data QPs + 1 notify QP, one set.
+        # Exactly one endpoint each: 2 data QPs + 1 notify QP, one set;
+        # and the one to the node itself, idle until first used.
         for name in p.names:
             assert endpoints(name) == \
-                {n: "connected" for n in p.names if n != name}
+                {n: "connected" if n != name else "idle" for n in p.names}
             wait_until(f"{name}: one QP set", lambda n=name:
                        lcore_counters(n) == (3, 1))
     finally:
@@ -275,7 +276,8 @@ def test_simultaneous_connect_leaves_one_endpoint():
                 lambda e: e if e["state"] == "connected" else None)(
                 endpoint(name, peer_name)))
             assert e["to_connected"] == 1, e
-            assert endpoints(name) == {peer_name: "connected"}, \
+            assert endpoints(name) == {peer_name: "connected",
+                                       name: "idle"}, \
                 endpoints(name)
             wait_until("one QP set", lambda: lcore_counters(name) == (3, 1))
             theirs_in.close()

@@ -5,20 +5,26 @@ diagnostic telemetry commands /rnotify/send and /rnotify/poll (each client
 connection is its own application thread in the daemon). Native delivery in
 order, credits and a slow receiver, the TCP fallback allowed and strict,
 native channels off, unknown and failed peers, a restarted receiver, many
-concurrent senders. Prints TAP. Usage: test_notify.py RNOTIFYD"""
+concurrent senders, notifications to self. Prints TAP.
+Usage: test_notify.py RNOTIFYD"""
 
 import errno
 import os
 import threading
+import time
 
 from rntest import (Daemon, endpoint, finish, status, tap, telemetry, unique,
                     wait_until)
 import rnproto
 from test_endpoints import (FAKE_PEER_DEAD_AFTER_MS, SLOW_QPS, free_port,
-                            node_text)
+                            lcore_counters, node_text)
 
 SLOTS = 16
 SLOT_SIZE = 4096
+# A reconnection loses what was in flight (never replayed), and gives fresh
+# credits: on a loaded machine, test_endpoints' 300 ms of silence must not
+# count as a dead peer here.
+NOTIFY_DEAD_AFTER_MS = 3000
 
 
 def notify_cfg(extra="", slot_size=SLOT_SIZE):
@@ -52,7 +58,8 @@ def counters(node):
 
 class Pair:
     def __init__(self, tag, notify=("", ""), env=(None, None),
-                 slot_size=SLOT_SIZE, connect="eager"):
+                 slot_size=SLOT_SIZE, connect="eager",
+                 dead_after=NOTIFY_DEAD_AFTER_MS):
         self.a, self.b = unique(tag + "a"), unique(tag + "b")
         pa, pb = free_port(), free_port()
         self.d = [
@@ -60,13 +67,15 @@ class Pair:
                                                          pb)],
                                           notify=notify_cfg(notify[0],
                                                             slot_size),
-                                          connect=connect),
+                                          connect=connect,
+                                          dead_after=dead_after),
                    env=env[0]),
             Daemon(self.b, text=node_text(self.b, pb, [(self.a, "127.0.0.1",
                                                          pa)],
                                           notify=notify_cfg(notify[1],
                                                             slot_size),
-                                          connect=connect),
+                                          connect=connect,
+                                          dead_after=dead_after),
                    env=env[1]),
         ]
         for d in self.d:
@@ -101,15 +110,17 @@ def test_native_delivery_in_order():
     p = Pair("o")
     try:
         for i in range(10):
-            assert send(p.a, p.b, f"kv{i}", f"block {i} ready") == 0
+            r = send(p.a, p.b, f"kv{i}", f"block {i} ready")
+            assert r == 0, (i, r, endpoint(p.a, p.b))
         got = poll_all(p.b, 10)
         assert got == [(p.a, f"kv{i}", f"block {i} ready")
                        for i in range(10)], got
-        assert counters(p.a)["notify_sent"] == 10
-        assert counters(p.b)["notify_received"] == 10
+        assert counters(p.a)["notify_sent"] == 10, counters(p.a)
+        assert counters(p.b)["notify_received"] == 10, counters(p.b)
         # Empty name, empty msg: the frame is just its two lengths.
         assert send(p.a, p.b, "", "") == 0
-        assert poll_all(p.b, 1) == [(p.a, "", "")]
+        got = poll_all(p.b, 1)
+        assert got == [(p.a, "", "")], got
     finally:
         p.stop()
 
@@ -236,6 +247,38 @@ def test_unknown_and_failed_peers():
         p.stop()
 
 
+CONNECT_TIMEOUT_S = 1.0   # node_text's connect_timeout_ms
+
+
+def test_sends_to_unreachable_peer_fail_in_bounded_time():
+    # Nobody listens (refused at once), or nobody answers at all (a
+    # documentation address: the call waits out connect_timeout_ms). Sends
+    # never block, never succeed, and turn into -ENOTCONN within the
+    # connect timeout; nothing is queued for later.
+    me = unique("g")
+    ghosts = [("refused", "127.0.0.1", free_port()),
+              ("silent", "198.51.100.7", free_port())]
+    d = Daemon(me, text=node_text(me, free_port(), ghosts,
+                                  notify=notify_cfg(), connect="on_demand"))
+    try:
+        d.wait_running()
+        for ghost, _, _ in ghosts:
+            start = time.monotonic()
+            results = []
+            while len(results) < 8:
+                results.append(send(me, ghost, "k", str(len(results))))
+                if results[-1] == -errno.EAGAIN:
+                    time.sleep(0.25)
+            elapsed = time.monotonic() - start
+            assert set(results) <= {-errno.EAGAIN, -errno.ENOTCONN}, results
+            assert results[-1] == -errno.ENOTCONN, (ghost, results)
+            assert elapsed < CONNECT_TIMEOUT_S + 2.5, (ghost, elapsed)
+            assert endpoint(me, ghost)["last_error"] != "", ghost
+        assert poll(me) == []
+    finally:
+        assert d.stop() == 0, d.stderr()
+
+
 def test_restarted_receiver_gets_only_new_notifications():
     p = Pair("t")
     try:
@@ -245,6 +288,45 @@ def test_restarted_receiver_gets_only_new_notifications():
         wait_until("sendable", lambda: send(p.a, p.b, "after", "2") == 0)
         assert poll_all(p.b, 1) == [(p.a, "after", "2")]
         assert counters(p.b)["notify_stale"] == 0
+    finally:
+        p.stop()
+
+
+def test_retired_incarnation_never_touches_its_replacement():
+    # a holds every slot b filled (its application has not polled) when b
+    # restarts. The old incarnation's slots, completions and releases must
+    # stay its own: the replacement's credits are exactly its own slots,
+    # both ways, and only its own notifications reach it.
+    p = Pair("z")
+    try:
+        for i in range(SLOTS):
+            for x, y in ((p.b, p.a), (p.a, p.b)):
+                r = send(x, y, "old", str(i))
+                assert r == 0, (x, i, r)
+        wait_until("all held", lambda: counters(p.a)["notify_received"] ==
+                   SLOTS)
+        p.restart(1)
+        now = endpoint(p.a, p.b)
+        # Delivered before b died: still a's, once, in order; releasing
+        # them goes to the retired incarnation, not to the new one.
+        got = poll_all(p.a, SLOTS)
+        assert got == [(p.b, "old", str(i)) for i in range(SLOTS)], got
+        poll(p.a)
+        for x, y in ((p.b, p.a), (p.a, p.b)):
+            wait_until(f"{x} sendable", lambda x=x, y=y: send(
+                x, y, "new", "0") == 0)
+            results = [send(x, y, "new", str(i)) for i in range(1, SLOTS + 1)]
+            assert results == [0] * (SLOTS - 1) + [-errno.EAGAIN], (x, results)
+            got = poll_all(y, SLOTS)
+            assert got == [(x, "new", str(i)) for i in range(SLOTS)], got
+        left = poll(p.a) + poll(p.b)
+        assert left == [], left
+        assert counters(p.a)["notify_rejected"] == 0, counters(p.a)
+        assert_same_incarnation(p, now)
+        # Its slots all given back, the retired incarnation is gone: one
+        # QP set left (2 data QPs + 1 notify QP).
+        wait_until("retired QPs freed", lambda: lcore_counters(p.a) ==
+                   (3, 1))
     finally:
         p.stop()
 
@@ -274,6 +356,7 @@ EACH = 40
 
 def test_concurrent_senders_keep_order_and_lose_nothing():
     p = Pair("c")
+    failures = endpoint(p.a, p.b)["to_failed"]
     errors = []
 
     def sender(k):
@@ -301,11 +384,51 @@ def test_concurrent_senders_keep_order_and_lose_nothing():
                 got += poll_all(p.b, SENDERS * EACH - len(got))
         for t in threads:
             t.join()
+        assert endpoint(p.a, p.b)["to_failed"] == failures, endpoint(p.a,
+                                                                     p.b)
         assert errors == [], errors
         assert len(got) == SENDERS * EACH, len(got)
         for k in range(SENDERS):
             mine = [int(m) for _, n, m in got if n == f"s{k}"]
             assert mine == list(range(EACH)), (k, mine)
+    finally:
+        p.stop()
+
+
+def assert_same_incarnation(p, before):
+    """a's endpoint to b is still the one it was: connected, never reset."""
+    after = endpoint(p.a, p.b)
+    assert after["state"] == "connected", after
+    assert after["generation"] == before["generation"], after
+    assert after["to_failed"] == before["to_failed"], after
+
+
+def test_malformed_frame_is_rejected_and_its_slot_reposted():
+    # A SEND one byte longer than its frame's lengths say: the receiver
+    # counts and logs it, never delivers it, and reposts its slot; the
+    # endpoint, and the notifications around it, go on untouched.
+    p = Pair("m")
+    try:
+        e = endpoint(p.a, p.b)
+        assert send(p.a, p.b, "k", "before") == 0
+        assert telemetry(p.a, f"/rnotify/sim_fault,bad_frame,{p.b}")[
+            "result"] == 0
+        assert send(p.a, p.b, "k", "after") == 0
+        assert poll_all(p.b, 2) == [(p.a, "k", "before"), (p.a, "k", "after")]
+        wait_until("rejected", lambda: counters(p.b)["notify_rejected"] == 1)
+        assert counters(p.b)["notify_received"] == 2, counters(p.b)
+        assert "rejected: lengths do not add up" in p.d[1].stderr()
+        # The rejected slot was reposted: once b's next SEND carries its
+        # count back, a has every one of b's slots again (two released by
+        # the poll above, one reposted at rejection; b polls no more).
+        poll(p.b)
+        assert send(p.b, p.a, "credits", "back") == 0
+        assert poll_all(p.a, 1) == [(p.b, "credits", "back")]
+        results = [send(p.a, p.b, "n", str(i)) for i in range(SLOTS + 1)]
+        assert results == [0] * SLOTS + [-errno.EAGAIN], results
+        assert [m for _, _, m in poll_all(p.b, SLOTS)] == \
+            [str(i) for i in range(SLOTS)]
+        assert_same_incarnation(p, e)
     finally:
         p.stop()
 
@@ -316,7 +439,8 @@ def test_local_notify_fault_leaves_data_qps_working():
         assert send(p.a, p.b, "k", "before") == 0
         assert poll_all(p.b, 1) == [(p.a, "k", "before")]
         e = endpoint(p.a, p.b)
-        assert telemetry(p.a, f"/rnotify/sim_fault,{p.b}")["result"] == 0
+        assert telemetry(p.a, f"/rnotify/sim_fault,local_qp,{p.b}")[
+            "result"] == 0
         # The native channel is closed for good: -EPIPE, never TCP.
         wait_until("the channel closed", lambda: send(p.a, p.b, "k", "x") ==
                    -errno.EPIPE)
@@ -324,10 +448,7 @@ def test_local_notify_fault_leaves_data_qps_working():
         # The endpoint and its data QPs go on: more RDMA probes succeed.
         wait_until("more probes", lambda: endpoint(p.a, p.b)["probes_ok"] >=
                    e["probes_ok"] + 2)
-        after = endpoint(p.a, p.b)
-        assert after["state"] == "connected", after
-        assert after["generation"] == e["generation"], after
-        assert after["to_failed"] == e["to_failed"], after
+        assert_same_incarnation(p, e)
     finally:
         p.stop()
 
@@ -342,10 +463,16 @@ def hub_text(name, cqs):
                      dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000)
 
 
-def call(port, name):
-    """A fake peer calls the hub; returns (socket, the hub's capabilities)."""
+def call(port, name, native=True):
+    """A fake peer calls the hub, with a notify QP if native; returns
+    (socket, the hub's capabilities)."""
+    qps = [(rnproto.QP_DATA, 0x700, 1)]
+    caps = rnproto.CAP_TCP_FALLBACK
+    if native:
+        qps.append((rnproto.QP_NOTIFY, 0x701, 1, SLOTS, SLOT_SIZE, SLOTS))
+        caps |= rnproto.CAP_NATIVE_NOTIFY
     s = rnproto.connect(port)
-    s.sendall(rnproto.hello(name, 5, 1, [(rnproto.QP_DATA, 0x700, 1)]))
+    s.sendall(rnproto.hello(name, 5, 1, qps, caps=caps))
     try:
         ftype, body = rnproto.read_frame_skipping_heartbeats(s)
     except ConnectionError:
@@ -355,6 +482,76 @@ def call(port, name):
         return None, None
     s.sendall(rnproto.ready(1))
     return s, rnproto.accept_fields(body)[3]
+
+
+def first_send(src, dst, name, msg):
+    """Send until the endpoint is up: -EAGAIN (connecting) sends nothing."""
+    result = []
+
+    def sent():
+        result[:] = [send(src, dst, name, msg)]
+        return result[0] != -errno.EAGAIN
+    wait_until(f"{src} first send to {dst}", sent, every=0.01)
+    return result[0]
+
+
+def self_node(tag, notify="", env=None):
+    name = unique(tag)
+    d = Daemon(name, text=node_text(name, free_port(), [],
+                                    notify=notify_cfg(notify, SMALL_SLOT)),
+               env=env)
+    d.wait_running()
+    return name, d
+
+
+def test_notification_to_self():
+    # A node's own name is a peer like any other: the endpoint's QPs are
+    # looped back, so the same native path carries it, in order, once.
+    me, d = self_node("me")
+    try:
+        assert endpoint(me, me)["state"] == "idle"   # made at first use
+        assert first_send(me, me, "kv0", "block 0") == 0
+        for i in range(1, SLOTS):
+            assert send(me, me, f"kv{i}", f"block {i}") == 0
+        # Every receive slot is taken now: backpressure, nothing lost.
+        assert send(me, me, "over", "credit") == -errno.EAGAIN
+        got = poll_all(me, SLOTS)
+        assert got == [(me, f"kv{i}", f"block {i}") for i in range(SLOTS)], \
+            got
+        c = counters(me)
+        assert c["notify_sent"] == SLOTS and c["notify_received"] == SLOTS, c
+        poll(me)   # gives the slots back: credits return to ourselves
+        wait_until("credits back", lambda: send(me, me, "again", "") == 0)
+        assert poll_all(me, 1) == [(me, "again", "")]
+        # The RDMA READ probe of our own identity, over the loopback.
+        wait_until("probed", lambda: endpoint(me, me)["probes_ok"] > 0)
+        e = endpoint(me, me)
+        assert e["state"] == "connected" and e["probes_bad"] == 0, e
+        assert e["peer_caps"] == 3, e   # native + fallback
+        # Too large for a slot: handed over locally, not natively.
+        big = "x" * (SMALL_SLOT - 8)
+        assert send(me, me, "y", big) == 0
+        got = poll_all(me, 1)
+        assert got == [(me, "y", big[:len(got[0][2])])], got[0][:2]
+        assert counters(me)["notify_sent"] == SLOTS + 1
+    finally:
+        assert d.stop() == 0, d.stderr()
+    strict = dict(os.environ, MC_RDMA_NOTIFY_OOB_FALLBACK="0")
+    me, d = self_node("ms", env=strict)
+    try:
+        assert first_send(me, me, "y", "x" * (SMALL_SLOT - 8)) == \
+            -errno.EMSGSIZE
+    finally:
+        assert d.stop() == 0, d.stderr()
+    # No native channel at all: still delivered, without any QP send.
+    me, d = self_node("mo", notify="enabled = false\n")
+    try:
+        assert first_send(me, me, "k", "v") == 0
+        assert poll_all(me, 1) == [(me, "k", "v")]
+        assert counters(me)["notify_sent"] == 0
+        assert endpoint(me, me)["peer_caps"] == 2
+    finally:
+        assert d.stop() == 0, d.stderr()
 
 
 def test_cq_capacity_growth_and_failure():
@@ -380,7 +577,11 @@ def test_cq_capacity_growth_and_failure():
             assert endpoint(hub, f"f{i}")["state"] == "connected", i
         # A closed endpoint's reservation comes back once it drained.
         held[0].sendall(rnproto.close())
-        wait_until("room again", lambda: call(port, "g0")[1] == 3)
+        def room_again():
+            s, c = call(port, "g0")
+            held.append(s)
+            return c == 3
+        wait_until("room again", room_again)
     finally:
         for x in held:
             if x is not None:
@@ -398,6 +599,12 @@ def test_cq_capacity_growth_and_failure():
             held.append(s)
             assert c == 3, (i, c)
         assert status(hub)["cqs"][0] == 2
+        # A caller without a native channel is given no notify QP: its
+        # CQEs and a bay stay free for callers that have one.
+        qps = status(hub)["qps"][0]
+        s, c = call(port, "h0", native=False)
+        held.append(s)
+        assert c == 2 and status(hub)["qps"][0] == qps + 1, (c, status(hub))
     finally:
         for x in held:
             x.close()
@@ -411,11 +618,15 @@ for t in [test_native_delivery_in_order,
           test_peer_without_native_channel,
           test_native_off_by_environment,
           test_unknown_and_failed_peers,
+          test_sends_to_unreachable_peer_fail_in_bounded_time,
           test_restarted_receiver_gets_only_new_notifications,
           test_restarted_sender_loses_nothing_that_arrived,
+          test_retired_incarnation_never_touches_its_replacement,
           test_concurrent_senders_keep_order_and_lose_nothing,
           test_cq_capacity_growth_and_failure,
-          test_local_notify_fault_leaves_data_qps_working]:
+          test_notification_to_self,
+          test_local_notify_fault_leaves_data_qps_working,
+          test_malformed_frame_is_rejected_and_its_slot_reposted]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
 finish()
