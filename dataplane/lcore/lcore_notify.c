@@ -123,7 +123,8 @@ post_send(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	uint8_t flags = rn_send_slots_signal(&n->sends, want) ?
 			RN_WR_SIGNALED : 0;
 	uint64_t wr_id = n->send_wr_id | slot;
-	__be32 imm = rte_cpu_to_be_32(rn_credit_advertise(&n->rx));
+	uint32_t count = rn_credit_count(&n->rx);
+	__be32 imm = rte_cpu_to_be_32(count);
 	uint8_t *wqe = NULL;
 	int rc = 0;
 
@@ -151,6 +152,7 @@ post_send(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	}
 	if (rc != 0)
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
+	rn_credit_told(&n->rx, count);
 	rn_send_slots_push(&n->sends, req->cookie, want, flags != 0);
 	rn_sq_ring_doorbell(sq);
 	rn_lcore_count(&lc->stats.notify_sent, 1);
@@ -268,19 +270,18 @@ static __rte_noinline void
 write_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	struct ep_notify *n = &ep->n;
-	uint32_t count = rn_credit_advertise(&n->rx);
-	struct rn_sge sge = { (uintptr_t)&count, sizeof(count), 0 };
-	struct rn_wr wr = {
-		.wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_CREDIT, 0),
-		.sg_list = &sge, .num_sge = 1, .opcode = RN_WR_WRITE,
-		.flags = RN_WR_INLINE, .raddr = n->credit_raddr,
-		.rkey = n->credit_rkey,
-	};
+	uint32_t count = rn_credit_count(&n->rx);
 
-	if (rn_sq_post(&n->qp->sq, &wr) == 0) {
+	if (rn_sq_post_write_word(&n->qp->sq, count, n->credit_raddr,
+				  n->credit_rkey, 0,
+				  RN_EP_WR_ID(generation(ep), RN_EP_WR_CREDIT,
+					      0)) == 0) {
 		rn_sq_ring_doorbell(&n->qp->sq);
+		rn_credit_told(&n->rx, count);
 		rn_lcore_count(&lc->stats.credit_writes, 1);
 	}
+	/* Else the SQ is full: the update stays due, and the next SEND
+	 * completion, which makes room, tries again. */
 }
 
 /*
@@ -397,6 +398,9 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		if (rn_send_slots_complete(&n->sends, RN_EP_WR_SLOT(wc->wr_id),
 					   &cookie))
 			rn_notify_complete(lc->notify_completions, cookie, 0);
+		/* A credit WRITE that found the SQ full, now it has room. */
+		if (unlikely(rn_credit_update_due(&n->rx)) && n->peer_native)
+			write_credits(lc, ep);
 	}
 }
 

@@ -255,6 +255,36 @@ rn_sq_post_send_sge(struct rn_sq *sq, const struct rn_sge *sge,
 }
 
 /*
+ * A 4-byte word RDMA WRITTEN inline to raddr (credit updates): ctrl, raddr
+ * and an inline segment, 3 units in one BB that never wraps. Same checks,
+ * same results as rn_sq_post() for that work request.
+ */
+static inline int
+rn_sq_post_write_word(struct rn_sq *sq, uint32_t word, uint64_t raddr,
+		      uint32_t rkey, uint8_t flags, uint64_t wr_id)
+{
+	uint32_t off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
+	struct mlx5_wqe_ctrl_seg *ctrl = (void *)(sq->buf + off);
+	struct mlx5_wqe_raddr_seg *rseg = (void *)(ctrl + 1);
+	struct mlx5_wqe_inl_data_seg *inl = (void *)(rseg + 1);
+
+	if (unlikely(sizeof(word) > sq->max_inline))
+		return -EINVAL;
+	if (unlikely(sq->pi - sq->ci + 1 > sq->wqe_mask + 1))
+		return -EAGAIN;
+	rseg->raddr = rte_cpu_to_be_64(raddr);
+	rseg->rkey = rte_cpu_to_be_32(rkey);
+	rseg->reserved = 0;
+	inl->byte_count = rte_cpu_to_be_32(sizeof(word) | MLX5_INLINE_SEG);
+	memcpy(inl + 1, &word, sizeof(word));
+	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, RN_WR_WRITE, 0,
+			    sq->qpn_shifted >> 8, rn_sq_fm_ce_se(sq, 1, flags),
+			    3, 0, 0);
+	rn_sq_commit(sq, off, 1, wr_id, ctrl);
+	return 0;
+}
+
+/*
  * An inline SEND whose data the caller writes in place instead of copying
  * it from a buffer: posts the WQE for len bytes of data and returns where
  * they go, contiguous, to be written before rn_sq_ring_doorbell(). Returns

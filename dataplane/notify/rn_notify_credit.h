@@ -97,12 +97,22 @@ rn_credit_repost(struct rn_credit_rx *c)
 	c->reposted++;
 }
 
-/* What to tell the peer, now that it is told (piggyback or WRITE). */
+/* What to tell the peer: the count of slots reposted so far. */
 static inline uint32_t
-rn_credit_advertise(struct rn_credit_rx *c)
+rn_credit_count(const struct rn_credit_rx *c)
 {
-	c->advertised = c->reposted;
 	return c->reposted;
+}
+
+/*
+ * The peer was told count (a SEND_IMM or credit WRITE carrying it was
+ * posted). Only then: a post that failed told nothing, and the update
+ * stays due.
+ */
+static inline void
+rn_credit_told(struct rn_credit_rx *c, uint32_t count)
+{
+	c->advertised = count;
 }
 
 /* Enough unadvertised slots to send a credit-only update unasked. */

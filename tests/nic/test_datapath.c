@@ -281,6 +281,38 @@ test_send_sge_matches(void **state)
 			 -EAGAIN);
 }
 
+/* A credit word WRITTEN inline: what the general path writes. */
+static void
+test_write_word_matches(void **state)
+{
+	uint8_t general[sizeof(ring)];
+	uint32_t word = 0xa1b2c3d4;
+	struct rn_sge sge = { (uintptr_t)&word, sizeof(word), 0 };
+	struct rn_wr wr = { .wr_id = 6, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_WRITE, .raddr = 0x1122334455667788,
+			    .rkey = 0x99 };
+
+	for (uint8_t flags = 0; flags <= RN_WR_SIGNALED; flags++) {
+		for (uint32_t start = 0; start < RING_BBS; start += 3) {
+			setup_sq(state);
+			sq.pi = sq.ci = start;
+			wr.flags = RN_WR_INLINE | flags;
+			assert_int_equal(rn_sq_post(&sq, &wr), 0);
+			memcpy(general, ring, sizeof(ring));
+			setup_sq(state);
+			sq.pi = sq.ci = start;
+			assert_int_equal(rn_sq_post_write_word(&sq, word,
+							       wr.raddr, 0x99,
+							       flags, 6), 0);
+			assert_memory_equal(ring, general, sizeof(ring));
+			assert_int_equal(sq.pi, start + 1);
+			assert_int_equal(wr_ids[start % RING_BBS], 6);
+		}
+	}
+	sq.pi = sq.ci + RING_BBS;
+	assert_int_equal(rn_sq_post_write_word(&sq, word, 0, 0, 0, 0), -EAGAIN);
+}
+
 /*
  * Written in place, the same WQE again; where the data would wrap at the
  * ring's end, or the post cannot be, nothing is posted or written.
@@ -667,6 +699,7 @@ main(void)
 				       setup_sq),
 		cmocka_unit_test_setup(test_send_inline_in_place, setup_sq),
 		cmocka_unit_test_setup(test_send_sge_matches, setup_sq),
+		cmocka_unit_test_setup(test_write_word_matches, setup_sq),
 		cmocka_unit_test_setup(test_wqe_counter_wraps_16_bits, setup_sq),
 		cmocka_unit_test_setup(test_ring_full_and_bad_requests, setup_sq),
 		cmocka_unit_test_setup(test_forced_signal, setup_sq),

@@ -124,7 +124,11 @@ test_credits_window(void **state)
 	assert_false(rn_credit_update_due(&rx));
 	rn_credit_repost(&rx);
 	assert_true(rn_credit_update_due(&rx));   /* half the window */
-	rn_credit_returned(&tx, rn_credit_advertise(&rx));
+	/* A post that failed told the peer nothing: still due. */
+	assert_int_equal(rn_credit_count(&rx), 2);
+	assert_true(rn_credit_update_due(&rx));
+	rn_credit_told(&rx, rn_credit_count(&rx));
+	rn_credit_returned(&tx, rn_credit_count(&rx));
 	assert_false(rn_credit_update_due(&rx));
 	assert_int_equal(rn_credit_available(&tx), 2);
 	/* A stale (smaller) or repeated count changes nothing. */
@@ -194,8 +198,10 @@ test_credits_random_traffic(void **state)
 			break;
 		case 2:
 			if (n_transit < 8 && (rn_credit_update_due(&rx) ||
-					      rand() % 3 == 0))
-				transit[n_transit++] = rn_credit_advertise(&rx);
+					      rand() % 3 == 0)) {
+				transit[n_transit] = rn_credit_count(&rx);
+				rn_credit_told(&rx, transit[n_transit++]);
+			}
 			break;
 		default:  /* one count arrives, maybe to arrive again */
 			if (n_transit > 0) {
