@@ -384,8 +384,9 @@ main(int argc, char **argv)
 	if (path == NULL || b.peer == NULL || b.messages == 0 ||
 	    b.round_trips == 0) {
 		fprintf(stderr, "usage: rnotify-bench -c FILE --peer NAME "
-			"[--respond] [--sizes LIST] [--messages N] "
-			"[--round-trips N] [--label TEXT] [--completions K]\n");
+			"[--respond [--stall-ms N]] [--sizes LIST] "
+			"[--messages N] [--round-trips N] [--label TEXT] "
+			"[--completions K]\n");
 		return 2;
 	}
 	if (rn_config_load(path, &daemon_state.cfg, &err) != 0) {
