@@ -16,6 +16,18 @@
 #include "notify_engine.h"
 #include "plane.h"
 
+/* A send's fate (0: it left), to the application; logged when lost. */
+static void
+report(struct rn_plane *pl, uint64_t cookie)
+{
+	if (rn_notify_complete(pl->completions, cookie, 0))
+		return;
+	pl->reports_dropped++;
+	RN_PLANE_LOG(WARNING, "completion report dropped: the application is "
+		     "not taking them (%lu so far)",
+		     (unsigned long)pl->reports_dropped);
+}
+
 /* A copy of the frame on the application's ring, as if it had come in. */
 static int
 deliver(struct rn_plane *pl, struct rn_endpoint *ep, const void *name,
@@ -48,7 +60,7 @@ loop_back(struct rn_plane *pl, struct rn_endpoint *ep,
 			 req->msg_len);
 
 	if (rc == 0 && (req->flags & RN_NOTIFY_WANT_COMPLETION))
-		rn_notify_complete(pl->completions, req->cookie, 0);
+		report(pl, req->cookie);
 	rn_notify_answer(req, rc);
 }
 
@@ -87,9 +99,9 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 		rn_notify_answer(req, -ENOTCONN);
 		return;
 	}
-	/* Handed to the kernel's socket, in order: that is all TCP says. */
+	/* Queued on the connection, in order: that is all TCP says. */
 	if (req->flags & RN_NOTIFY_WANT_COMPLETION)
-		rn_notify_complete(pl->completions, req->cookie, 0);
+		report(pl, req->cookie);
 	rn_notify_answer(req, 0);
 }
 

@@ -10,6 +10,7 @@
  *   handshake.c  what each frame means in each phase of a connection
  *   lifecycle.c  endpoint states, the lcore's QP events, failure, backoff
  *   timers.c     deadlines, heartbeats, liveness, reconnection
+ *   notify_tcp.c the TCP fallback, and notifications to this node itself
  */
 
 #include <rte_log.h>
@@ -120,6 +121,7 @@ struct rn_plane {
 	struct rte_ring *completions; /* fates of sends, to the application */
 	uint8_t *notify_frame;        /* one NOTIFY frame being encoded */
 	uint64_t tcp_dropped;         /* out of memory for one: lost */
+	uint64_t reports_dropped;     /* completions ring full: lost */
 	rte_seqlock_t snapshot_lock;
 	struct rn_ep_info snapshot[RN_MAX_ENDPOINTS];
 	unsigned int n_snapshot;

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Telemetry commands, served by DPDK's telemetry threads (one per client) on
- * the socket that dpdk-telemetry.py reads (-f rnotify-<name>). They only
- * read: the configuration and the worker list (complete before the commands
- * are registered, immutable after), the daemon state (atomic) and the
- * lcores' counters (relaxed loads of single-writer fields).
+ * the socket that dpdk-telemetry.py reads (-f rnotify-<name>). The status
+ * commands only read: the configuration and the worker list (complete
+ * before the commands are registered, immutable after), the daemon state
+ * (atomic) and the lcores' counters (relaxed loads of single-writer
+ * fields). The diagnostic ones act as an application thread would (send,
+ * poll) or inject faults (tests, sim only).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,6 +43,7 @@ static const struct {
 	{ "notify_rejected", offsetof(struct rn_lcore_stats, notify_rejected) },
 	{ "notify_stale", offsetof(struct rn_lcore_stats, notify_stale) },
 	{ "credit_writes", offsetof(struct rn_lcore_stats, credit_writes) },
+	{ "reports_dropped", offsetof(struct rn_lcore_stats, reports_dropped) },
 	{ "cqs", offsetof(struct rn_lcore_stats, cqs) },
 	{ "cq_reserved", offsetof(struct rn_lcore_stats, cq_reserved) },
 	{ "no_cq_room", offsetof(struct rn_lcore_stats, no_cq_room) },

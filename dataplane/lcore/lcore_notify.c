@@ -64,6 +64,14 @@ rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	n->credit_rkey = ep->req->remote.probe_rkey;
 }
 
+/* A send's fate, to the application; counted when its ring is full. */
+static void
+report(struct rn_lcore *lc, uint64_t cookie, int status)
+{
+	if (!rn_notify_complete(lc->notify_completions, cookie, status))
+		rn_lcore_count(&lc->stats.reports_dropped, 1);
+}
+
 /*
  * The QP failed: every SEND still holding a slot failed with it, signalled
  * or not. Reported (if a completion was asked for), never replayed.
@@ -75,8 +83,7 @@ fail_pending(struct rn_lcore *lc, struct ep_notify *n)
 
 	while (n->sends.used != 0)
 		if (rn_send_slots_fail_oldest(&n->sends, &cookie))
-			rn_notify_complete(lc->notify_completions, cookie,
-					   -EPIPE);
+			report(lc, cookie, -EPIPE);
 }
 
 void
@@ -397,7 +404,7 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 
 		if (rn_send_slots_complete(&n->sends, RN_EP_WR_SLOT(wc->wr_id),
 					   &cookie))
-			rn_notify_complete(lc->notify_completions, cookie, 0);
+			report(lc, cookie, 0);
 		/* A credit WRITE that found the SQ full, now it has room. */
 		if (unlikely(rn_credit_update_due(&n->rx)) && n->peer_native)
 			write_credits(lc, ep);

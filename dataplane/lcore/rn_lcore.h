@@ -80,6 +80,7 @@ struct rn_lcore_stats {
 	uint64_t notify_rejected;/* frames whose lengths did not add up */
 	uint64_t notify_stale;  /* completions of another generation */
 	uint64_t credit_writes; /* credit-only RDMA WRITEs */
+	uint64_t reports_dropped;/* send fates lost: completions ring full */
 	uint64_t cqs;           /* CQs in use */
 	uint64_t cq_reserved;   /* CQEs reserved by live endpoints, all CQs */
 	uint64_t no_cq_room;    /* endpoints or native channels refused */

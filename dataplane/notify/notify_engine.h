@@ -82,14 +82,17 @@ rn_notify_answer(struct rn_notify_request *req, int result)
 	__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
 }
 
-static inline void
+/*
+ * Report a send's fate. The application drains the ring; when it does not
+ * and the ring is full, the newest report is dropped: returns false, for
+ * the caller to count.
+ */
+static inline bool
 rn_notify_complete(struct rte_ring *completions, uint64_t cookie, int status)
 {
 	struct rn_notify_event ev = { .cookie = cookie, .status = status };
 
-	/* The app drains it; if it does not, the oldest news is not lost:
-	 * the newest is (counted by the caller if it cares). */
-	rte_ring_mp_enqueue_elem(completions, &ev, sizeof(ev));
+	return rte_ring_mp_enqueue_elem(completions, &ev, sizeof(ev)) == 0;
 }
 
 /*

@@ -35,8 +35,8 @@ struct rn_notify;
  *   -ENOENT     no such peer
  *   -E2BIG      name + msg over 65,528 bytes
  * With RN_NOTIFY_WANT_COMPLETION, rn_notify_completions() later reports
- * cookie with 0 (the peer's NIC acknowledged it; over TCP: the kernel took
- * the frame) or -EPIPE (not acknowledged: the QP failed with it in flight,
+ * cookie with 0 (the peer's NIC acknowledged it; over TCP: the frame was
+ * queued on the control connection) or -EPIPE (not acknowledged: the QP failed with it in flight,
  * so the peer may or may not have it; it is never replayed).
  */
 int rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
@@ -65,6 +65,11 @@ struct rn_notify_completion {
 	int status;               /* 0 acknowledged, -EPIPE fate unknown */
 };
 
+/*
+ * Take up to max reports of sends that asked for one. One thread at a
+ * time. The ring holds 4,096: drain it, or the newest reports are dropped
+ * (counted). Returns how many were filled.
+ */
 unsigned int rn_notify_completions(struct rn_notify *nf,
 				   struct rn_notify_completion *out,
 				   unsigned int max);
