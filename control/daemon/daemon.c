@@ -152,6 +152,24 @@ drain_events(struct rn_daemon *d)
 	on_events(d->ctl, d, 0);
 }
 
+/*
+ * Diagnostic telemetry commands that got in before STOPPING finish first:
+ * a send may wait for a worker's or this thread's answer, so events are
+ * still handled meanwhile.
+ */
+static void
+wait_for_telemetry(struct rn_daemon *d)
+{
+	uint64_t deadline = rte_get_tsc_cycles() +
+			    rte_get_tsc_hz() * RN_DAEMON_DRAIN_S;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);   /* pairs with act() */
+	while (rn_telemetry_acting() != 0 && rte_get_tsc_cycles() < deadline) {
+		drain_events(d);
+		usleep(1000);
+	}
+}
+
 /* Close every endpoint and give the lcores time to drain their QPs. */
 static void
 close_endpoints(struct rn_daemon *d)
@@ -336,6 +354,7 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 	set_state(d, RN_DAEMON_STOPPING);
 	if (d->app_started)
 		pthread_join(d->app_thread, NULL);
+	wait_for_telemetry(d);
 	close_endpoints(d);
 stop_workers:
 	stop_workers(d);

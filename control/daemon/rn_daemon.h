@@ -79,5 +79,7 @@ double rn_daemon_uptime(const struct rn_daemon *d);
  * telemetry thread. Returns 0 or a negative errno.
  */
 int rn_telemetry_register(const struct rn_daemon *d);
+/* Diagnostic telemetry commands still acting as applications. */
+unsigned int rn_telemetry_acting(void);
 
 #endif /* RN_DAEMON_H */

@@ -238,19 +238,45 @@ running(const struct rn_daemon *d)
 }
 
 /*
+ * The diagnostic commands act as an application thread, on the
+ * notification engine that teardown stops and frees: they run counted, and
+ * teardown (rn_telemetry_acting()) waits for the count to fall to zero
+ * after it left RUNNING. Either a command sees the state change, or
+ * teardown sees the command.
+ */
+static unsigned int acting;
+
+static int
+act(int (*fn)(const char *, struct rte_tel_data *), const char *params,
+    struct rte_tel_data *out)
+{
+	int rc = -EBUSY;
+
+	__atomic_fetch_add(&acting, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);   /* before reading the state */
+	if (running(daemon_seen))
+		rc = fn(params, out);
+	__atomic_fetch_sub(&acting, 1, __ATOMIC_RELEASE);
+	return rc;
+}
+
+unsigned int
+rn_telemetry_acting(void)
+{
+	return __atomic_load_n(&acting, __ATOMIC_SEQ_CST);
+}
+
+/*
  * Diagnostics: send a notification, /rnotify/send,PEER,NAME,MSG (MSG may
  * hold commas), as an application would. {"result": 0 or -errno}.
  */
 static int
-handle_send(const char *cmd, const char *params, struct rte_tel_data *out)
+send_now(const char *params, struct rte_tel_data *out)
 {
 	char buf[1024];
 	char *name, *msg;
 	int rc;
 
-	(void)cmd;
-	if (!running(daemon_seen))
-		return -EBUSY;
 	if (params == NULL || strlen(params) >= sizeof(buf))
 		return -EINVAL;
 	strcpy(buf, params);
@@ -272,14 +298,11 @@ handle_send(const char *cmd, const char *params, struct rte_tel_data *out)
 /* Tests, sim device only: FAULT,PEER with FAULT local_qp (PEER's notify
  * QP fails locally) or bad_frame (PEER is sent a frame it must reject). */
 static int
-handle_sim_fault(const char *cmd, const char *params, struct rte_tel_data *out)
+inject_now(const char *params, struct rte_tel_data *out)
 {
 	const char *peer = params != NULL ? strchr(params, ',') : NULL;
 	int rc;
 
-	(void)cmd;
-	if (!running(daemon_seen))
-		return -EBUSY;
 	if (peer == NULL)
 		return -EINVAL;
 	peer++;
@@ -298,17 +321,14 @@ static pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Diagnostics: take delivered notifications, as an application would. */
 static int
-handle_poll(const char *cmd, const char *params, struct rte_tel_data *out)
+poll_now(const char *params, struct rte_tel_data *out)
 {
 	static const char *const keys[] = { "peer", "name", "msg" };
 	struct rn_notification got[RN_NOTIFY_POLL_MAX];
 	struct rte_tel_data *arrays[3] = { NULL, NULL, NULL };
 	unsigned int n;
 
-	(void)cmd;
 	(void)params;
-	if (!running(daemon_seen))
-		return -EBUSY;
 	/* Allocated before polling, so that no failure loses a delivery. */
 	for (int k = 0; k < 3; k++) {
 		arrays[k] = rte_tel_data_alloc();
@@ -341,6 +361,27 @@ handle_poll(const char *cmd, const char *params, struct rte_tel_data *out)
 	for (int k = 0; k < 3; k++)
 		rte_tel_data_add_dict_container(out, keys[k], arrays[k], 0);
 	return 0;
+}
+
+static int
+handle_send(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	(void)cmd;
+	return act(send_now, params, out);
+}
+
+static int
+handle_sim_fault(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	(void)cmd;
+	return act(inject_now, params, out);
+}
+
+static int
+handle_poll(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	(void)cmd;
+	return act(poll_now, params, out);
 }
 
 int
