@@ -53,8 +53,8 @@ deliver(struct rn_plane *pl, struct rn_endpoint *ep, const void *name,
 /* To this node itself, without a native channel: straight to the ring,
  * and a full ring is backpressure, as a peer's missing credit would be. */
 static void
-loop_back(struct rn_plane *pl, struct rn_endpoint *ep,
-	  struct rn_notify_request *req)
+deliver_to_self(struct rn_plane *pl, struct rn_endpoint *ep,
+		struct rn_notify_request *req)
 {
 	int rc = deliver(pl, ep, req->name, req->name_len, req->msg,
 			 req->msg_len);
@@ -73,7 +73,7 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 	size_t n;
 
 	if (ep != NULL && ep->self && ep->state == RN_EP_CONNECTED) {
-		loop_back(pl, ep, req);
+		deliver_to_self(pl, ep, req);
 		return;
 	}
 	if (ep == NULL || ep->conn == NULL ||

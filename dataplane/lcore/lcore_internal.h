@@ -37,7 +37,6 @@ struct ep_notify {
 	struct rn_qp *qp;        /* NULL: no channel on our side */
 	bool peer_native;        /* the peer has one too */
 	bool failed;             /* a local fault: sticky, data QPs untouched */
-	uint32_t peer_slot_size;
 	uint32_t max_frame;      /* the largest frame it takes now: both slot
 				  * sizes; 0 without a channel, or failed */
 	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */

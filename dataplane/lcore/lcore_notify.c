@@ -55,7 +55,6 @@ rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	if (n->qp == NULL || peer == NULL)
 		return;   /* one side has no channel: TCP rules apply */
 	n->peer_native = true;
-	n->peer_slot_size = peer->slot_size;
 	n->max_frame = RTE_MIN(lc->notify.slot_size, peer->slot_size);
 	n->send_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, 0);
 	rn_credit_tx_init(&n->tx, peer->credits);

@@ -35,6 +35,17 @@ def send(sender, peer, name, msg):
     return telemetry(sender, f"/rnotify/send,{peer},{name},{msg}")["result"]
 
 
+def first_send(src, dst, name, msg):
+    """Send until the endpoint is up: -EAGAIN (connecting) sends nothing."""
+    result = []
+
+    def sent():
+        result[:] = [send(src, dst, name, msg)]
+        return result[0] != -errno.EAGAIN
+    wait_until(f"{src} first send to {dst}", sent, every=0.01)
+    return result[0]
+
+
 def poll(node):
     r = telemetry(node, "/rnotify/poll")
     return list(zip(r["peer"], r["name"], r["msg"]))
@@ -134,13 +145,10 @@ def test_simultaneous_first_send_both_ways():
         assert endpoint(p.a, p.b)["state"] == "idle"
         results = {}
 
-        def first_send(src, dst):
-            def sent():
-                results[src] = send(src, dst, "first", f"from {src}")
-                return results[src] != -errno.EAGAIN
-            wait_until(f"{src} first send", sent, every=0.01)
+        def send_first(src, dst):
+            results[src] = first_send(src, dst, "first", f"from {src}")
 
-        threads = [threading.Thread(target=first_send, args=(x, y))
+        threads = [threading.Thread(target=send_first, args=(x, y))
                    for x, y in ((p.a, p.b), (p.b, p.a))]
         for t in threads:
             t.start()
@@ -482,17 +490,6 @@ def call(port, name, native=True):
         return None, None
     s.sendall(rnproto.ready(1))
     return s, rnproto.accept_fields(body)[3]
-
-
-def first_send(src, dst, name, msg):
-    """Send until the endpoint is up: -EAGAIN (connecting) sends nothing."""
-    result = []
-
-    def sent():
-        result[:] = [send(src, dst, name, msg)]
-        return result[0] != -errno.EAGAIN
-    wait_until(f"{src} first send to {dst}", sent, every=0.01)
-    return result[0]
 
 
 def self_node(tag, notify="", env=None):
