@@ -100,27 +100,41 @@ rn_lcore_notify_free(struct rn_lcore_ep *ep)
 }
 
 /*
- * A credit for one SEND. The peer's count of reposted slots, as it RDMA
- * WROTE it to us, is read only when the counts heard so far leave none.
+ * Whether a credit for one SEND is at hand. The peer's count of reposted
+ * slots, as it RDMA WROTE it to us, is read only when the counts heard so
+ * far leave none.
  */
-static int
-take_credit(struct ep_notify *n, const struct rn_lcore_ep *ep)
+static bool
+credit_at_hand(struct ep_notify *n, const struct rn_lcore_ep *ep)
 {
-	if (likely(rn_credit_take(&n->tx) == 0))
-		return 0;
+	if (likely(rn_credit_available(&n->tx) != 0))
+		return true;
 	rn_credit_returned(&n->tx, __atomic_load_n(
 		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE));
-	return rn_credit_take(&n->tx);
+	return rn_credit_available(&n->tx) != 0;
+}
+
+/* A SEND_IMM carrying count was posted for req: record it, ring. */
+static inline void
+sent(struct rn_lcore *lc, struct ep_notify *n,
+     const struct rn_notify_request *req, bool want, uint32_t count)
+{
+	rn_credit_told(&n->rx, count);
+	rn_send_slots_push(&n->sends, req->cookie, want);
+	rn_sq_ring_doorbell(&n->qp->sq);
+	rn_lcore_count(&lc->stats.notify_sent, 1);
 }
 
 /*
- * Post the SEND_IMM of req's frame, inline (written straight into the WQE)
- * up to max_inline bytes, else from its send slot; signalled when the
- * slots say so. Returns 0, -EAGAIN (no room in the SQ) or -EPIPE.
+ * Post the SEND_IMM of req's frame from its send slot, copied from there
+ * into the WQE up to max_inline bytes; signalled when the slots say so.
+ * What send_one() cannot post inline comes here: frames over max_inline,
+ * and inline data that would wrap at the ring's end. Returns 0, -EAGAIN
+ * (no room in the SQ) or -EPIPE.
  */
 static int
-post_send(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-	  const struct rn_notify_request *req, uint32_t len)
+post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+	       const struct rn_notify_request *req, uint32_t len)
 {
 	struct ep_notify *n = &ep->n;
 	struct rn_sq *sq = &n->qp->sq;
@@ -131,37 +145,21 @@ post_send(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	uint64_t wr_id = n->send_wr_id | slot;
 	uint32_t count = rn_credit_count(&n->rx);
 	__be32 imm = rte_cpu_to_be_32(count);
-	uint8_t *wqe = NULL;
-	int rc = 0;
+	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay, slot);
+	struct rn_sge sge = { (uintptr_t)buf, len, lc->notify.mr.lkey };
+	int rc;
 
-	if (len <= lc->max_inline)
-		wqe = rn_sq_post_send_inline_at(sq, len, RN_WR_SEND_IMM, imm,
-						flags, wr_id);
-	if (likely(wqe != NULL)) {
-		rn_notify_frame_write(wqe, req->name, req->name_len, req->msg,
-				      req->msg_len);
-	} else {
-		/* Through the slot: too long for inline, or the inline data
-		 * would wrap at the ring's end (or the post fails). */
-		uint8_t *buf = rn_notify_send_slot(&lc->notify,
-						   (uint32_t)ep->bay, slot);
-		struct rn_sge sge = { (uintptr_t)buf, len, lc->notify.mr.lkey };
-
-		rn_notify_frame_write(buf, req->name, req->name_len, req->msg,
-				      req->msg_len);
-		if (len <= lc->max_inline)
-			rc = rn_sq_post_send_inline(sq, buf, len, RN_WR_SEND_IMM,
-						    imm, flags, wr_id);
-		else
-			rc = rn_sq_post_send_sge(sq, &sge, RN_WR_SEND_IMM, imm,
-						 flags, wr_id);
-	}
+	rn_notify_frame_write(buf, req->name, req->name_len, req->msg,
+			      req->msg_len);
+	if (len <= sq->max_inline)
+		rc = rn_sq_post_send_inline(sq, buf, len, RN_WR_SEND_IMM, imm,
+					    flags, wr_id);
+	else
+		rc = rn_sq_post_send_sge(sq, &sge, RN_WR_SEND_IMM, imm, flags,
+					 wr_id);
 	if (rc != 0)
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
-	rn_credit_told(&n->rx, count);
-	rn_send_slots_push(&n->sends, req->cookie, want, flags != 0);
-	rn_sq_ring_doorbell(sq);
-	rn_lcore_count(&lc->stats.notify_sent, 1);
+	sent(lc, n, req, want, count);
 	return 0;
 }
 
@@ -236,18 +234,29 @@ send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	return 0;
 }
 
-/* Out of line, like received(): scripts/bench-notify-instructions.sh counts
- * the instructions of each per notification. */
-static __rte_noinline void
-send_one(struct rn_lcore *lc, struct rn_notify_request *req)
+/* The endpoint req is for, unless it is gone, failed or closing. */
+static inline struct rn_lcore_ep *
+usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
 {
 	struct rn_lcore_ep *ep = req->ep_slot < RN_LCORE_MAX_SLOTS ?
 				 lc->by_slot[req->ep_slot] : NULL;
+
+	return ep != NULL && !ep->failed && !ep->closing ? ep : NULL;
+}
+
+/*
+ * Any send: every check, the fallbacks, the frame through its send slot.
+ * Out of line, so that send_one()'s common case saves no registers for it.
+ */
+static __rte_noinline void
+send_general(struct rn_lcore *lc, struct rn_notify_request *req)
+{
+	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
 	uint64_t len = rn_notify_frame_size(req->name_len, req->msg_len);
 	struct ep_notify *n;
 	int rc;
 
-	if (unlikely(ep == NULL || ep->failed || ep->closing)) {
+	if (unlikely(ep == NULL)) {
 		rn_notify_answer(req, -ENOTCONN);
 		return;
 	}
@@ -257,14 +266,55 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 		if (len == 0)
 			return;
 	}
-	if (rn_send_slots_full(&n->sends) || take_credit(n, ep) != 0) {
+	if (rn_send_slots_full(&n->sends) || !credit_at_hand(n, ep)) {
 		rn_notify_answer(req, -EAGAIN);
 		return;
 	}
-	rc = post_send(lc, ep, req, (uint32_t)len);
+	rn_credit_take_available(&n->tx);
+	rc = post_from_slot(lc, ep, req, (uint32_t)len);
 	if (rc != 0)
 		rn_credit_untake(&n->tx);
 	rn_notify_answer(req, rc);
+}
+
+/*
+ * The common send straight through: a connected native channel, a credit
+ * and a send slot at hand, the frame inline in a WQE that fits the SQ as
+ * it is. Nothing changes before all of that is known; anything else is
+ * send_general()'s (a tail call). Out of line, like received():
+ * scripts/bench-notify-instructions.sh counts its instructions.
+ */
+static __rte_noinline void
+send_one(struct rn_lcore *lc, struct rn_notify_request *req)
+{
+	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
+	uint64_t len = rn_notify_frame_size(req->name_len, req->msg_len);
+	struct ep_notify *n;
+	bool want;
+	uint8_t flags;
+	uint32_t count;
+	uint8_t *wqe;
+
+	if (unlikely(ep == NULL))
+		return send_general(lc, req);
+	n = &ep->n;
+	if (unlikely(len > n->max_frame || (req->flags & RN_NOTIFY_INJECT) ||
+		     rn_send_slots_full(&n->sends) || !credit_at_hand(n, ep)))
+		return send_general(lc, req);
+	want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
+	flags = rn_send_slots_signal(&n->sends, want) ? RN_WR_SIGNALED : 0;
+	count = rn_credit_count(&n->rx);
+	wqe = rn_sq_post_send_inline_at(&n->qp->sq, (uint32_t)len,
+					RN_WR_SEND_IMM, rte_cpu_to_be_32(count),
+					flags, n->send_wr_id |
+					rn_send_slots_next(&n->sends));
+	if (unlikely(wqe == NULL))
+		return send_general(lc, req);
+	rn_credit_take_available(&n->tx);
+	rn_notify_frame_write(wqe, req->name, req->name_len, req->msg,
+			      req->msg_len);
+	sent(lc, n, req, want, count);
+	rn_notify_answer(req, 0);
 }
 
 /*

@@ -45,6 +45,13 @@ rn_credit_available(const struct rn_credit_tx *c)
 	return c->depth + c->returned - c->reserved;
 }
 
+/* Reserve one credit known to be there (rn_credit_available() > 0). */
+static inline void
+rn_credit_take_available(struct rn_credit_tx *c)
+{
+	c->reserved++;
+}
+
 /*
  * Reserve one credit. Returns 0, or -EAGAIN when the receiver has no slot
  * for it yet.
@@ -52,9 +59,9 @@ rn_credit_available(const struct rn_credit_tx *c)
 static inline int
 rn_credit_take(struct rn_credit_tx *c)
 {
-	if (c->reserved - c->returned >= c->depth)
+	if (rn_credit_available(c) == 0)
 		return -EAGAIN;
-	c->reserved++;
+	rn_credit_take_available(c);
 	return 0;
 }
 

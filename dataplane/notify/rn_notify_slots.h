@@ -7,16 +7,18 @@
  * only. A SEND holds its slot (its frame, unless that went inline, and the
  * cookie of a completion to report) until the NIC has completed it.
  *
- * Selective signalling: only one SEND in `every`, and each SEND that wants
- * its completion reported, asks for a CQE. An RC send queue completes in
- * order, so the CQE of the SEND in slot k says that it and every SEND
- * before it completed: it frees slot k and every earlier slot at once, and
- * the slots between signalled SENDs need no CQE of their own. Whoever
- * wanted a completion was signalled, so only slot k can have one to report.
+ * Selective signalling: the SEND in every `every`-th slot (slot k with
+ * k mod every == every - 1), and each SEND that wants its completion
+ * reported, asks for a CQE. An RC send queue completes in order, so the
+ * CQE of the SEND in slot k says that it and every SEND before it
+ * completed: it frees slot k and every earlier slot at once, and the slots
+ * between signalled SENDs need no CQE of their own. Whoever wanted a
+ * completion was signalled, so only slot k can have one to report.
  *
- * A SEND is signalled at least once in `every` <= slots: whenever every
- * slot is taken, one of them waits for a CQE, and the slots never jam.
- * (The SQ ring has its own rule for the rest of what it carries: see
+ * every is a power of two, at most half the slots (or 1), so slot every - 1
+ * exists: whenever every slot is taken, one of them waits for a CQE, and
+ * the slots never jam. Deciding by position keeps no counter on the send
+ * path. (The SQ ring has its own rule for the rest of what it carries: see
  * rn_sq_fm_ce_se().)
  *
  * When the QP fails, every slot in use fails with it, signalled or not:
@@ -27,14 +29,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RN_SEND_SIGNAL_EVERY 16   /* at most; half the slots when fewer */
+#define RN_SEND_SIGNAL_EVERY 16   /* at most; a power of two */
 
 struct rn_send_slots {
 	uint32_t n;              /* slots */
 	uint32_t head;           /* the slot the next SEND takes */
 	uint32_t used;           /* taken, not freed: the oldest is head - used */
-	uint32_t every;          /* a signalled SEND at least this often */
-	uint32_t unsignalled;    /* SENDs since the last signalled one */
+	uint32_t signal_mask;    /* every - 1: slot k signals when k & mask == mask */
 	uint64_t *cookie;        /* per slot */
 	uint8_t *want;           /* per slot: report its completion */
 };
@@ -44,11 +45,12 @@ static inline void
 rn_send_slots_init(struct rn_send_slots *s, uint32_t n, uint64_t *cookie,
 		   uint8_t *want)
 {
-	uint32_t half = n / 2 > 0 ? n / 2 : 1;
+	uint32_t every = RN_SEND_SIGNAL_EVERY;
 
+	while (every > 1 && every > n / 2)
+		every /= 2;
 	*s = (struct rn_send_slots){
-		.n = n, .cookie = cookie, .want = want,
-		.every = half < RN_SEND_SIGNAL_EVERY ? half : RN_SEND_SIGNAL_EVERY,
+		.n = n, .cookie = cookie, .want = want, .signal_mask = every - 1,
 	};
 }
 
@@ -69,19 +71,17 @@ rn_send_slots_next(const struct rn_send_slots *s)
 static inline bool
 rn_send_slots_signal(const struct rn_send_slots *s, bool want)
 {
-	return want || s->unsignalled + 1 >= s->every;
+	return want || (s->head & s->signal_mask) == s->signal_mask;
 }
 
 /* The next SEND was posted, signalled as rn_send_slots_signal() said. */
 static inline void
-rn_send_slots_push(struct rn_send_slots *s, uint64_t cookie, bool want,
-		   bool signalled)
+rn_send_slots_push(struct rn_send_slots *s, uint64_t cookie, bool want)
 {
 	s->cookie[s->head] = cookie;
 	s->want[s->head] = want;
 	s->head = s->head + 1 == s->n ? 0 : s->head + 1;
 	s->used++;
-	s->unsignalled = signalled ? 0 : s->unsignalled + 1;
 }
 
 static inline uint32_t
