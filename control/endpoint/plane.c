@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The plane: its listener, its table of endpoints (by peer name) and the
- * snapshot telemetry reads. Control thread only, except
- * rn_plane_snapshot(), which any thread may call.
+ * snapshot telemetry and applications read. Control thread only, except
+ * rn_plane_snapshot(), rn_plane_lookup() and rn_plane_name(), which any
+ * thread may call.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+#include <rte_errno.h>
 #include <rte_random.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,14 +47,93 @@ rn_ep_state_name(enum rn_ep_state state)
 	return state_names[state];
 }
 
+/*
+ * The key of name in pl->names: the name zero-padded to the size of an
+ * endpoint's name. False when it is too long to be one.
+ */
+static bool
+name_key(const char *name, char key[RN_EP_NAME_SIZE])
+{
+	size_t len = strnlen(name, RN_EP_NAME_SIZE);
+
+	if (len == RN_EP_NAME_SIZE)
+		return false;
+	memset(key, 0, RN_EP_NAME_SIZE);
+	memcpy(key, name, len);
+	return true;
+}
+
+/* The slot named name, by the index; -1 when there is none. */
+static int
+find_slot(const struct rn_plane *pl, const char *name)
+{
+	char key[RN_EP_NAME_SIZE];
+	void *slot;
+
+	if (!name_key(name, key) || rte_hash_lookup_data(pl->names, key, &slot) < 0)
+		return -1;
+	return (int)(uintptr_t)slot;
+}
+
+/*
+ * Application threads look peers up by name on every send: a hash, not a
+ * walk over every endpoint. Lock-free readers, one writer (the control
+ * thread); twice the endpoints and extendable buckets, so that adding a
+ * name never fails for want of room.
+ */
+static struct rte_hash *
+create_name_index(const struct rn_plane *pl)
+{
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters params = {
+		.name = name, .entries = 2 * RN_MAX_ENDPOINTS,
+		.key_len = RN_EP_NAME_SIZE, .hash_func = rte_hash_crc,
+		.socket_id = SOCKET_ID_ANY,
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF |
+			      RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+
+	/* Unique in the process: one plane per daemon, but tests make more. */
+	snprintf(name, sizeof(name), "rn_names_%" PRIxPTR, (uintptr_t)pl);
+	return rte_hash_create(&params);
+}
+
+/* Index ep under its name. Returns 0 or a negative errno. */
+static int
+index_name(struct rn_plane *pl, const struct rn_endpoint *ep)
+{
+	char key[RN_EP_NAME_SIZE];
+
+	if (!name_key(ep->name, key))
+		return -ENAMETOOLONG;
+	return rte_hash_add_key_data(pl->names, key,
+				     (void *)(uintptr_t)ep->slot);
+}
+
+/*
+ * Take ep's name out of the index. Its key's storage is freed at once:
+ * an application thread that is reading it can at worst be told the slot
+ * of the name it no longer has, and rn_plane_lookup() checks the name.
+ */
+static void
+unindex_name(struct rn_plane *pl, const struct rn_endpoint *ep)
+{
+	char key[RN_EP_NAME_SIZE];
+	int32_t pos;
+
+	if (!name_key(ep->name, key))
+		return;
+	pos = rte_hash_del_key(pl->names, key);
+	if (pos >= 0)
+		rte_hash_free_key_with_position(pl->names, pos);
+}
+
 struct rn_endpoint *
 plane_find(struct rn_plane *pl, const char *name)
 {
-	/* O(N): a few peers per process; names are checked once per HELLO. */
-	for (unsigned int i = 0; i < pl->n_eps; i++)
-		if (strcmp(pl->eps[i]->name, name) == 0)
-			return pl->eps[i];
-	return NULL;
+	int slot = find_slot(pl, name);
+
+	return slot >= 0 ? pl->eps[slot] : NULL;
 }
 
 /*
@@ -68,9 +152,12 @@ reclaim(struct rn_plane *pl, const char *name)
 		if (ep->configured || ep->state != RN_EP_CLOSED ||
 		    ep->req != NULL || ep->conn != NULL)
 			continue;
+		unindex_name(pl, ep);
 		memset(ep, 0, sizeof(*ep));
 		ep->slot = slot;
 		snprintf(ep->name, sizeof(ep->name), "%s", name);
+		if (index_name(pl, ep) != 0)
+			return NULL;   /* cannot be: a key was just freed */
 		ep->lcore = slot % pl->n_workers;
 		ep->backoff_ms = pl->cfg->control.reconnect_min_ms;
 		ep->info.transitions[RN_EP_IDLE] = 1;
@@ -92,6 +179,10 @@ plane_add(struct rn_plane *pl, const char *name)
 		return NULL;
 	ep->slot = pl->n_eps;
 	snprintf(ep->name, sizeof(ep->name), "%s", name);
+	if (index_name(pl, ep) != 0) {
+		free(ep);
+		return NULL;
+	}
 	/* Spread endpoints over the workers; an endpoint never moves. */
 	ep->lcore = ep->slot % pl->n_workers;
 	ep->backoff_ms = pl->cfg->control.reconnect_min_ms;
@@ -143,22 +234,25 @@ int
 rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
 		enum rn_ep_state *state, uint32_t *worker)
 {
-	int rc;
+	char key[RN_EP_NAME_SIZE];
+	const struct rn_ep_info *info;
+	void *found;
 	uint32_t seq;
+	int rc;
 
+	if (!name_key(name, key) ||
+	    rte_hash_lookup_data(pl->names, key, &found) < 0)
+		return -ENOENT;
+	info = &pl->snapshot[(uintptr_t)found];
 	do {
 		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
-		rc = -ENOENT;
-		for (unsigned int i = 0; i < pl->n_snapshot; i++) {
-			if (strcmp(pl->snapshot[i].name, name) == 0) {
-				*slot = i;
-				*state = pl->snapshot[i].state;
-				*worker = pl->snapshot[i].worker;
-				rc = 0;
-				break;
-			}
-		}
+		/* The slot may have been given to another name since. Both
+		 * are zero-padded: the published one from a zeroed endpoint. */
+		rc = memcmp(info->name, key, RN_EP_NAME_SIZE) == 0 ? 0 : -ENOENT;
+		*state = info->state;
+		*worker = info->worker;
 	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
+	*slot = (uint32_t)(uintptr_t)found;
 	return rc;
 }
 
@@ -169,9 +263,9 @@ rn_plane_name(struct rn_plane *pl, uint32_t slot, char *buf)
 
 	do {
 		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
-		memcpy(buf, pl->snapshot[slot].name, 32);
+		memcpy(buf, pl->snapshot[slot].name, RN_EP_NAME_SIZE);
 	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
-	buf[31] = '\0';
+	buf[RN_EP_NAME_SIZE - 1] = '\0';
 }
 
 void
@@ -289,6 +383,13 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	pl->n_workers = n_workers;
 	pl->listen_fd = -1;
 	rte_seqlock_init(&pl->snapshot_lock);
+	pl->names = create_name_index(pl);
+	if (pl->names == NULL) {
+		snprintf(why, why_len, "endpoint name index: %s",
+			 rte_strerror(rte_errno));
+		rn_plane_free(pl);
+		return -ENOMEM;
+	}
 	/* New at every start: how peers tell a restart from a reconnect. */
 	do
 		pl->session_id = rte_rand();
@@ -307,6 +408,13 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 		const struct rn_peer_config *peer = &cfg->peers[i];
 
 		ep = plane_add(pl, peer->name);
+		if (ep == NULL) {
+			snprintf(why, why_len, "peer %s: out of memory",
+				 peer->name);
+			rn_plane_close(pl);
+			rn_plane_free(pl);
+			return -ENOMEM;
+		}
 		ep->configured = true;
 		ep->eager = peer->connect == RN_PEER_EAGER;
 		ep->in_use = ep->eager;
@@ -416,6 +524,9 @@ rn_plane_close(struct rn_plane *pl)
 		close(pl->listen_fd);
 		pl->listen_fd = -1;
 	}
+	/* EAL memory, freed before EAL stops: nothing sends any more. */
+	rte_hash_free(pl->names);
+	pl->names = NULL;
 }
 
 void

@@ -74,7 +74,7 @@ struct rn_conn {
 
 struct rn_endpoint {
 	uint32_t slot;
-	char name[32];
+	char name[RN_EP_NAME_SIZE];
 	bool configured;              /* a [peer]: we call it, and call again */
 	bool self;                    /* this node: QPs looped back, no conn */
 	bool eager;
@@ -122,6 +122,7 @@ struct rn_plane {
 	uint8_t *notify_frame;        /* one NOTIFY frame being encoded */
 	uint64_t tcp_dropped;         /* out of memory for one: lost */
 	uint64_t reports_dropped;     /* completions ring full: lost */
+	struct rte_hash *names;       /* peer name (zero-padded) -> slot */
 	rte_seqlock_t snapshot_lock;
 	struct rn_ep_info snapshot[RN_MAX_ENDPOINTS];
 	unsigned int n_snapshot;

@@ -19,6 +19,7 @@
 #include <rte_ring.h>
 
 #define RN_MAX_ENDPOINTS 1024
+#define RN_EP_NAME_SIZE 32   /* a peer's name, with its NUL */
 
 enum rn_ep_state {
 	RN_EP_IDLE,          /* known, never connected */
@@ -33,7 +34,7 @@ enum rn_ep_state {
 
 /* What telemetry sees of an endpoint: a copy, published on every change. */
 struct rn_ep_info {
-	char name[32];
+	char name[RN_EP_NAME_SIZE];
 	char address[64];         /* configured, or where it called from */
 	bool configured;
 	enum rn_ep_state state;
@@ -83,7 +84,8 @@ int rn_plane_use(struct rn_plane *pl, const char *name);
 unsigned int rn_plane_shutdown(struct rn_plane *pl);
 unsigned int rn_plane_requests_out(const struct rn_plane *pl);
 
-/* Close every connection and the listener (the control loop still runs). */
+/* Close every connection, the listener and the name index (EAL memory:
+ * before EAL stops); the control loop still runs. */
 void rn_plane_close(struct rn_plane *pl);
 /* Free the plane; after EAL is stopped, since telemetry threads read it. */
 void rn_plane_free(struct rn_plane *pl);

@@ -5,7 +5,8 @@ diagnostic telemetry commands /rnotify/send and /rnotify/poll (each client
 connection is its own application thread in the daemon). Native delivery in
 order, credits and a slow receiver, the TCP fallback allowed and strict,
 native channels off, unknown and failed peers, a restarted receiver, many
-concurrent senders, notifications to self. Prints TAP.
+concurrent senders, notifications to self, peers found by name among many
+and in a slot taken back. Prints TAP.
 Usage: test_notify.py RNOTIFYD"""
 
 import errno
@@ -608,6 +609,85 @@ def test_cq_capacity_growth_and_failure():
         assert d.stop() == 0, d.stderr()
 
 
+def names_hub(tag):
+    # One data QP (129 CQEs) per caller: a 32768-entry CQ holds 250.
+    name = unique(tag)
+    return name, Daemon(name, text=node_text(
+        name, 0, [], nic=SLOW_QPS + "data_qps = 1\ncq_size = 32768\n",
+        notify=notify_cfg(), dead_after=FAKE_PEER_DEAD_AFTER_MS,
+        connect_timeout=10000))
+
+
+def read_notify(sock):
+    """(name, msg) of the next NOTIFY frame on a fake peer's socket."""
+    ftype, body = rnproto.read_frame_skipping_heartbeats(sock)
+    assert ftype == rnproto.NOTIFY, (ftype, body)
+    n = int.from_bytes(body[:4], "little")
+    m = int.from_bytes(body[4 + n:8 + n], "little")
+    assert len(body) == 8 + n + m, body
+    return body[4:4 + n].decode(), body[8 + n:].decode()
+
+
+def test_peers_found_by_name_among_many():
+    # Each send looks its peer up by name in an index: among many callers
+    # (without a notify QP, so each notification arrives on its caller's
+    # socket), each one reaches the caller it names, in any order, and
+    # names that only look alike are not found.
+    hub, d = names_hub("nm")
+    names = [f"p{i}" for i in range(30)] + ["x" * 31, "p1x", "P2"]
+    socks = {}
+    try:
+        d.wait_running()
+        port = status(hub)["control_port"]
+        for n in names:
+            socks[n], caps = call(port, n, native=False)
+            assert caps is not None, n
+        for i, n in enumerate(reversed(names)):
+            wait_until(f"{n} connected",
+                       lambda: endpoint(hub, n)["state"] == "connected")
+            assert send(hub, n, "k", f"v{i}") == 0, n
+        for i, n in enumerate(reversed(names)):
+            assert read_notify(socks[n]) == ("k", f"v{i}"), n
+        for n in ["p", "p3x", "p10 ", "x" * 30, "x" * 32, "x" * 40]:
+            assert send(hub, n, "k", "v") == -errno.ENOENT, n
+    finally:
+        for x in socks.values():
+            x.close()
+        assert d.stop() == 0, d.stderr()
+
+
+def test_full_table_gives_a_closed_slot_a_new_name():
+    # With the endpoint table full of callers that came and went, a new
+    # caller takes back the first closed slot: the name index then finds
+    # the new name there, and no longer the old one.
+    hub, d = names_hub("nf")
+    late = None
+    try:
+        d.wait_running()
+        port = status(hub)["control_port"]
+        # RN_MAX_ENDPOINTS, less the hub's own name (notifications to
+        # self), fills the table.
+        for n in range(1023):
+            s, caps = call(port, f"m{n}", native=False)
+            assert caps is not None, n
+            s.sendall(rnproto.close())
+            s.close()
+        wait_until("every caller closed", lambda: lcore_counters(hub) ==
+                   (0, 0), timeout=60)
+        late, caps = call(port, "late", native=False)
+        assert caps is not None
+        wait_until("late connected",
+                   lambda: endpoint(hub, "late")["state"] == "connected")
+        assert send(hub, "late", "k", "v") == 0
+        assert read_notify(late) == ("k", "v")
+        assert send(hub, "m0", "k", "v") == -errno.ENOENT   # taken back
+        assert send(hub, "m1", "k", "v") != -errno.ENOENT   # still known
+    finally:
+        if late is not None:
+            late.close()
+        assert d.stop() == 0, d.stderr()
+
+
 for t in [test_native_delivery_in_order,
           test_simultaneous_first_send_both_ways,
           test_slow_receiver_gets_backpressure_not_rnr,
@@ -623,7 +703,9 @@ for t in [test_native_delivery_in_order,
           test_cq_capacity_growth_and_failure,
           test_notification_to_self,
           test_local_notify_fault_leaves_data_qps_working,
-          test_malformed_frame_is_rejected_and_its_slot_reposted]:
+          test_malformed_frame_is_rejected_and_its_slot_reposted,
+          test_peers_found_by_name_among_many,
+          test_full_table_gives_a_closed_slot_a_new_name]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
 finish()
