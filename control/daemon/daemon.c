@@ -185,6 +185,7 @@ close_endpoints(struct rn_daemon *d)
 		/* Nobody polls any more: slots held by deliveries would keep
 		 * their endpoints open. */
 		dropped += rn_notify_discard(d->notify);
+		rn_plane_push_commands(d->plane);
 		drain_events(d);
 		usleep(1000);
 	}

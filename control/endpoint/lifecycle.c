@@ -28,18 +28,6 @@ ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
 }
 
 void
-ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
-		struct rn_ep_request *req)
-{
-	struct rn_lcore_cmd cmd = { .type = type, .cookie = (uintptr_t)req };
-
-	/* The ring holds RN_LCORE_RING_SIZE commands; endpoint commands are a
-	 * few per connection, so a full ring means a stuck lcore. */
-	while (rn_lcore_cmd_send(pl->workers[ep->lcore], cmd) != 0)
-		;
-}
-
-void
 ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 {
 	const struct rn_config *cfg = pl->cfg;

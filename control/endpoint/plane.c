@@ -383,10 +383,15 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	pl->n_workers = n_workers;
 	pl->listen_fd = -1;
 	rte_seqlock_init(&pl->snapshot_lock);
-	pl->names = create_name_index(pl);
+	pl->backlog = calloc(n_workers, sizeof(*pl->backlog));
+	if (pl->backlog != NULL)
+		pl->names = create_name_index(pl);
 	if (pl->names == NULL) {
-		snprintf(why, why_len, "endpoint name index: %s",
-			 rte_strerror(rte_errno));
+		if (pl->backlog == NULL)
+			snprintf(why, why_len, "out of memory");
+		else
+			snprintf(why, why_len, "endpoint name index: %s",
+				 rte_strerror(rte_errno));
 		rn_plane_free(pl);
 		return -ENOMEM;
 	}
@@ -534,6 +539,7 @@ rn_plane_free(struct rn_plane *pl)
 {
 	for (unsigned int i = 0; i < pl->n_eps; i++)
 		free(pl->eps[i]);
+	commands_free(pl);
 	free(pl->notify_frame);
 	free(pl);
 }

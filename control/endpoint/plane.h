@@ -100,6 +100,12 @@ struct rn_endpoint {
 	struct rn_ep_info info;       /* counters, and what is published */
 };
 
+/* A worker's commands that found its ring full, oldest first. */
+struct rn_cmd_backlog {
+	struct waiting_cmd *head, *tail;
+	uint64_t waited;              /* since the ring was last full */
+};
+
 struct rn_plane {
 	const struct rn_config *cfg;
 	struct rn_control *ctl;
@@ -114,6 +120,7 @@ struct rn_plane {
 	struct rn_conn *conns;
 	struct rn_conn *dead;
 	unsigned int requests_out;    /* rn_ep_request held by lcores */
+	struct rn_cmd_backlog *backlog; /* per worker */
 	bool shutting_down;
 	bool listen_paused;           /* out of fds: listening again on a tick */
 	struct rte_ring *uses;        /* slots applications want connected */
@@ -183,8 +190,15 @@ void ep_fail(struct rn_plane *pl, struct rn_endpoint *ep, const char *why);
 void ep_established(struct rn_plane *pl, struct rn_endpoint *ep);
 /* The peer closed on purpose. */
 void ep_closed_by_peer(struct rn_plane *pl, struct rn_endpoint *ep);
+
+/* commands.c */
+/* To ep's worker, in order; never waits (a full ring: they wait here). */
 void ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep,
 		     uint32_t type, struct rn_ep_request *req);
+/* Whether commands wait for room on ep's worker's ring. */
+bool ep_commands_waiting(const struct rn_plane *pl,
+			 const struct rn_endpoint *ep);
+void commands_free(struct rn_plane *pl);
 
 /* timers.c */
 void timers_run(struct rn_plane *pl, uint64_t now);

@@ -84,6 +84,12 @@ int rn_plane_use(struct rn_plane *pl, const char *name);
 unsigned int rn_plane_shutdown(struct rn_plane *pl);
 unsigned int rn_plane_requests_out(const struct rn_plane *pl);
 
+/*
+ * Put commands that found a worker's ring full onto it, as far as there is
+ * room. Every tick does; call it where the control loop no longer runs.
+ */
+void rn_plane_push_commands(struct rn_plane *pl);
+
 /* Close every connection, the listener and the name index (EAL memory:
  * before EAL stops); the control loop still runs. */
 void rn_plane_close(struct rn_plane *pl);

@@ -2,8 +2,8 @@
 /*
  * Everything with a deadline, checked on every tick of the control loop:
  * handshake phases, heartbeats, silence that declares a peer dead, the
- * periodic RDMA probe, retries after a failure, and the stable period
- * after which the backoff starts over.
+ * periodic RDMA probe, retries after a failure, the stable period after
+ * which the backoff starts over, and commands waiting for a worker.
  */
 #include <stdio.h>
 
@@ -63,7 +63,9 @@ check_endpoint(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now)
 		if (ep->backoff_ms != cc->reconnect_min_ms &&
 		    now - ep->connected_at_ms >= RN_EP_STABLE_MS)
 			ep->backoff_ms = cc->reconnect_min_ms;
-		if (now >= ep->next_probe_ms && ep->req != NULL) {
+		/* Periodic: skipped while commands wait for the lcore. */
+		if (now >= ep->next_probe_ms && ep->req != NULL &&
+		    !ep_commands_waiting(pl, ep)) {
 			ep_send_command(pl, ep, RN_LCORE_CMD_EP_PROBE, ep->req);
 			ep->next_probe_ms = now + (uint64_t)cc->heartbeat_ms *
 					    RN_EP_PROBE_EVERY_HEARTBEATS;
@@ -80,6 +82,7 @@ timers_run(struct rn_plane *pl, uint64_t now)
 {
 	struct rn_conn *c = pl->conns;
 
+	rn_plane_push_commands(pl);
 	while (c != NULL) {
 		struct rn_conn *next = c->next;   /* c may close */
 

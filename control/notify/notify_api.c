@@ -130,6 +130,13 @@ rn_notify_inject_bad_frame(struct rn_notify *nf, const char *peer)
 			      RN_NOTIFY_INJECT_BAD_FRAME);
 }
 
+int
+rn_notify_inject_stall(struct rn_notify *nf, const char *peer)
+{
+	return rn_notify_send(nf, peer, "", 0, "", 0, 0,
+			      RN_NOTIFY_INJECT_STALL);
+}
+
 static void
 release(const struct rn_notify_delivery *d)
 {

@@ -296,7 +296,8 @@ send_now(const char *params, struct rte_tel_data *out)
 }
 
 /* Tests, sim device only: FAULT,PEER with FAULT local_qp (PEER's notify
- * QP fails locally) or bad_frame (PEER is sent a frame it must reject). */
+ * QP fails locally), bad_frame (PEER is sent a frame it must reject) or
+ * stall (the lcore that owns PEER's endpoint stops for a while). */
 static int
 inject_now(const char *params, struct rte_tel_data *out)
 {
@@ -310,6 +311,8 @@ inject_now(const char *params, struct rte_tel_data *out)
 		rc = rn_notify_inject_local_fault(daemon_seen->notify, peer);
 	else if (strncmp(params, "bad_frame,", 10) == 0)
 		rc = rn_notify_inject_bad_frame(daemon_seen->notify, peer);
+	else if (strncmp(params, "stall,", 6) == 0)
+		rc = rn_notify_inject_stall(daemon_seen->notify, peer);
 	else
 		return -EINVAL;
 	rte_tel_data_start_dict(out);
@@ -399,8 +402,8 @@ rn_telemetry_register(const struct rn_daemon *d)
 	       rte_telemetry_register_cmd("/rnotify/send", handle_send,
 		"Diagnostics: send a notification. Parameters: PEER,NAME,MSG") |
 	       rte_telemetry_register_cmd("/rnotify/sim_fault", handle_sim_fault,
-		"Tests, sim only. FAULT,PEER: local_qp (PEER's notify QP "
-		"fails locally) or bad_frame (send PEER a bad frame)") |
+		"Tests, sim only. FAULT,PEER: local_qp (PEER's notify QP fails), "
+		"bad_frame (PEER gets one), stall (its lcore stops 5 s)") |
 	       rte_telemetry_register_cmd("/rnotify/poll", handle_poll,
 		"Diagnostics: take delivered notifications (peer, name, msg). "
 		"No parameters");

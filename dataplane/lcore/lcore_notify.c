@@ -10,6 +10,7 @@
  * generation: a completion of another generation is counted and dropped.
  */
 #include <errno.h>
+#include <rte_cycles.h>
 #include <rte_malloc.h>
 #include <rte_pause.h>
 #include <string.h>
@@ -214,6 +215,11 @@ send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		}
 		if (req->flags & RN_NOTIFY_INJECT_LOCAL_FAULT) {
 			rn_notify_answer(req, inject_local_fault(ep));
+			return 0;
+		}
+		if (req->flags & RN_NOTIFY_INJECT_STALL) {
+			rn_notify_answer(req, 0);
+			rte_delay_us_block(RN_NOTIFY_STALL_MS * 1000u);
 			return 0;
 		}
 		if (n->qp == NULL || !n->peer_native) {

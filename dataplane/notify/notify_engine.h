@@ -24,11 +24,14 @@
 #define RN_NOTIFY_RING_SIZE 4096
 #define RN_NOTIFY_POLL_MAX 64
 /* Internal request flags, for tests on the sim device only: make the
- * notify QP fail locally; send a frame its receiver must reject. */
+ * notify QP fail locally; send a frame its receiver must reject; stop the
+ * owning lcore for RN_NOTIFY_STALL_MS. */
 #define RN_NOTIFY_INJECT_LOCAL_FAULT (1u << 31)
 #define RN_NOTIFY_INJECT_BAD_FRAME (1u << 30)
+#define RN_NOTIFY_INJECT_STALL (1u << 29)
 #define RN_NOTIFY_INJECT (RN_NOTIFY_INJECT_LOCAL_FAULT | \
-			  RN_NOTIFY_INJECT_BAD_FRAME)
+			  RN_NOTIFY_INJECT_BAD_FRAME | RN_NOTIFY_INJECT_STALL)
+#define RN_NOTIFY_STALL_MS 5000
 
 /* One send, on the sending thread's stack while it waits for `done`. */
 struct rn_notify_request {
@@ -109,6 +112,14 @@ int rn_notify_inject_local_fault(struct rn_notify *nf, const char *peer);
  * device or without a native channel, or rn_notify_send()'s errors.
  */
 int rn_notify_inject_bad_frame(struct rn_notify *nf, const char *peer);
+
+/*
+ * Tests: the lcore that owns the peer's endpoint answers, then stops
+ * (busy, draining none of its rings) for RN_NOTIFY_STALL_MS, as a stuck
+ * worker would. Returns 0, -ENOTSUP off the sim device, or
+ * rn_notify_send()'s errors.
+ */
+int rn_notify_inject_stall(struct rn_notify *nf, const char *peer);
 
 int rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
 		     unsigned int n_workers, bool fallback,

@@ -6,7 +6,7 @@ connection is its own application thread in the daemon). Native delivery in
 order, credits and a slow receiver, the TCP fallback allowed and strict,
 native channels off, unknown and failed peers, a restarted receiver, many
 concurrent senders, notifications to self, peers found by name among many
-and in a slot taken back. Prints TAP.
+and in a slot taken back, a stuck worker lcore. Prints TAP.
 Usage: test_notify.py RNOTIFYD"""
 
 import errno
@@ -688,6 +688,67 @@ def test_full_table_gives_a_closed_slot_a_new_name():
         assert d.stop() == 0, d.stderr()
 
 
+STALL_S = 5.0   # RN_NOTIFY_STALL_MS
+
+
+def heartbeat_times(sock, until):
+    """Arrival times of HEARTBEAT frames on sock until time until."""
+    times = []
+    while time.monotonic() < until:
+        try:
+            ftype, _ = rnproto.read_frame(sock, timeout=0.1)
+        except TimeoutError:
+            continue
+        if ftype == rnproto.HEARTBEAT:
+            times.append(time.monotonic())
+    return times
+
+
+def test_stuck_lcore_never_stops_the_control_thread():
+    # The worker stops draining its command ring (the sim_fault stall hook)
+    # while callers come and go, two commands each (open, close): more than
+    # the ring holds (1,024) wait on the control thread, which goes on with
+    # heartbeats meanwhile; then every one of them is carried out.
+    hub, d = names_hub("st")
+    watcher = None
+    try:
+        d.wait_running()
+        port = status(hub)["control_port"]
+        watcher, caps = call(port, "watcher", native=False)
+        assert caps is not None
+        wait_until("watcher connected",
+                   lambda: endpoint(hub, "watcher")["state"] == "connected")
+        start = time.monotonic()
+        assert telemetry(hub, "/rnotify/sim_fault,stall,watcher")[
+            "result"] == 0
+        beats = []
+        reader = threading.Thread(target=lambda: beats.extend(
+            heartbeat_times(watcher, start + STALL_S - 0.2)))
+        reader.start()
+        for i in range(600):
+            s = rnproto.connect(port)
+            s.sendall(rnproto.hello(f"s{i}", 5, 1,
+                                    [(rnproto.QP_DATA, 0x700, 1)]))
+            s.close()
+        wait_until("the command ring full", lambda: "command ring full" in
+                   d.stderr(), timeout=STALL_S)
+        full = time.monotonic()
+        reader.join()
+        assert full < start + STALL_S - 1, "the stall was over too soon"
+        late = [t for t in beats if t > full]
+        assert len(late) >= 3, \
+            f"{len(late)} heartbeat(s) after the ring was full, while stuck"
+        wait_until("no command waiting", lambda: "had to wait" in
+                   d.stderr(), timeout=60)
+        wait_until("every caller closed", lambda: lcore_counters(hub) ==
+                   (1, 1), timeout=60)
+        assert endpoint(hub, "watcher")["state"] == "connected"
+    finally:
+        if watcher is not None:
+            watcher.close()
+        assert d.stop() == 0, d.stderr()
+
+
 for t in [test_native_delivery_in_order,
           test_simultaneous_first_send_both_ways,
           test_slow_receiver_gets_backpressure_not_rnr,
@@ -705,7 +766,8 @@ for t in [test_native_delivery_in_order,
           test_local_notify_fault_leaves_data_qps_working,
           test_malformed_frame_is_rejected_and_its_slot_reposted,
           test_peers_found_by_name_among_many,
-          test_full_table_gives_a_closed_slot_a_new_name]:
+          test_full_table_gives_a_closed_slot_a_new_name,
+          test_stuck_lcore_never_stops_the_control_thread]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
 finish()
