@@ -175,15 +175,16 @@ post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep, struct rn_qp *qp)
 
 /*
  * The native notification channel: the notify QP on the endpoint's bay of
- * buffers, its receives posted before the QP leaves INIT.
+ * buffers. Its receives are posted when it is connected (connect_ep()),
+ * still in INIT, and only if the peer has a notify QP too: the handshake
+ * offers one before it knows.
  */
 static int
 open_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	uint32_t index = ep->n_qps;
 	int rc = create_qp(lc, ep, RN_EP_QP_NOTIFY);
-	if (rc == 0)
-		rc = post_receives(lc, ep, &ep->qps[index]);
+
 	if (rc == 0)
 		rc = rn_lcore_notify_open(lc, ep);
 	if (rc == 0) {
@@ -301,10 +302,42 @@ peer_qp(const struct rn_ep_request *req, uint32_t i)
 	return NULL;
 }
 
+/*
+ * The peer has no notify QP, so ours would sit unused for the endpoint's
+ * life. Nothing was ever posted on it: it goes now, and its bay and CQEs
+ * with it, to the next endpoint that has a use for them.
+ */
+static void
+drop_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	struct rn_qp_caps caps = qp_caps(lc, ep->req, RN_EP_QP_NOTIFY);
+	uint32_t cqes = cqes_of(&caps);
+
+	rn_nic_qp_destroy(lc->nic, ep->n.qp);
+	ep->n.qp = NULL;
+	ep->n_qps--;
+	rn_lcore_count(&lc->stats.qps, -1);
+	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
+	ep->bay = -1;
+	lc->cqs[ep->cq].reserved -= cqes;
+	ep->cq_reserved -= cqes;
+	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)cqes);
+}
+
 static int
 connect_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 {
 	struct rn_lcore_ep *ep = req->ep;
+
+	/* The notify QP is the last one, and still in INIT. */
+	if (ep->n.qp != NULL && peer_qp(req, ep->n_qps - 1) == NULL)
+		drop_notify(lc, ep);
+	if (ep->n.qp != NULL) {
+		int rc = post_receives(lc, ep, ep->n.qp);
+
+		if (rc != 0)
+			return rc;
+	}
 
 	for (uint32_t i = 0; i < ep->n_qps; i++) {
 		const struct rn_ep_qp_info *peer = peer_qp(req, i);

@@ -688,6 +688,44 @@ def test_full_table_gives_a_closed_slot_a_new_name():
         assert d.stop() == 0, d.stderr()
 
 
+def test_unused_notify_qp_gives_its_bay_back():
+    # The caller offers a notify QP before it knows whether the callee has
+    # one. With one bay on its lcore: once connected to a peer without
+    # native notifications, that QP and its bay go back, and the next peer
+    # called gets a native channel.
+    hub, full, off = unique("uh"), unique("uf"), unique("uo")
+    ports = {n: free_port() for n in (hub, full, off)}
+    d = [Daemon(hub, text=node_text(
+            hub, ports[hub], [(full, "127.0.0.1", ports[full]),
+                              (off, "127.0.0.1", ports[off])],
+            notify=notify_cfg("endpoints_per_lcore = 1\n"),
+            dead_after=NOTIFY_DEAD_AFTER_MS, connect="on_demand")),
+         Daemon(full, text=node_text(full, ports[full], [],
+                                     notify=notify_cfg(),
+                                     dead_after=NOTIFY_DEAD_AFTER_MS)),
+         Daemon(off, text=node_text(off, ports[off], [],
+                                    notify=notify_cfg("enabled = false\n"),
+                                    dead_after=NOTIFY_DEAD_AFTER_MS))]
+    try:
+        for x in d:
+            x.wait_running()
+        assert first_send(hub, off, "k", "tcp") == 0
+        assert endpoint(hub, off)["peer_caps"] == 2
+        # 2 data QPs; the notify QP it offered is gone.
+        wait_until("the unused notify QP gone",
+                   lambda: lcore_counters(hub) == (2, 1))
+        sent = status(hub)["notify_sent"][0]
+        assert first_send(hub, full, "k", "native") == 0
+        assert endpoint(hub, full)["peer_caps"] == 3
+        assert endpoint(full, hub)["peer_caps"] == 3
+        assert status(hub)["notify_sent"][0] == sent + 1   # natively
+        assert poll_all(full, 1) == [(hub, "k", "native")]
+        assert poll_all(off, 1) == [(hub, "k", "tcp")]
+    finally:
+        for x in d:
+            assert x.stop() == 0, x.stderr()
+
+
 STALL_S = 5.0   # RN_NOTIFY_STALL_MS
 
 
@@ -767,7 +805,8 @@ for t in [test_native_delivery_in_order,
           test_malformed_frame_is_rejected_and_its_slot_reposted,
           test_peers_found_by_name_among_many,
           test_full_table_gives_a_closed_slot_a_new_name,
-          test_stuck_lcore_never_stops_the_control_thread]:
+          test_stuck_lcore_never_stops_the_control_thread,
+          test_unused_notify_qp_gives_its_bay_back]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
 finish()
