@@ -9,9 +9,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <rte_errno.h>
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
-#include <rte_errno.h>
 #include <rte_random.h>
 #include <stdio.h>
 #include <stdlib.h>
