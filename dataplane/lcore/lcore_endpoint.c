@@ -56,21 +56,6 @@ destroy_qps(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	ep->n_qps = 0;
 }
 
-/*
- * The most CQEs a QP of these caps can have outstanding: one per send
- * basic block (every WQE takes at least one) plus one per receive WQE.
- */
-static uint32_t
-cqes_of(const struct rn_qp_caps *caps)
-{
-	uint32_t data = RTE_MAX(caps->max_send_sge * 16,
-				RTE_ALIGN_CEIL(4 + caps->max_inline, 16));
-	uint32_t bbs = (32 + data + 63) / 64;
-
-	return rte_align32pow2(caps->max_send_wr * bbs) +
-	       rte_align32pow2(RTE_MAX(caps->max_recv_wr, 1u));
-}
-
 /* A CQ with need CQEs unreserved, growing the set if none has; or -1. */
 static int
 pick_cq(struct rn_lcore *lc, uint32_t need)
@@ -206,8 +191,8 @@ reserve(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	const struct rn_ep_request *req = ep->req;
 	struct rn_qp_caps data = qp_caps(lc, req, RN_EP_QP_DATA);
 	struct rn_qp_caps notify = qp_caps(lc, req, RN_EP_QP_NOTIFY);
-	uint32_t data_need = req->n_data_qps * cqes_of(&data);
-	uint32_t notify_need = cqes_of(&notify);
+	uint32_t data_need = req->n_data_qps * rn_qp_cqes(&data);
+	uint32_t notify_need = rn_qp_cqes(&notify);
 	int cq = -1;
 
 	if (req->notify && lc->notify.base != NULL &&
@@ -311,7 +296,7 @@ static void
 drop_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	struct rn_qp_caps caps = qp_caps(lc, ep->req, RN_EP_QP_NOTIFY);
-	uint32_t cqes = cqes_of(&caps);
+	uint32_t cqes = rn_qp_cqes(&caps);
 
 	rn_nic_qp_destroy(lc->nic, ep->n.qp);
 	ep->n.qp = NULL;

@@ -124,6 +124,23 @@ reset_rings(struct rn_qp *qp)
 	qp->rq.head = qp->rq.tail = 0;
 }
 
+/* Send BBs (and so CQEs) a QP of caps may have in use: see rn_qp_cqes(). */
+static uint32_t
+send_cqes(const struct rn_qp_caps *caps)
+{
+	uint32_t data = RTE_MAX(caps->max_send_sge * 16,
+				RTE_ALIGN_CEIL(4 + caps->max_inline, 16));
+	uint32_t bbs = (32 + data + 63) / 64;   /* ctrl + raddr, then data */
+
+	return rte_align32pow2(caps->max_send_wr * bbs);
+}
+
+uint32_t
+rn_qp_cqes(const struct rn_qp_caps *caps)
+{
+	return send_cqes(caps) + rte_align32pow2(RTE_MAX(caps->max_recv_wr, 1u));
+}
+
 int
 rn_nic_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
 		 struct rn_cq *recv_cq, const struct rn_qp_caps *caps,
@@ -140,6 +157,10 @@ rn_nic_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
 		return rc;
 	qp->nic = nic;
 	qp->sq.byte_mask = (qp->sq.wqe_mask + 1) * MLX5_SEND_WQE_BB - 1;
+	/* A device may size its ring for WQEs larger than ours (mlx5 leaves
+	 * room for memory-window binds): never use more of it than the CQEs
+	 * rn_qp_cqes() promised, one per BB at most. */
+	qp->sq.limit = RTE_MIN(qp->sq.wqe_mask + 1, send_cqes(caps));
 	qp->sq.wr_id = calloc(qp->sq.wqe_mask + 1, sizeof(*qp->sq.wr_id));
 	qp->sq.wqe_end = calloc(qp->sq.wqe_mask + 1, sizeof(*qp->sq.wqe_end));
 	qp->rq.wr_id = calloc(qp->rq.wqe_mask + 1, sizeof(*qp->rq.wr_id));

@@ -132,6 +132,14 @@ int rn_nic_cq_create(struct rn_nic *nic, uint32_t min_cqe,
 		     struct rn_qp_table *qps, struct rn_cq *cq);
 int rn_nic_cq_destroy(struct rn_nic *nic, struct rn_cq *cq);
 
+/*
+ * The most CQEs a QP created with caps can have outstanding: one per send
+ * BB it may have in use (every WQE takes at least one; rn_nic_qp_create()
+ * caps the BBs in use at this, whatever the device's ring) plus one per
+ * receive WQE. Reserve this much room on its CQs.
+ */
+uint32_t rn_qp_cqes(const struct rn_qp_caps *caps);
+
 /* Create an RC QP in RESET, its software rings ready for the data path. */
 int rn_nic_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
 		     struct rn_cq *recv_cq, const struct rn_qp_caps *caps,

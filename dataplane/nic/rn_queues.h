@@ -19,6 +19,8 @@ struct rn_sq {
 	uint8_t *buf;               /* wqe_cnt BBs */
 	uint32_t wqe_mask;          /* wqe_cnt - 1 (a power of two) */
 	uint32_t byte_mask;         /* wqe_cnt * 64 - 1: WQEs wrap at the end */
+	uint32_t limit;             /* BBs in use at most (<= wqe_cnt): the
+				     * CQEs reserved for them */
 	uint32_t pi;                /* next BB to write; free running */
 	uint32_t ci;                /* first BB not known complete */
 	uint32_t qpn_shifted;       /* qpn << 8, ready for qpn_ds */

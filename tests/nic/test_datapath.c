@@ -38,7 +38,8 @@ setup_sq(void **state)
 	dbrec[0] = dbrec[1] = 0;
 	sq = (struct rn_sq){
 		.buf = ring, .byte_mask = sizeof(ring) - 1,
-		.wqe_mask = RING_BBS - 1, .qpn_shifted = QPN << 8,
+		.wqe_mask = RING_BBS - 1, .limit = RING_BBS,
+		.qpn_shifted = QPN << 8,
 		.max_inline = 256, .dbrec = &dbrec[MLX5_SND_DBR],
 		.bf_reg = doorbell, .bf_size = 256,
 		.wr_id = wr_ids, .wqe_end = wqe_ends,
@@ -414,6 +415,35 @@ test_ring_full_and_bad_requests(void **state)
 	assert_int_equal(rn_sq_post(&sq, &wr), -EINVAL);
 }
 
+/*
+ * A ring larger than the CQEs reserved for it (mlx5 sizes WQEs for binds
+ * we never post): no more BBs in use than the limit, by any post, and the
+ * forced signal comes past half the limit, not half the ring.
+ */
+static void
+test_limit_below_the_ring(void **state)
+{
+	struct rn_sge sge = { 0x1000, 8, 1 };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND };
+	uint8_t frame[8] = { 0 };
+
+	(void)state;
+	sq.limit = 4;
+	for (uint32_t i = 0; i < 4; i++)
+		assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	assert_int_equal(ctrl_at(2)->fm_ce_se, MLX5_WQE_CTRL_CQ_UPDATE);
+	assert_int_equal(rn_sq_room(&sq), 0);
+	assert_int_equal(rn_sq_post(&sq, &wr), -EAGAIN);
+	assert_int_equal(rn_sq_post_send_inline(&sq, frame, 8, RN_WR_SEND, 0,
+						 0, 0), -EAGAIN);
+	assert_null(rn_sq_post_send_inline_at(&sq, 8, RN_WR_SEND, 0, 0, 0));
+	assert_int_equal(rn_sq_post_send_sge(&sq, &sge, RN_WR_SEND, 0, 0, 0),
+			 -EAGAIN);
+	assert_int_equal(rn_sq_post_write_word(&sq, 1, 0x2000, 2, 0, 0),
+			 -EAGAIN);
+	assert_int_equal(sq.pi, 4);
+}
+
 /* Empty gather entries are left out: to the NIC, 0 bytes means 2 GiB. */
 static void
 test_empty_entries_left_out(void **state)
@@ -702,6 +732,7 @@ main(void)
 		cmocka_unit_test_setup(test_write_word_matches, setup_sq),
 		cmocka_unit_test_setup(test_wqe_counter_wraps_16_bits, setup_sq),
 		cmocka_unit_test_setup(test_ring_full_and_bad_requests, setup_sq),
+		cmocka_unit_test_setup(test_limit_below_the_ring, setup_sq),
 		cmocka_unit_test_setup(test_forced_signal, setup_sq),
 		cmocka_unit_test_setup(test_empty_entries_left_out, setup_sq),
 		cmocka_unit_test_setup(test_cq_128_byte_entries, setup_cq),

@@ -688,6 +688,37 @@ test_state_machine(void **state)
 	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_RTS);
 }
 
+/*
+ * What a QP can produce fits what rn_qp_cqes() says to reserve for it: no
+ * more send BBs in use than the reservation's send part, whatever ring the
+ * device made, and the receive WQEs on top.
+ */
+static void
+test_qp_never_outgrows_its_cqes(void **state)
+{
+	static const struct rn_qp_caps caps[] = {
+		{ .max_send_wr = 64, .max_recv_wr = 1, .max_send_sge = 4,
+		  .max_recv_sge = 1, .max_inline = 64 },
+		{ .max_send_wr = 256, .max_recv_wr = 256, .max_send_sge = 2,
+		  .max_recv_sge = 1, .max_inline = 512 },
+		{ .max_send_wr = 3, .max_recv_wr = 0, .max_send_sge = 1,
+		  .max_recv_sge = 1, .max_inline = 0 },
+	};
+	struct pair *p = *state;
+
+	for (unsigned int i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		struct rn_qp qp;
+
+		assert_int_equal(rn_nic_qp_create(p->b.nic, &p->b.cq, &p->b.cq,
+						  &caps[i], &qp), 0);
+		assert_true(qp.sq.limit >= 1 && qp.sq.limit <= qp.sq.wqe_mask + 1);
+		assert_true(qp.sq.limit + qp.rq.wqe_mask + 1 <=
+			    rn_qp_cqes(&caps[i]));
+		assert_int_equal(rn_sq_room(&qp.sq), qp.sq.limit);
+		assert_int_equal(rn_nic_qp_destroy(p->b.nic, &qp), 0);
+	}
+}
+
 #define PAIR_TEST(f) cmocka_unit_test_setup_teardown(f, pair_setup, pair_teardown)
 
 int
@@ -717,6 +748,7 @@ main(void)
 		PAIR_TEST(test_error_completions_stay_in_order),
 		PAIR_TEST(test_rts_to_rts_keeps_the_psn),
 		PAIR_TEST(test_state_machine),
+		PAIR_TEST(test_qp_never_outgrows_its_cqes),
 	};
 
 	return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
