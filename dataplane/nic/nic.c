@@ -158,8 +158,8 @@ rn_nic_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
 	qp->nic = nic;
 	qp->sq.byte_mask = (qp->sq.wqe_mask + 1) * MLX5_SEND_WQE_BB - 1;
 	/* A device may size its ring for WQEs larger than ours (mlx5 leaves
-	 * room for memory-window binds): never use more of it than the CQEs
-	 * rn_qp_cqes() promised, one per BB at most. */
+	 * room in each for a registration's segments): never use more of it
+	 * than the CQEs rn_qp_cqes() promised, one per BB at most. */
 	qp->sq.limit = RTE_MIN(qp->sq.wqe_mask + 1, send_cqes(caps));
 	qp->sq.wr_id = calloc(qp->sq.wqe_mask + 1, sizeof(*qp->sq.wr_id));
 	qp->sq.wqe_end = calloc(qp->sq.wqe_mask + 1, sizeof(*qp->sq.wqe_end));
