@@ -252,6 +252,15 @@ check_across(struct load *ld)
 	const struct rn_config *cfg = ld->cfg;
 	struct rn_config_error *err = ld->err;
 
+	if (cfg->dataplane.cpus.count != 0 &&
+	    cfg->dataplane.cpus.count != cfg->dataplane.lcores.count) {
+		snprintf(err->text, sizeof(err->text), "%s: [dataplane] "
+			 "cpus: %u CPU(s) for %u lcores; give one CPU per "
+			 "lcore, in the order of lcores", ld->path,
+			 cfg->dataplane.cpus.count,
+			 cfg->dataplane.lcores.count);
+		return -EINVAL;
+	}
 	if (cfg->control.dead_after_ms < 2 * cfg->control.heartbeat_ms) {
 		snprintf(err->text, sizeof(err->text), "%s: [control] "
 			 "dead_after_ms = %u: must be at least twice "

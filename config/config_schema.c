@@ -28,6 +28,7 @@ static const char *const connect_names[] = {
 static const struct rn_config_key dataplane_keys[] = {
 	{ "name", RN_CFG_NAME, DP(name), 0, 0, NULL, "rnotify" },
 	{ "lcores", RN_CFG_LCORES, DP(lcores), 0, 0, NULL, "0-1" },
+	{ "cpus", RN_CFG_CPUS, DP(cpus), 0, 0, NULL, "" },
 	{ "hugepages", RN_CFG_ENUM, DP(hugepages), 0, 0, hugepages_names,
 	  "auto" },
 	{ "memory_mb", RN_CFG_UINT, DP(memory_mb), 16, 65536, NULL, "256" },

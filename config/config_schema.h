@@ -20,6 +20,7 @@ enum rn_config_type {
 	RN_CFG_TEXT,     /* char[RN_CONFIG_TEXT_MAX]: any non-empty text */
 	RN_CFG_ADDRESS,  /* char[RN_CONFIG_TEXT_MAX]: IPv4 or IPv6 literal */
 	RN_CFG_LCORES,   /* struct rn_lcore_list: "0-1", "0,2,4-5" */
+	RN_CFG_CPUS,     /* struct rn_lcore_list: "0,1,1", or "" (count 0) */
 };
 
 struct rn_config_key {

@@ -18,6 +18,9 @@
 #define LCORES_ALLOWED \
 	"allowed ascending lcore ids 0..127 as 'A', 'A-B' or a comma list " \
 	"of those, at least 2 (the first runs the control thread)"
+#define CPUS_ALLOWED \
+	"allowed CPU ids 0..1023 as 'A', 'A-B' or a comma list of those, " \
+	"repeats allowed, one per lcore in the order of lcores; or empty"
 
 /* Strict decimal: digits only, no sign, no spaces, no trailing junk. */
 static int
@@ -133,18 +136,27 @@ parse_address(const char *text, char *field, char *why, size_t len)
 	return 0;
 }
 
-/* "A", "A-B", comma separated, strictly ascending, ids < RN_CONFIG_MAX_LCORES. */
+/*
+ * "A", "A-B", comma separated, ids up to max_id, at most
+ * RN_CONFIG_MAX_LCORES of them. ascending: each id above the one before
+ * (lcores); else any order, repeats allowed (cpus), and "" is no list.
+ */
 static int
-parse_lcores(const char *text, struct rn_lcore_list *field)
+parse_id_list(const char *text, uint64_t max_id, bool ascending,
+	      struct rn_lcore_list *field)
 {
 	struct rn_lcore_list list = { .count = 0 };
 	char copy[RN_CONFIG_TEXT_MAX * 4];
 	char *save = NULL;
-	int next_min = 0;
+	uint64_t next_min = 0;
 
 	if (strlen(text) >= sizeof(copy))
 		return -EINVAL;
 	strcpy(copy, text);
+	if (copy[0] == '\0') {
+		*field = list;
+		return ascending ? -EINVAL : 0;
+	}
 	if (copy[0] == ',' || copy[strlen(copy) - 1] == ',' ||
 	    strstr(copy, ",,") != NULL)
 		return -EINVAL;
@@ -155,19 +167,30 @@ parse_lcores(const char *text, struct rn_lcore_list *field)
 
 		if (dash != NULL)
 			*dash = '\0';
-		if (parse_decimal(item, RN_CONFIG_MAX_LCORES - 1, &lo) != 0)
+		if (parse_decimal(item, max_id, &lo) != 0)
 			return -EINVAL;
 		hi = lo;
-		if (dash != NULL &&
-		    parse_decimal(dash + 1, RN_CONFIG_MAX_LCORES - 1, &hi) != 0)
+		if (dash != NULL && parse_decimal(dash + 1, max_id, &hi) != 0)
 			return -EINVAL;
-		if ((int)lo < next_min || hi < lo)
+		if (hi < lo || (ascending && lo < next_min) ||
+		    list.count + (hi - lo) >= RN_CONFIG_MAX_LCORES)
 			return -EINVAL;
 		for (uint64_t id = lo; id <= hi; id++)
 			list.ids[list.count++] = (uint16_t)id;
-		next_min = (int)hi + 1;
+		next_min = hi + 1;
 	}
-	if (list.count < 2)
+	*field = list;
+	return 0;
+}
+
+/* The lcore ids: strictly ascending, at least 2. */
+static int
+parse_lcores(const char *text, struct rn_lcore_list *field)
+{
+	struct rn_lcore_list list;
+
+	if (parse_id_list(text, RN_CONFIG_MAX_LCORES - 1, true, &list) != 0 ||
+	    list.count < 2)
 		return -EINVAL;
 	*field = list;
 	return 0;
@@ -202,6 +225,11 @@ rn_config_value_parse(const struct rn_config_key *key, const char *text,
 		if (parse_lcores(text, field) == 0)
 			return 0;
 		snprintf(why, why_len, "not an lcore list; " LCORES_ALLOWED);
+		return -EINVAL;
+	case RN_CFG_CPUS:
+		if (parse_id_list(text, RN_CONFIG_MAX_CPU, false, field) == 0)
+			return 0;
+		snprintf(why, why_len, "not a CPU list; " CPUS_ALLOWED);
 		return -EINVAL;
 	}
 	return -EINVAL;
@@ -248,6 +276,7 @@ rn_config_value_format(const struct rn_config_key *key, const void *field,
 		snprintf(buf, len, "%s", (const char *)field);
 		return;
 	case RN_CFG_LCORES:
+	case RN_CFG_CPUS:
 		format_lcores(field, buf, len);
 		return;
 	}

@@ -17,6 +17,7 @@
 #define RN_CONFIG_TEXT_MAX 64     /* device names, addresses */
 #define RN_CONFIG_MAX_PEERS 256
 #define RN_CONFIG_MAX_LCORES 128  /* RTE_MAX_LCORE of Debian's DPDK */
+#define RN_CONFIG_MAX_CPU 1023    /* CPU_SETSIZE - 1 */
 #define RN_CONFIG_ERROR_MAX 512
 
 enum rn_hugepages_mode {
@@ -44,6 +45,8 @@ struct rn_lcore_list {
 struct rn_dataplane_config {
 	char name[RN_CONFIG_NAME_MAX];  /* EAL file prefix rnotify-<name> */
 	struct rn_lcore_list lcores;
+	struct rn_lcore_list cpus;      /* the CPU of each lcore, in order;
+					 * none: lcore N runs on CPU N */
 	enum rn_hugepages_mode hugepages;
 	uint32_t memory_mb;
 	enum rn_idle_policy idle;

@@ -88,13 +88,26 @@ format_lcores(const struct rn_lcore_list *lcores, char *buf, size_t len)
 					 i == 0 ? "" : ",", lcores->ids[i]);
 }
 
+/* EAL's --lcores: each lcore on its CPU, "0@0,1@1,2@1". */
+static void
+format_lcore_cpus(const struct rn_dataplane_config *dp, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < dp->lcores.count && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%u@%u",
+					 i == 0 ? "" : ",", dp->lcores.ids[i],
+					 dp->cpus.ids[i]);
+}
+
 int
 rn_eal_args_build(const struct rn_config *cfg,
 		  const struct rn_hugepages_probe *probe, const char *prog,
 		  struct rn_eal_args *args, struct rn_config_error *err)
 {
 	const struct rn_dataplane_config *dp = &cfg->dataplane;
-	char lcores[RN_CONFIG_MAX_LCORES * 4];
+	char lcores[RN_CONFIG_MAX_LCORES * 10];
 	size_t used = 0;
 	int rc = 0;
 
@@ -116,9 +129,14 @@ rn_eal_args_build(const struct rn_config *cfg,
 		args->hugepages = false;
 		break;
 	}
-	format_lcores(&dp->lcores, lcores, sizeof(lcores));
 	rc |= push(args, &used, "%s", prog);
-	rc |= push(args, &used, "-l");
+	if (dp->cpus.count == 0) {
+		format_lcores(&dp->lcores, lcores, sizeof(lcores));
+		rc |= push(args, &used, "-l");
+	} else {
+		format_lcore_cpus(dp, lcores, sizeof(lcores));
+		rc |= push(args, &used, "--lcores");
+	}
 	rc |= push(args, &used, "%s", lcores);
 	rc |= push(args, &used, "--main-lcore=%u", dp->lcores.ids[0]);
 	rc |= push(args, &used, "--no-pci");

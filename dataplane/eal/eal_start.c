@@ -15,20 +15,23 @@ RTE_LOG_REGISTER_SUFFIX(rn_eal_logtype, eal, INFO);
 	rte_log(RTE_LOG_##level, rn_eal_logtype, "rnotify.eal: " fmt "\n", \
 		##__VA_ARGS__)
 
-/* EAL runs lcore N on CPU N: every configured lcore needs its CPU. */
+/* Every lcore needs its CPU: [dataplane] cpus, or lcore N's is CPU N. */
 static int
-check_cpus(const struct rn_lcore_list *lcores, struct rn_config_error *err)
+check_cpus(const struct rn_dataplane_config *dp, struct rn_config_error *err)
 {
+	const struct rn_lcore_list *cpus = dp->cpus.count != 0 ? &dp->cpus :
+					   &dp->lcores;
 	cpu_set_t allowed;
 
 	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
 		return 0;   /* let EAL decide */
-	for (uint32_t i = 0; i < lcores->count; i++) {
-		if (!CPU_ISSET(lcores->ids[i], &allowed)) {
+	for (uint32_t i = 0; i < cpus->count; i++) {
+		if (!CPU_ISSET(cpus->ids[i], &allowed)) {
 			snprintf(err->text, sizeof(err->text),
-				 "[dataplane] lcores: CPU %u is not available "
+				 "[dataplane] %s: CPU %u is not available "
 				 "to this process (%d CPUs available)",
-				 lcores->ids[i], CPU_COUNT(&allowed));
+				 dp->cpus.count != 0 ? "cpus" : "lcores",
+				 cpus->ids[i], CPU_COUNT(&allowed));
 			return -EINVAL;
 		}
 	}
@@ -43,7 +46,7 @@ rn_eal_start(const struct rn_config *cfg, const char *prog, bool *hugepages,
 	struct rn_eal_args args;
 	int rc;
 
-	rc = check_cpus(&cfg->dataplane.lcores, err);
+	rc = check_cpus(&cfg->dataplane, err);
 	if (rc != 0)
 		return rc;
 	rn_hugepages_probe((uint64_t)cfg->dataplane.memory_mb << 20, &probe);

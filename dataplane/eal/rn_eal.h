@@ -34,7 +34,7 @@ struct rn_eal_args {
 	int argc;
 	char *argv[RN_EAL_MAX_ARGS + 1];
 	bool hugepages;          /* the chosen backing */
-	char storage[1024];      /* the argument strings */
+	char storage[2048];      /* the argument strings */
 };
 
 /*

@@ -155,6 +155,21 @@ static const struct bad_case bad_cases[] = {
 	  "%s:2: [dataplane] lcores = 0,,1: not an lcore list; allowed "
 	  "ascending lcore ids 0..127 as 'A', 'A-B' or a comma list of those, "
 	  "at least 2 (the first runs the control thread)" },
+	{ "cpus not a list", "[dataplane]\ncpus = 0,x\n",
+	  "%s:2: [dataplane] cpus = 0,x: not a CPU list; allowed CPU ids "
+	  "0..1023 as 'A', 'A-B' or a comma list of those, repeats allowed, "
+	  "one per lcore in the order of lcores; or empty" },
+	{ "cpus range backwards", "[dataplane]\ncpus = 1-0\n",
+	  "%s:2: [dataplane] cpus = 1-0: not a CPU list; allowed CPU ids "
+	  "0..1023 as 'A', 'A-B' or a comma list of those, repeats allowed, "
+	  "one per lcore in the order of lcores; or empty" },
+	{ "cpus too high", "[dataplane]\ncpus = 0,1024\n",
+	  "%s:2: [dataplane] cpus = 0,1024: not a CPU list; allowed CPU ids "
+	  "0..1023 as 'A', 'A-B' or a comma list of those, repeats allowed, "
+	  "one per lcore in the order of lcores; or empty" },
+	{ "cpus not one per lcore", "[dataplane]\nlcores = 0-2\ncpus = 0,1\n",
+	  "%s: [dataplane] cpus: 2 CPU(s) for 3 lcores; give one CPU per "
+	  "lcore, in the order of lcores" },
 	{ "empty device", "[nic]\ndevice =\n",
 	  "%s:2: [nic] device = : empty value; allowed 1 to 63 characters" },
 	{ "dead_after too short", "[control]\nheartbeat_ms = 100\n"
@@ -346,6 +361,7 @@ test_print_round_trip(void **state)
 
 	(void)state;
 	assert_int_equal(load("[dataplane]\nlcores = 0-1,3,5-7\nidle = adaptive\n"
+			      "cpus = 0,1,1,0,7-8\n"
 			      "[peer x]\naddress = 127.0.0.2\nport = 9\n"
 			      "[peer y]\naddress = ::1\nport = 10\n",
 			      &cfg, &err), 0);
@@ -354,6 +370,10 @@ test_print_round_trip(void **state)
 	assert_int_equal(rn_config_print(&cfg, out), 0);
 	fclose(out);
 	assert_non_null(strstr(text, "lcores = 0-1,3,5-7\n"));
+	assert_non_null(strstr(text, "cpus = 0-1,1,0,7-8\n"));
+	assert_int_equal(cfg.dataplane.cpus.count, 6);
+	assert_int_equal(cfg.dataplane.cpus.ids[2], 1);
+	assert_int_equal(cfg.dataplane.cpus.ids[5], 8);
 	assert_non_null(strstr(text, "[peer y]\naddress = ::1\nport = 10\n"));
 	assert_int_equal(load(text, &again, &err), 0);
 	assert_memory_equal(&cfg, &again, sizeof(cfg));

@@ -36,9 +36,10 @@ NOTIFY = "slots = 16\nslot_size = 4096\n"
 
 def node_text(name, port, peers, listen="127.0.0.1", nic="",
               dead_after=DEAD_AFTER_MS, notify=NOTIFY, connect_timeout=1000,
-              connect="eager"):
+              connect="eager", dataplane=""):
     """peers: list of (name, address, port)."""
     text = (f"[dataplane]\nname = {name}\nmemory_mb = 32\nidle = adaptive\n"
+            f"{dataplane}"
             f"[nic]\n{nic}\n[notify]\n{notify}\n"
             f"[control]\nlisten = {listen}\nport = {port}\n"
             f"heartbeat_ms = {HEARTBEAT_MS}\ndead_after_ms = {dead_after}\n"

@@ -404,6 +404,67 @@ def test_concurrent_senders_keep_order_and_lose_nothing():
         p.stop()
 
 
+def test_senders_on_several_lcores_keep_order_and_lose_nothing():
+    # Two worker lcores on each node (sharing CPU 1: this machine has two).
+    # a's endpoint to b is on one worker, its endpoint to itself on the
+    # other; b sends to a meanwhile. Threads send on every stream at once:
+    # a's lcores both send, and a's application polls deliveries from both.
+    two = "lcores = 0-2\ncpus = 0,1,1\n"
+    a, b = unique("la"), unique("lb")
+    pa, pb = free_port(), free_port()
+    d = [Daemon(x, text=node_text(x, port, [(y, "127.0.0.1", peer_port)],
+                                  notify=notify_cfg(), dataplane=two,
+                                  dead_after=NOTIFY_DEAD_AFTER_MS))
+         for x, port, y, peer_port in ((a, pa, b, pb), (b, pb, a, pa))]
+    streams = [(a, b, f"ab{k}") for k in range(2)] + \
+              [(a, a, f"aa{k}") for k in range(2)] + \
+              [(b, a, f"ba{k}") for k in range(2)]
+    errors = []
+
+    def sender(src, dst, tag):
+        for i in range(EACH):
+            while True:
+                r = send(src, dst, tag, str(i))
+                if r == 0:
+                    break
+                if r != -errno.EAGAIN:
+                    errors.append((tag, r))
+                    return
+
+    try:
+        for x in d:
+            x.wait_running()
+        assert len(status(a)["worker_lcores"]) == 2, status(a)
+        first_send(a, b, "warm", "up")
+        first_send(a, a, "warm", "up")
+        first_send(b, a, "warm", "up")
+        assert endpoint(a, b)["lcore"] != endpoint(a, a)["lcore"]
+        threads = [threading.Thread(target=sender, args=s) for s in streams]
+        for t in threads:
+            t.start()
+        got = {a: [], b: []}
+        want = {a: 4 * EACH + 2, b: 2 * EACH + 1}
+        while any(t.is_alive() for t in threads) or \
+                any(len(got[n]) < want[n] for n in got):
+            for n in got:
+                got[n] += poll(n)
+            if not any(t.is_alive() for t in threads):
+                for n in got:
+                    if len(got[n]) < want[n]:
+                        got[n] += poll_all(n, want[n] - len(got[n]))
+        for t in threads:
+            t.join()
+        assert errors == [], errors
+        for n in got:
+            assert len(got[n]) == want[n], (n, len(got[n]))
+        for src, dst, tag in streams:
+            mine = [int(m) for p, t, m in got[dst] if p == src and t == tag]
+            assert mine == list(range(EACH)), (tag, mine)
+    finally:
+        for x in d:
+            assert x.stop() == 0, x.stderr()
+
+
 def assert_same_incarnation(p, before):
     """a's endpoint to b is still the one it was: connected, never reset."""
     after = endpoint(p.a, p.b)
@@ -799,6 +860,7 @@ for t in [test_native_delivery_in_order,
           test_restarted_sender_loses_nothing_that_arrived,
           test_retired_incarnation_never_touches_its_replacement,
           test_concurrent_senders_keep_order_and_lose_nothing,
+          test_senders_on_several_lcores_keep_order_and_lose_nothing,
           test_cq_capacity_growth_and_failure,
           test_notification_to_self,
           test_local_notify_fault_leaves_data_qps_working,

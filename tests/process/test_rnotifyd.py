@@ -79,6 +79,13 @@ def test_missing_cpu_fails_cleanly():
     assert err == ("rnotifyd: [dataplane] lcores: CPU 127 is not available "
                    f"to this process ({len(os.sched_getaffinity(0))} CPUs "
                    "available)\n"), err
+    # With [dataplane] cpus, the CPUs named there are the ones needed.
+    rc, out, err = run_bad(["-c", config(unique("k"), "lcores = 0,127\n"
+                                                      "cpus = 0,1000\n")])
+    assert rc == 1, (rc, err)
+    assert err == ("rnotifyd: [dataplane] cpus: CPU 1000 is not available "
+                   f"to this process ({len(os.sched_getaffinity(0))} CPUs "
+                   "available)\n"), err
 
 
 def test_mlx5_without_device_fails_cleanly():
