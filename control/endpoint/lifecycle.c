@@ -45,6 +45,8 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 	req->notify_slot_size = cfg->notify.slot_size;
 	req->qp_timeout = (uint8_t)cfg->nic.qp_timeout;
 	req->qp_retry_cnt = (uint8_t)cfg->nic.qp_retry_cnt;
+	/* Half the handshake step's budget: the peer must not give up. */
+	req->bay_wait_ms = cfg->control.connect_timeout_ms / 2;
 	snprintf(req->local.name, sizeof(req->local.name), "%s",
 		 cfg->dataplane.name);
 	req->local.session_id = pl->session_id;

@@ -396,6 +396,74 @@ close_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	lc->closing = ep;
 }
 
+/* Whether a closing endpoint holds a bay: it comes back once it drained. */
+static bool
+bay_draining(const struct rn_lcore *lc)
+{
+	for (const struct rn_lcore_ep *ep = lc->closing; ep != NULL;
+	     ep = ep->next)
+		if (ep->bay >= 0)
+			return true;
+	return false;
+}
+
+/*
+ * An endpoint that wants a native channel when every bay is taken, one
+ * of them by an endpoint still draining (a replaced incarnation, maybe
+ * with slots its application has not released yet): its QPs wait for that
+ * bay, up to req->bay_wait_ms, rather than open without a native channel
+ * for their whole life. Returns whether req was parked.
+ */
+static bool
+park(struct rn_lcore *lc, struct rn_ep_request *req)
+{
+	if (!req->notify || lc->notify.base == NULL || req->bay_wait_ms == 0 ||
+	    rn_notify_bay_free(&lc->notify) || !bay_draining(lc) ||
+	    lc->n_parked == RTE_DIM(lc->parked))
+		return false;
+	lc->parked[lc->n_parked] = req;
+	lc->parked_until[lc->n_parked] = rte_get_tsc_cycles() +
+					 req->bay_wait_ms * lc->tsc_hz / 1000;
+	lc->n_parked++;
+	RN_LCORE_LOG(INFO, "lcore %u: endpoint slot %u waits up to %u ms for "
+		     "a bay still draining", lc->lcore_id, req->slot,
+		     req->bay_wait_ms);
+	return true;
+}
+
+/* Take req off the parked list; false when it was not on it. */
+static bool
+unpark(struct rn_lcore *lc, const struct rn_ep_request *req)
+{
+	for (uint32_t i = 0; i < lc->n_parked; i++) {
+		if (lc->parked[i] != req)
+			continue;
+		lc->n_parked--;
+		memmove(&lc->parked[i], &lc->parked[i + 1],
+			(lc->n_parked - i) * sizeof(lc->parked[0]));
+		memmove(&lc->parked_until[i], &lc->parked_until[i + 1],
+			(lc->n_parked - i) * sizeof(lc->parked_until[0]));
+		return true;
+	}
+	return false;
+}
+
+/* Open the parked endpoints whose bay came back, or whose wait is over. */
+static void
+open_parked(struct rn_lcore *lc)
+{
+	uint64_t now = rte_get_tsc_cycles();
+
+	while (lc->n_parked != 0 &&
+	       (rn_notify_bay_free(&lc->notify) || !bay_draining(lc) ||
+		now >= lc->parked_until[0])) {
+		struct rn_ep_request *req = lc->parked[0];
+
+		unpark(lc, req);
+		post(lc, RN_LCORE_EVENT_EP_OPENED, open_ep(lc, req), req);
+	}
+}
+
 void
 rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 {
@@ -404,7 +472,8 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 
 	switch ((enum rn_lcore_cmd_type)cmd->type) {
 	case RN_LCORE_CMD_EP_OPEN:
-		post(lc, RN_LCORE_EVENT_EP_OPENED, open_ep(lc, req), req);
+		if (!park(lc, req))
+			post(lc, RN_LCORE_EVENT_EP_OPENED, open_ep(lc, req), req);
 		return;
 	case RN_LCORE_CMD_EP_CONNECT:
 		post(lc, RN_LCORE_EVENT_EP_CONNECTED, connect_ep(lc, req), req);
@@ -415,7 +484,8 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 			post(lc, RN_LCORE_EVENT_EP_PROBED, rc, req);
 		return;
 	case RN_LCORE_CMD_EP_CLOSE:
-		if (req->ep == NULL)
+		/* Parked: given up before it opened. */
+		if (unpark(lc, req) || req->ep == NULL)
 			post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
 		else
 			close_ep(lc, req);
@@ -506,6 +576,7 @@ rn_lcore_ep_reap(struct rn_lcore *lc)
 		free_ep(lc, ep);
 		post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
 	}
+	open_parked(lc);
 }
 
 void
@@ -519,4 +590,5 @@ rn_lcore_ep_free_all(struct rn_lcore *lc)
 		free_ep(lc, ep);
 	}
 	lc->closing = NULL;
+	lc->n_parked = 0;   /* their requests are the control thread's */
 }

@@ -125,6 +125,11 @@ struct rn_lcore {
 
 	/* Cold: set up by the control thread before launch. */
 	RTE_MARKER cold __rte_cache_aligned;
+	/* EP_OPENs waiting for a bay that a closing endpoint still holds,
+	 * oldest first, each until its TSC deadline. */
+	struct rn_ep_request *parked[RN_NOTIFY_MAX_BAYS];
+	uint64_t parked_until[RN_NOTIFY_MAX_BAYS];
+	uint32_t n_parked;
 	unsigned int lcore_id;
 	enum rn_idle_policy idle;
 	uint32_t idle_polls;

@@ -74,6 +74,8 @@ struct rn_ep_request {
 	uint32_t notify_slot_size;
 	uint8_t qp_timeout;
 	uint8_t qp_retry_cnt;
+	uint32_t bay_wait_ms;     /* how long OPEN may wait for a bay that a
+				   * closing endpoint still holds */
 	struct rn_ep_side local;  /* name, session_id, generation set; the
 				   * lcore fills the rest on OPEN */
 	/* Set by the control thread before RN_LCORE_CMD_EP_CONNECT. */

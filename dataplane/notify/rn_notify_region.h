@@ -11,6 +11,7 @@
  * fallback (or fail, if that is off). Owning lcore only.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rn_nic.h"
@@ -37,6 +38,12 @@ void rn_notify_region_destroy(struct rn_nic *nic, struct rn_notify_region *r);
 
 /* A free bay, or -ENOSPC. */
 int rn_notify_bay_take(struct rn_notify_region *r);
+/* Whether rn_notify_bay_take() would find one. */
+static inline bool
+rn_notify_bay_free(const struct rn_notify_region *r)
+{
+	return (uint32_t)__builtin_popcountll(r->used) < r->n_bays;
+}
 void rn_notify_bay_give(struct rn_notify_region *r, uint32_t bay);
 
 static inline uint8_t *

@@ -787,6 +787,47 @@ def test_unused_notify_qp_gives_its_bay_back():
             assert x.stop() == 0, x.stderr()
 
 
+def test_replacement_waits_for_the_bay_of_the_one_it_replaces():
+    # One bay on a's lcore, held by b's endpoint, and a's application has
+    # not polled what b sent. b restarts and calls again: the replaced
+    # incarnation cannot give its bay back while a holds its slot, so the
+    # new one waits for it (half of connect_timeout_ms), and once a polls
+    # it opens with its native channel instead of living without one.
+    a, b = unique("wa"), unique("wb")
+    pa, pb = free_port(), free_port()
+    text = {
+        a: node_text(a, pa, [(b, "127.0.0.1", pb)], connect="on_demand",
+                     notify=notify_cfg("endpoints_per_lcore = 1\n"),
+                     dead_after=NOTIFY_DEAD_AFTER_MS, connect_timeout=10000),
+        b: node_text(b, pb, [(a, "127.0.0.1", pa)], notify=notify_cfg(),
+                     dead_after=NOTIFY_DEAD_AFTER_MS, connect_timeout=10000),
+    }
+    d = {x: Daemon(x, text=text[x]) for x in (a, b)}
+    try:
+        for x in d.values():
+            x.wait_running()
+        assert first_send(b, a, "held", "1") == 0
+        wait_until("delivered", lambda: counters(a)["notify_received"] == 1)
+        gen = endpoint(a, b)["generation"]
+        d[b].kill()
+        d[b] = Daemon(b, text=text[b])
+        d[b].wait_running()
+        wait_until("the new incarnation waits for the bay",
+                   lambda: "for a bay still draining" in d[a].stderr())
+        assert poll(a) == [(b, "held", "1")]   # and the slot goes back
+        wait_until("reconnected", lambda: (lambda e: e["state"] ==
+                   "connected" and e["generation"] > gen)(endpoint(a, b)))
+        assert endpoint(b, a)["peer_caps"] == 3, endpoint(b, a)
+        sent = counters(b)["notify_sent"]
+        assert send(b, a, "after", "2") == 0
+        assert poll_all(a, 1) == [(b, "after", "2")]
+        assert counters(b)["notify_sent"] == sent + 1   # natively
+    finally:
+        for x in d.values():
+            if x.proc.poll() is None:
+                assert x.stop() == 0, x.stderr()
+
+
 STALL_S = 5.0   # RN_NOTIFY_STALL_MS
 
 
@@ -868,7 +909,8 @@ for t in [test_native_delivery_in_order,
           test_peers_found_by_name_among_many,
           test_full_table_gives_a_closed_slot_a_new_name,
           test_stuck_lcore_never_stops_the_control_thread,
-          test_unused_notify_qp_gives_its_bay_back]:
+          test_unused_notify_qp_gives_its_bay_back,
+          test_replacement_waits_for_the_bay_of_the_one_it_replaces]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
 finish()
