@@ -363,21 +363,27 @@ SENDERS = 4
 EACH = 40
 
 
+def send_in_order(src, dst, tag, errors):
+    """EACH notifications named tag, msg 0, 1, ...; on backpressure, again
+    (the receiver polls meanwhile). A failure goes to errors: an exception
+    in a thread would vanish."""
+    try:
+        for i in range(EACH):
+            while (r := send(src, dst, tag, str(i))) != 0:
+                if r != -errno.EAGAIN:
+                    errors.append((tag, r))
+                    return
+    except AssertionError as e:
+        errors.append((tag, str(e)))
+
+
 def test_concurrent_senders_keep_order_and_lose_nothing():
     p = Pair("c")
     failures = endpoint(p.a, p.b)["to_failed"]
     errors = []
 
     def sender(k):
-        for i in range(EACH):
-            # Retry on backpressure: the receiver polls meanwhile.
-            while True:
-                r = send(p.a, p.b, f"s{k}", str(i))
-                if r == 0:
-                    break
-                if r != -errno.EAGAIN:
-                    errors.append(r)
-                    return
+        send_in_order(p.a, p.b, f"s{k}", errors)
 
     try:
         threads = [threading.Thread(target=sender, args=(k,))
@@ -422,14 +428,7 @@ def test_senders_on_several_lcores_keep_order_and_lose_nothing():
     errors = []
 
     def sender(src, dst, tag):
-        for i in range(EACH):
-            while True:
-                r = send(src, dst, tag, str(i))
-                if r == 0:
-                    break
-                if r != -errno.EAGAIN:
-                    errors.append((tag, r))
-                    return
+        send_in_order(src, dst, tag, errors)
 
     try:
         for x in d:

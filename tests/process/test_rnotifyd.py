@@ -30,6 +30,11 @@ def test_start_status_stop():
         loops = s["loops"][0]
         time.sleep(0.3)
         assert status(d.name)["loops"][0] > loops, "worker loop not running"
+        # The operator's client (the tests speak its protocol directly).
+        out = subprocess.run(["dpdk-telemetry.py", "-f", "rnotify-" + d.name],
+                             input="/rnotify/status\n", capture_output=True,
+                             text=True, timeout=30).stdout
+        assert f'"pid": {d.proc.pid}' in out, out
     finally:
         rc = d.stop()
     assert rc == 0, f"exit {rc}: {d.stderr()}"
