@@ -141,35 +141,63 @@ snapshot(const struct rn_daemon *d, struct rn_ep_info **out)
 }
 
 /*
- * {"name": [...], "state": [...]}, in the same order. Not a dict keyed by
- * name: telemetry keys may not hold the '-' that node names may.
+ * START, the first endpoint to list: empty for 0, else a decimal index.
+ * Returns it, or -1 when params is anything else.
  */
+static long
+page_start(const char *params)
+{
+	char *end;
+	long start;
+
+	if (params == NULL || params[0] == '\0')
+		return 0;
+	if (params[0] < '0' || params[0] > '9')
+		return -1;
+	start = strtol(params, &end, 10);
+	return *end == '\0' && start <= RN_MAX_ENDPOINTS ? start : -1;
+}
+
+/*
+ * {"name": [...], "state": [...], "next": N, "total": T}: up to
+ * ENDPOINTS_PAGE endpoints from START, in the same order in both arrays.
+ * Not a dict keyed by name: telemetry keys may not hold the '-' that node
+ * names may. Pages keep the reply within telemetry's output size (16 KiB)
+ * and array size (512); next == total: nothing more.
+ */
+#define ENDPOINTS_PAGE 256
+
 static int
 handle_endpoints(const char *cmd, const char *params, struct rte_tel_data *out)
 {
+	long start = page_start(params);
 	struct rte_tel_data *names = rte_tel_data_alloc();
 	struct rte_tel_data *states = rte_tel_data_alloc();
 	struct rn_ep_info *eps;
 	unsigned int n = snapshot(daemon_seen, &eps);
+	unsigned int first, next;
 
 	(void)cmd;
-	(void)params;
-	if (names == NULL || states == NULL) {
+	if (names == NULL || states == NULL || start < 0) {
 		rte_tel_data_free(names);
 		rte_tel_data_free(states);
 		free(eps);
-		return -ENOMEM;
+		return start < 0 ? -EINVAL : -ENOMEM;
 	}
+	first = RTE_MIN((unsigned int)start, n);
+	next = RTE_MIN(n, first + ENDPOINTS_PAGE);
 	rte_tel_data_start_dict(out);
 	rte_tel_data_start_array(names, RTE_TEL_STRING_VAL);
 	rte_tel_data_start_array(states, RTE_TEL_STRING_VAL);
-	for (unsigned int i = 0; i < n; i++) {
+	for (unsigned int i = first; i < next; i++) {
 		rte_tel_data_add_array_string(names, eps[i].name);
 		rte_tel_data_add_array_string(states,
 					      rn_ep_state_name(eps[i].state));
 	}
 	rte_tel_data_add_dict_container(out, "name", names, 0);
 	rte_tel_data_add_dict_container(out, "state", states, 0);
+	rte_tel_data_add_dict_int(out, "next", (int)next);
+	rte_tel_data_add_dict_int(out, "total", (int)n);
 	free(eps);
 	return 0;
 }
@@ -395,7 +423,8 @@ rn_telemetry_register(const struct rn_daemon *d)
 		"rnotifyd status: version, state, provider, lcores, uptime, "
 		"counters. No parameters") |
 	       rte_telemetry_register_cmd("/rnotify/endpoints", handle_endpoints,
-		"Endpoints by peer name, with their state. No parameters") |
+		"Endpoints (name, state), 256 from START. Parameter: START "
+		"(default 0); 'next' is where the rest begins") |
 	       rte_telemetry_register_cmd("/rnotify/endpoint", handle_endpoint,
 		"One endpoint: state, generation, peer session, counters, last "
 		"error. Parameter: the peer's name") |

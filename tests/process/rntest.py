@@ -87,9 +87,15 @@ def endpoint(name, peer):
 
 
 def endpoints(name):
-    """{peer name: state} from /rnotify/endpoints."""
-    e = telemetry(name, "/rnotify/endpoints")
-    return dict(zip(e["name"], e["state"]))
+    """{peer name: state} from /rnotify/endpoints, every page of it."""
+    out, start = {}, 0
+    while True:
+        e = telemetry(name, f"/rnotify/endpoints,{start}")
+        out.update(zip(e["name"], e["state"]))
+        if e["next"] == e["total"]:
+            return out
+        assert e["next"] > start, e
+        start = e["next"]
 
 
 def die_with_parent():

@@ -14,8 +14,8 @@ import os
 import threading
 import time
 
-from rntest import (Daemon, endpoint, finish, status, tap, telemetry, unique,
-                    wait_until)
+from rntest import (Daemon, endpoint, endpoints, finish, status, tap,
+                    telemetry, unique, wait_until)
 import rnproto
 from test_endpoints import (FAKE_PEER_DEAD_AFTER_MS, SLOW_QPS, free_port,
                             lcore_counters, node_text)
@@ -742,6 +742,14 @@ def test_full_table_gives_a_closed_slot_a_new_name():
         assert read_notify(late) == ("k", "v")
         assert send(hub, "m0", "k", "v") == -errno.ENOENT   # taken back
         assert send(hub, "m1", "k", "v") != -errno.ENOENT   # still known
+        # /rnotify/endpoints lists the full table in pages of 256.
+        first = telemetry(hub, "/rnotify/endpoints")
+        assert (len(first["name"]), first["next"], first["total"]) == \
+            (256, 256, 1024), {k: first[k] for k in ("next", "total")}
+        listed = endpoints(hub)
+        assert len(listed) == 1024 and "late" in listed and \
+            "m0" not in listed and listed["m1022"] == "closed", len(listed)
+        assert telemetry(hub, "/rnotify/endpoints,x") is None
     finally:
         if late is not None:
             late.close()
