@@ -426,10 +426,6 @@ def test_senders_on_several_lcores_keep_order_and_lose_nothing():
               [(a, a, f"aa{k}") for k in range(2)] + \
               [(b, a, f"ba{k}") for k in range(2)]
     errors = []
-
-    def sender(src, dst, tag):
-        send_in_order(src, dst, tag, errors)
-
     try:
         for x in d:
             x.wait_running()
@@ -438,7 +434,8 @@ def test_senders_on_several_lcores_keep_order_and_lose_nothing():
         first_send(a, a, "warm", "up")
         first_send(b, a, "warm", "up")
         assert endpoint(a, b)["lcore"] != endpoint(a, a)["lcore"]
-        threads = [threading.Thread(target=sender, args=s) for s in streams]
+        threads = [threading.Thread(target=send_in_order, args=s + (errors,))
+                   for s in streams]
         for t in threads:
             t.start()
         got = {a: [], b: []}
