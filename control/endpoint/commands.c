@@ -20,7 +20,7 @@ struct waiting_cmd {
 static bool
 push(struct rn_plane *pl, unsigned int worker)
 {
-	struct rn_cmd_backlog *b = &pl->backlog[worker];
+	struct rn_cmd_backlog *b = &pl->worker_ctl[worker].backlog;
 
 	while (b->head != NULL) {
 		struct waiting_cmd *w = b->head;
@@ -44,7 +44,7 @@ void
 ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
 		struct rn_ep_request *req)
 {
-	struct rn_cmd_backlog *b = &pl->backlog[ep->lcore];
+	struct rn_cmd_backlog *b = &pl->worker_ctl[ep->lcore].backlog;
 	struct rn_lcore_cmd cmd = { .type = type, .cookie = (uintptr_t)req };
 	struct waiting_cmd *w;
 
@@ -77,7 +77,7 @@ ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
 bool
 ep_commands_waiting(const struct rn_plane *pl, const struct rn_endpoint *ep)
 {
-	return pl->backlog[ep->lcore].head != NULL;
+	return pl->worker_ctl[ep->lcore].backlog.head != NULL;
 }
 
 void
@@ -90,10 +90,10 @@ rn_plane_push_commands(struct rn_plane *pl)
 void
 commands_free(struct rn_plane *pl)
 {
-	if (pl->backlog == NULL)
+	if (pl->worker_ctl == NULL)
 		return;
 	for (unsigned int i = 0; i < pl->n_workers; i++) {
-		struct rn_cmd_backlog *b = &pl->backlog[i];
+		struct rn_cmd_backlog *b = &pl->worker_ctl[i].backlog;
 
 		while (b->head != NULL) {
 			struct waiting_cmd *w = b->head;
@@ -102,6 +102,6 @@ commands_free(struct rn_plane *pl)
 			free(w);
 		}
 	}
-	free(pl->backlog);
-	pl->backlog = NULL;
+	free(pl->worker_ctl);
+	pl->worker_ctl = NULL;
 }

@@ -383,11 +383,11 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	pl->n_workers = n_workers;
 	pl->listen_fd = -1;
 	rte_seqlock_init(&pl->snapshot_lock);
-	pl->backlog = calloc(n_workers, sizeof(*pl->backlog));
-	if (pl->backlog != NULL)
+	pl->worker_ctl = calloc(n_workers, sizeof(*pl->worker_ctl));
+	if (pl->worker_ctl != NULL)
 		pl->names = create_name_index(pl);
 	if (pl->names == NULL) {
-		if (pl->backlog == NULL)
+		if (pl->worker_ctl == NULL)
 			snprintf(why, why_len, "out of memory");
 		else
 			snprintf(why, why_len, "endpoint name index: %s",
@@ -395,6 +395,8 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 		rn_plane_free(pl);
 		return -ENOMEM;
 	}
+	for (unsigned int i = 0; i < n_workers; i++)
+		pl->worker_ctl[i].watch.moved_ms = rn_now_ms();
 	/* New at every start: how peers tell a restart from a reconnect. */
 	do
 		pl->session_id = rte_rand();

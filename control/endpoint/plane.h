@@ -106,6 +106,19 @@ struct rn_cmd_backlog {
 	uint64_t waited;              /* since the ring was last full */
 };
 
+/* Whether a worker's loop still turns (watchdog.c). */
+struct rn_worker_watch {
+	uint64_t loops;               /* its loop counter, as last seen */
+	uint64_t moved_ms;            /* when it last changed */
+	bool stuck;                   /* reported as not turning */
+};
+
+/* The control thread's own state for one worker. */
+struct rn_worker_ctl {
+	struct rn_cmd_backlog backlog;
+	struct rn_worker_watch watch;
+};
+
 struct rn_plane {
 	const struct rn_config *cfg;
 	struct rn_control *ctl;
@@ -120,7 +133,7 @@ struct rn_plane {
 	struct rn_conn *conns;
 	struct rn_conn *dead;
 	unsigned int requests_out;    /* rn_ep_request held by lcores */
-	struct rn_cmd_backlog *backlog; /* per worker */
+	struct rn_worker_ctl *worker_ctl; /* per worker */
 	bool shutting_down;
 	bool listen_paused;           /* out of fds: listening again on a tick */
 	struct rte_ring *uses;        /* slots applications want connected */
@@ -202,5 +215,9 @@ void commands_free(struct rn_plane *pl);
 
 /* timers.c */
 void timers_run(struct rn_plane *pl, uint64_t now);
+
+/* watchdog.c: log a worker whose loop stops turning, and when it turns
+ * again. Every tick. */
+void watchdog_run(struct rn_plane *pl, uint64_t now);
 
 #endif /* RN_PLANE_INTERNAL_H */

@@ -83,6 +83,7 @@ timers_run(struct rn_plane *pl, uint64_t now)
 	struct rn_conn *c = pl->conns;
 
 	rn_plane_push_commands(pl);
+	watchdog_run(pl, now);
 	while (c != NULL) {
 		struct rn_conn *next = c->next;   /* c may close */
 

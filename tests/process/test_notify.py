@@ -882,8 +882,12 @@ def test_stuck_lcore_never_stops_the_control_thread():
         late = [t for t in beats if t > full]
         assert len(late) >= 3, \
             f"{len(late)} heartbeat(s) after the ring was full, while stuck"
+        # The control thread noticed the worker's loop stop, and turn again.
+        assert "lcore 1: its loop has not turned for" in d.stderr()
         wait_until("no command waiting", lambda: "had to wait" in
                    d.stderr(), timeout=60)
+        wait_until("the loop turns again", lambda: "lcore 1: its loop turns "
+                   "again after" in d.stderr())
         wait_until("every caller closed", lambda: lcore_counters(hub) ==
                    (1, 1), timeout=60)
         assert endpoint(hub, "watcher")["state"] == "connected"
