@@ -115,13 +115,39 @@ credit_at_hand(struct ep_notify *n, const struct rn_lcore_ep *ep)
 	return rn_credit_available(&n->tx) != 0;
 }
 
-/* A SEND_IMM carrying count was posted for req: record it, ring. */
+/*
+ * What the next SEND_IMM for req carries, the same whichever way it is
+ * posted: its slot's wr_id, whether it asks for a CQE, and our count of
+ * reposted slots (credits for the peer) in its immediate.
+ */
+struct send_head {
+	uint64_t wr_id;
+	uint32_t count;
+	uint8_t flags;
+	bool want;
+};
+
+static inline struct send_head
+next_send(const struct ep_notify *n, const struct rn_notify_request *req)
+{
+	bool want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
+
+	return (struct send_head){
+		.wr_id = n->send_wr_id | rn_send_slots_next(&n->sends),
+		.count = rn_credit_count(&n->rx),
+		.flags = rn_send_slots_signal(&n->sends, want) ?
+			 RN_WR_SIGNALED : 0,
+		.want = want,
+	};
+}
+
+/* The SEND_IMM h describes was posted for req: record it, ring. */
 static inline void
 sent(struct rn_lcore *lc, struct ep_notify *n,
-     const struct rn_notify_request *req, bool want, uint32_t count)
+     const struct rn_notify_request *req, const struct send_head *h)
 {
-	rn_credit_told(&n->rx, count);
-	rn_send_slots_push(&n->sends, req->cookie, want);
+	rn_credit_told(&n->rx, h->count);
+	rn_send_slots_push(&n->sends, req->cookie, h->want);
 	rn_sq_ring_doorbell(&n->qp->sq);
 	rn_lcore_count(&lc->stats.notify_sent, 1);
 }
@@ -139,14 +165,10 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 {
 	struct ep_notify *n = &ep->n;
 	struct rn_sq *sq = &n->qp->sq;
-	uint32_t slot = rn_send_slots_next(&n->sends);
-	bool want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
-	uint8_t flags = rn_send_slots_signal(&n->sends, want) ?
-			RN_WR_SIGNALED : 0;
-	uint64_t wr_id = n->send_wr_id | slot;
-	uint32_t count = rn_credit_count(&n->rx);
-	__be32 imm = rte_cpu_to_be_32(count);
-	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay, slot);
+	struct send_head h = next_send(n, req);
+	__be32 imm = rte_cpu_to_be_32(h.count);
+	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay,
+					   rn_send_slots_next(&n->sends));
 	struct rn_sge sge = { (uintptr_t)buf, len, lc->notify.mr.lkey };
 	int rc;
 
@@ -154,13 +176,13 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			      req->msg_len);
 	if (len <= sq->max_inline)
 		rc = rn_sq_post_send_inline(sq, buf, len, RN_WR_SEND_IMM, imm,
-					    flags, wr_id);
+					    h.flags, h.wr_id);
 	else
-		rc = rn_sq_post_send_sge(sq, &sge, RN_WR_SEND_IMM, imm, flags,
-					 wr_id);
+		rc = rn_sq_post_send_sge(sq, &sge, RN_WR_SEND_IMM, imm, h.flags,
+					 h.wr_id);
 	if (rc != 0)
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
-	sent(lc, n, req, want, count);
+	sent(lc, n, req, &h);
 	return 0;
 }
 
@@ -296,9 +318,7 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
 	uint64_t len = rn_notify_frame_size(req->name_len, req->msg_len);
 	struct ep_notify *n;
-	bool want;
-	uint8_t flags;
-	uint32_t count;
+	struct send_head h;
 	uint8_t *wqe;
 
 	if (unlikely(ep == NULL))
@@ -307,19 +327,16 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	if (unlikely(len > n->max_frame || (req->flags & RN_NOTIFY_INJECT) ||
 		     rn_send_slots_full(&n->sends) || !credit_at_hand(n, ep)))
 		return send_general(lc, req);
-	want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
-	flags = rn_send_slots_signal(&n->sends, want) ? RN_WR_SIGNALED : 0;
-	count = rn_credit_count(&n->rx);
+	h = next_send(n, req);
 	wqe = rn_sq_post_send_inline_at(&n->qp->sq, (uint32_t)len,
-					RN_WR_SEND_IMM, rte_cpu_to_be_32(count),
-					flags, n->send_wr_id |
-					rn_send_slots_next(&n->sends));
+					RN_WR_SEND_IMM, rte_cpu_to_be_32(h.count),
+					h.flags, h.wr_id);
 	if (unlikely(wqe == NULL))
 		return send_general(lc, req);
 	rn_credit_take_available(&n->tx);
 	rn_notify_frame_write(wqe, req->name, req->name_len, req->msg,
 			      req->msg_len);
-	sent(lc, n, req, want, count);
+	sent(lc, n, req, &h);
 	rn_notify_answer(req, 0);
 }
 
