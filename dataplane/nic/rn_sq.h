@@ -82,6 +82,13 @@ rn_sq_set_data(const struct rn_sq *sq, uint32_t off, const struct rn_wr *wr)
 	return n;
 }
 
+/* Free BBs: how much a caller may post before the next completion. */
+static inline uint32_t
+rn_sq_room(const struct rn_sq *sq)
+{
+	return sq->limit - (sq->pi - sq->ci);
+}
+
 /*
  * The ctrl segment's flags for a WQE of nbb BBs. Signals at least twice per
  * sq->limit BBs even when the caller never asks, or the ring would never
@@ -160,7 +167,7 @@ rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 		ds = head + wr->num_sge;
 	}
 	nbb = (ds + 3) / 4;
-	if (unlikely(sq->pi - sq->ci + nbb > sq->limit))
+	if (unlikely(nbb > rn_sq_room(sq)))
 		return -EAGAIN;
 	if (remote) {
 		struct mlx5_wqe_raddr_seg *raddr = (void *)(ctrl + 1);
@@ -223,7 +230,7 @@ rn_sq_post_send_inline(struct rn_sq *sq, const void *data, uint32_t len,
 
 	if (unlikely(len > sq->max_inline))
 		return -EINVAL;
-	if (unlikely(sq->pi - sq->ci + (ds + 3) / 4 > sq->limit))
+	if (unlikely((ds + 3) / 4 > rn_sq_room(sq)))
 		return -EAGAIN;
 	rn_sq_copy_in(sq, off + sizeof(struct mlx5_wqe_ctrl_seg) +
 		      sizeof(struct mlx5_wqe_inl_data_seg), data, len);
@@ -243,7 +250,7 @@ rn_sq_post_send_sge(struct rn_sq *sq, const struct rn_sge *sge,
 	uint32_t off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
 	struct mlx5_wqe_ctrl_seg *ctrl = (void *)(sq->buf + off);
 
-	if (unlikely(sq->pi - sq->ci + 1 > sq->limit))
+	if (unlikely(rn_sq_room(sq) == 0))
 		return -EAGAIN;
 	/* ctrl + data: 2 units, one BB, never wrapping. */
 	mlx5dv_set_data_seg((struct mlx5_wqe_data_seg *)(ctrl + 1), sge->length,
@@ -271,7 +278,7 @@ rn_sq_post_write_word(struct rn_sq *sq, uint32_t word, uint64_t raddr,
 
 	if (unlikely(sizeof(word) > sq->max_inline))
 		return -EINVAL;
-	if (unlikely(sq->pi - sq->ci + 1 > sq->limit))
+	if (unlikely(rn_sq_room(sq) == 0))
 		return -EAGAIN;
 	rseg->raddr = rte_cpu_to_be_64(raddr);
 	rseg->rkey = rte_cpu_to_be_32(rkey);
@@ -303,7 +310,7 @@ rn_sq_post_send_inline_at(struct rn_sq *sq, uint32_t len, uint8_t opcode,
 	uint32_t ds = rn_sq_send_inline_ds(len);
 
 	if (unlikely(len > sq->max_inline ||
-		     sq->pi - sq->ci + (ds + 3) / 4 > sq->limit ||
+		     (ds + 3) / 4 > rn_sq_room(sq) ||
 		     data + len > sq->byte_mask + 1))
 		return NULL;
 	rn_sq_send_inline_finish(sq, off, ds, len, opcode, imm, flags, wr_id);
@@ -327,13 +334,6 @@ rn_sq_ring_doorbell(struct rn_sq *sq)
 	rte_wmb();             /* flush the write-combining buffer */
 	sq->bf_offset ^= sq->bf_size;
 	sq->last_ctrl = NULL;
-}
-
-/* Free BBs: how much a caller may post before the next completion. */
-static inline uint32_t
-rn_sq_room(const struct rn_sq *sq)
-{
-	return sq->limit - (sq->pi - sq->ci);
 }
 
 #endif /* RN_SQ_H */
