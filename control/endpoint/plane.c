@@ -63,11 +63,11 @@ name_key(const char *name, char key[RN_EP_NAME_SIZE])
 	return true;
 }
 
-/* The slot named name, by the index; -1 when there is none. */
+/* The slot named name, by the index, and its key; -1 when there is none. */
 static int
-find_slot(const struct rn_plane *pl, const char *name)
+find_slot(const struct rn_plane *pl, const char *name,
+	  char key[RN_EP_NAME_SIZE])
 {
-	char key[RN_EP_NAME_SIZE];
 	void *slot;
 
 	if (!name_key(name, key) || rte_hash_lookup_data(pl->names, key, &slot) < 0)
@@ -131,7 +131,8 @@ unindex_name(struct rn_plane *pl, const struct rn_endpoint *ep)
 struct rn_endpoint *
 plane_find(struct rn_plane *pl, const char *name)
 {
-	int slot = find_slot(pl, name);
+	char key[RN_EP_NAME_SIZE];
+	int slot = find_slot(pl, name, key);
 
 	return slot >= 0 ? pl->eps[slot] : NULL;
 }
@@ -235,15 +236,14 @@ rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
 		enum rn_ep_state *state, uint32_t *worker)
 {
 	char key[RN_EP_NAME_SIZE];
+	int found = find_slot(pl, name, key);
 	const struct rn_ep_info *info;
-	void *found;
 	uint32_t seq;
 	int rc;
 
-	if (!name_key(name, key) ||
-	    rte_hash_lookup_data(pl->names, key, &found) < 0)
+	if (found < 0)
 		return -ENOENT;
-	info = &pl->snapshot[(uintptr_t)found];
+	info = &pl->snapshot[found];
 	do {
 		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
 		/* The slot may have been given to another name since. Both
@@ -252,7 +252,7 @@ rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
 		*state = info->state;
 		*worker = info->worker;
 	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
-	*slot = (uint32_t)(uintptr_t)found;
+	*slot = (uint32_t)found;
 	return rc;
 }
 
