@@ -421,8 +421,8 @@ park(struct rn_lcore *lc, struct rn_ep_request *req)
 	    rn_notify_bay_free(&lc->notify) || !bay_draining(lc) ||
 	    lc->n_parked == RTE_DIM(lc->parked))
 		return false;
-	lc->parked[lc->n_parked] = req;
-	lc->parked_until[lc->n_parked] = rte_get_tsc_cycles() +
+	lc->parked[lc->n_parked].req = req;
+	lc->parked[lc->n_parked].until = rte_get_tsc_cycles() +
 					 req->bay_wait_ms * lc->tsc_hz / 1000;
 	lc->n_parked++;
 	RN_LCORE_LOG(INFO, "lcore %u: endpoint slot %u waits up to %u ms for "
@@ -436,13 +436,11 @@ static bool
 unpark(struct rn_lcore *lc, const struct rn_ep_request *req)
 {
 	for (uint32_t i = 0; i < lc->n_parked; i++) {
-		if (lc->parked[i] != req)
+		if (lc->parked[i].req != req)
 			continue;
 		lc->n_parked--;
 		memmove(&lc->parked[i], &lc->parked[i + 1],
 			(lc->n_parked - i) * sizeof(lc->parked[0]));
-		memmove(&lc->parked_until[i], &lc->parked_until[i + 1],
-			(lc->n_parked - i) * sizeof(lc->parked_until[0]));
 		return true;
 	}
 	return false;
@@ -456,8 +454,8 @@ open_parked(struct rn_lcore *lc)
 
 	while (lc->n_parked != 0 &&
 	       (rn_notify_bay_free(&lc->notify) || !bay_draining(lc) ||
-		now >= lc->parked_until[0])) {
-		struct rn_ep_request *req = lc->parked[0];
+		now >= lc->parked[0].until)) {
+		struct rn_ep_request *req = lc->parked[0].req;
 
 		unpark(lc, req);
 		post(lc, RN_LCORE_EVENT_EP_OPENED, open_ep(lc, req), req);

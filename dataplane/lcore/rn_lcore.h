@@ -127,8 +127,10 @@ struct rn_lcore {
 	RTE_MARKER cold __rte_cache_aligned;
 	/* EP_OPENs waiting for a bay that a closing endpoint still holds,
 	 * oldest first, each until its TSC deadline. */
-	struct rn_ep_request *parked[RN_NOTIFY_MAX_BAYS];
-	uint64_t parked_until[RN_NOTIFY_MAX_BAYS];
+	struct {
+		struct rn_ep_request *req;
+		uint64_t until;
+	} parked[RN_NOTIFY_MAX_BAYS];
 	uint32_t n_parked;
 	unsigned int lcore_id;
 	enum rn_idle_policy idle;
