@@ -57,6 +57,7 @@ rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		return;   /* one side has no channel: TCP rules apply */
 	n->peer_native = true;
 	n->max_frame = RTE_MIN(lc->notify.slot_size, peer->slot_size);
+	n->max_inline = RTE_MIN(n->max_frame, n->qp->sq.max_inline);
 	n->send_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, 0);
 	rn_credit_tx_init(&n->tx, peer->credits);
 	n->credit_raddr = ep->req->remote.probe_addr +
@@ -262,14 +263,16 @@ send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	return 0;
 }
 
-/* The endpoint req is for, unless it is gone, failed or closing. */
+/*
+ * The endpoint req is for, unless it is gone, failed or closing: by_slot
+ * holds connected endpoints only, and each leaves it (rn_lcore_notify_close)
+ * as it fails or starts closing.
+ */
 static inline struct rn_lcore_ep *
 usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
 {
-	struct rn_lcore_ep *ep = req->ep_slot < RN_LCORE_MAX_SLOTS ?
-				 lc->by_slot[req->ep_slot] : NULL;
-
-	return ep != NULL && !ep->failed && !ep->closing ? ep : NULL;
+	return req->ep_slot < RN_LCORE_MAX_SLOTS ? lc->by_slot[req->ep_slot] :
+						   NULL;
 }
 
 /*
@@ -324,7 +327,7 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	if (unlikely(ep == NULL))
 		return send_general(lc, req);
 	n = &ep->n;
-	if (unlikely(len > n->max_frame || (req->flags & RN_NOTIFY_INJECT) ||
+	if (unlikely(len > n->max_inline || (req->flags & RN_NOTIFY_INJECT) ||
 		     rn_send_slots_full(&n->sends) || !credit_at_hand(n, ep)))
 		return send_general(lc, req);
 	h = next_send(n, req);
@@ -459,6 +462,7 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			/* Ours alone: the channel stops, the data QPs go on. */
 			n->failed = true;
 			n->max_frame = 0;
+			n->max_inline = 0;
 			RN_LCORE_LOG(WARNING, "lcore %u: notify QP of %s failed "
 				     "locally (syndrome 0x%x): native channel "
 				     "closed, data QPs unaffected", lc->lcore_id,

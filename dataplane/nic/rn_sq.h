@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <rte_atomic.h>
 #include <rte_byteorder.h>
+#include <rte_debug.h>
 #include <rte_io.h>
 #include <string.h>
 
@@ -294,11 +295,11 @@ rn_sq_post_write_word(struct rn_sq *sq, uint32_t word, uint64_t raddr,
 
 /*
  * An inline SEND whose data the caller writes in place instead of copying
- * it from a buffer: posts the WQE for len bytes of data and returns where
- * they go, contiguous, to be written before rn_sq_ring_doorbell(). Returns
- * NULL and posts nothing when they would wrap at the end of the ring, the
- * ring has no room, or len is over max_inline; rn_sq_post_send_inline()
- * from a buffer handles each of those.
+ * it from a buffer: posts the WQE for len bytes of data (len <= max_inline,
+ * which the caller checked) and returns where they go, contiguous, to be
+ * written before rn_sq_ring_doorbell(). Returns NULL and posts nothing when
+ * they would wrap at the end of the ring or the ring has no room;
+ * rn_sq_post_send_inline() from a buffer handles both.
  */
 static inline uint8_t *
 rn_sq_post_send_inline_at(struct rn_sq *sq, uint32_t len, uint8_t opcode,
@@ -309,8 +310,8 @@ rn_sq_post_send_inline_at(struct rn_sq *sq, uint32_t len, uint8_t opcode,
 			sizeof(struct mlx5_wqe_inl_data_seg);
 	uint32_t ds = rn_sq_send_inline_ds(len);
 
-	if (unlikely(len > sq->max_inline ||
-		     (ds + 3) / 4 > rn_sq_room(sq) ||
+	RTE_ASSERT(len <= sq->max_inline);
+	if (unlikely((ds + 3) / 4 > rn_sq_room(sq) ||
 		     data + len > sq->byte_mask + 1))
 		return NULL;
 	rn_sq_send_inline_finish(sq, off, ds, len, opcode, imm, flags, wr_id);
