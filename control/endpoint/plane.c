@@ -12,6 +12,7 @@
 #include <rte_errno.h>
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
+#include <rte_per_lcore.h>
 #include <rte_random.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,18 +62,6 @@ name_key(const char *name, char key[RN_EP_NAME_SIZE])
 	memset(key, 0, RN_EP_NAME_SIZE);
 	memcpy(key, name, len);
 	return true;
-}
-
-/* The slot named name, by the index, and its key; -1 when there is none. */
-static int
-find_slot(const struct rn_plane *pl, const char *name,
-	  char key[RN_EP_NAME_SIZE])
-{
-	void *slot;
-
-	if (!name_key(name, key) || rte_hash_lookup_data(pl->names, key, &slot) < 0)
-		return -1;
-	return (int)(uintptr_t)slot;
 }
 
 /*
@@ -132,9 +121,11 @@ struct rn_endpoint *
 plane_find(struct rn_plane *pl, const char *name)
 {
 	char key[RN_EP_NAME_SIZE];
-	int slot = find_slot(pl, name, key);
+	void *slot;
 
-	return slot >= 0 ? pl->eps[slot] : NULL;
+	if (!name_key(name, key) || rte_hash_lookup_data(pl->names, key, &slot) < 0)
+		return NULL;
+	return pl->eps[(uintptr_t)slot];
 }
 
 /*
@@ -231,29 +222,75 @@ rn_plane_snapshot(struct rn_plane *pl, struct rn_ep_info *out,
 	return n;
 }
 
+/*
+ * Whether the published slot is named key: its state and worker when so.
+ * The slot may have been given to another name since the index or a guess
+ * pointed at it. Both names are zero-padded: the published one from a
+ * zeroed endpoint.
+ */
+static bool
+slot_named(struct rn_plane *pl, uint32_t slot, const char key[RN_EP_NAME_SIZE],
+	   enum rn_ep_state *state, uint32_t *worker)
+{
+	const struct rn_ep_info *info = &pl->snapshot[slot];
+	uint32_t seq;
+	bool named;
+
+	do {
+		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
+		named = memcmp(info->name, key, RN_EP_NAME_SIZE) == 0;
+		*state = info->state;
+		*worker = info->worker;
+	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
+	return named;
+}
+
+/*
+ * Where each application thread last found a few names, by a cheap mix of
+ * the key: a thread that sends to the same peers again skips the index's
+ * hash (most of a lookup's cost: docs/performance.md). A guess is only a
+ * guess, checked against the published name like any slot the index
+ * gives, so a stale one (another plane, a slot given to another name)
+ * costs a lookup in the index, never a wrong answer.
+ */
+#define LOOKUP_GUESS_BITS 6
+static RTE_DEFINE_PER_LCORE(uint16_t, lookup_guess[1u << LOOKUP_GUESS_BITS]);
+
+static uint16_t *
+guess_of(const char key[RN_EP_NAME_SIZE])
+{
+	uint64_t w[4];
+
+	RTE_BUILD_BUG_ON(sizeof(w) != RN_EP_NAME_SIZE);
+	memcpy(w, key, sizeof(w));
+	return &RTE_PER_LCORE(lookup_guess)[((w[0] ^ w[1] ^ w[2] ^ w[3]) *
+					     0x9e3779b97f4a7c15ull) >>
+					    (64 - LOOKUP_GUESS_BITS)];
+}
+
 int
 rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
 		enum rn_ep_state *state, uint32_t *worker)
 {
 	char key[RN_EP_NAME_SIZE];
-	int found = find_slot(pl, name, key);
-	const struct rn_ep_info *info;
-	uint32_t seq;
-	int rc;
+	uint16_t *guess;
+	void *found;
 
-	if (found < 0)
+	RTE_BUILD_BUG_ON(RN_MAX_ENDPOINTS > UINT16_MAX + 1);
+	if (!name_key(name, key))
 		return -ENOENT;
-	info = &pl->snapshot[found];
-	do {
-		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
-		/* The slot may have been given to another name since. Both
-		 * are zero-padded: the published one from a zeroed endpoint. */
-		rc = memcmp(info->name, key, RN_EP_NAME_SIZE) == 0 ? 0 : -ENOENT;
-		*state = info->state;
-		*worker = info->worker;
-	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
-	*slot = (uint32_t)found;
-	return rc;
+	guess = guess_of(key);
+	if (*guess < RN_MAX_ENDPOINTS &&
+	    slot_named(pl, *guess, key, state, worker)) {
+		*slot = *guess;
+		return 0;
+	}
+	if (rte_hash_lookup_data(pl->names, key, &found) < 0 ||
+	    !slot_named(pl, (uint32_t)(uintptr_t)found, key, state, worker))
+		return -ENOENT;
+	*guess = (uint16_t)(uintptr_t)found;
+	*slot = (uint32_t)(uintptr_t)found;
+	return 0;
 }
 
 void
