@@ -451,10 +451,12 @@ def test_two_network_namespaces_and_a_cut_link():
                          session=before["peer_session"])
         p.wait_connected(1)
     finally:
-        if p is not None:
-            p.stop()
-        subprocess.run(f"ip netns del {ns[0]}; ip netns del {ns[1]}",
-                       shell=True, capture_output=True)
+        try:
+            if p is not None:
+                p.stop()
+        finally:   # also when a daemon failed: no namespace left behind
+            subprocess.run(f"ip netns del {ns[0]}; ip netns del {ns[1]}",
+                           shell=True, capture_output=True)
 
 
 if __name__ == "__main__":
