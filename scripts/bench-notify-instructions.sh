@@ -9,7 +9,7 @@
 #                only one SEND in up to 16 is signalled and its CQE frees
 #                every slot before it, so their cost is divided by the
 #                SENDs, not by the CQEs
-#   receive side received(): credits from the immediate, frame checks,
+#   receive side received(): frame checks,
 #                delivery to the application's ring; plus repost() when the
 #                application gives the slot back
 # Each figure is instructions per notification. The software device
@@ -66,7 +66,7 @@ awk -v sn="$sends" -v si="$send_ir" -v cn="$cqes" -v ci="$cqe_ir" \
   print "| --- | --- | ---: | ---: |"
   printf "| send | send_one: credit, slot, SEND_IMM posted and doorbelled | %d | %.1f |\n", sn, send
   printf "| send | completions: slots freed (rn_lcore_notify_completion) | %d | %.1f |\n", cn - en, done
-  printf "| receive | received: credits, frame checked, delivered | %d | %.1f |\n", rn, recv
+  printf "| receive | received: frame checked, delivered | %d | %.1f |\n", rn, recv
   printf "| receive | repost: slot back to the RQ, credit count | %d | %.1f |\n", pn, repost
   printf "| send | per notification (goal < 150) | | %.1f |\n", send + done
   printf "| receive | per notification (goal < 150) | | %.1f |\n", recv + repost }'

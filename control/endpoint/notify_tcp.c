@@ -28,14 +28,19 @@ report(struct rn_plane *pl, uint64_t cookie)
 		     (unsigned long)pl->reports_dropped);
 }
 
-/* A copy of the frame on the application's ring, as if it had come in. */
+/*
+ * A copy of the frame on the application's ring, as if it had come in,
+ * sent after native_before native ones of this incarnation.
+ */
 static int
-deliver(struct rn_plane *pl, struct rn_endpoint *ep, const void *name,
-	uint32_t name_len, const void *msg, uint32_t msg_len)
+deliver(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t native_before,
+	const void *name, uint32_t name_len, const void *msg, uint32_t msg_len)
 {
 	uint64_t len = rn_notify_frame_size(name_len, msg_len);
 	struct rn_notify_delivery d = { .len = (uint32_t)len,
-					.ep_slot = (uint16_t)ep->slot };
+					.ep_slot = (uint16_t)ep->slot,
+					.seq = native_before,
+					.generation = ep->generation };
 
 	d.frame = malloc(len);
 	if (d.frame == NULL)
@@ -50,17 +55,28 @@ deliver(struct rn_plane *pl, struct rn_endpoint *ep, const void *name,
 	return 0;
 }
 
+/* Native ones sent after it wait for it at the receiver: count it. */
+static void
+queued(struct rn_endpoint *ep)
+{
+	__atomic_store_n(&ep->req->tcp_queued, ep->req->tcp_queued + 1,
+			 __ATOMIC_RELEASE);
+}
+
 /* To this node itself, without a native channel: straight to the ring,
  * and a full ring is backpressure, as a peer's missing credit would be. */
 static void
 deliver_to_self(struct rn_plane *pl, struct rn_endpoint *ep,
 		struct rn_notify_request *req)
 {
-	int rc = deliver(pl, ep, req->name, req->name_len, req->msg,
-			 req->msg_len);
+	int rc = deliver(pl, ep, req->native_before, req->name, req->name_len,
+			 req->msg, req->msg_len);
 
-	if (rc == 0 && (req->flags & RN_NOTIFY_WANT_COMPLETION))
-		report(pl, req->cookie);
+	if (rc == 0) {
+		queued(ep);
+		if (req->flags & RN_NOTIFY_WANT_COMPLETION)
+			report(pl, req->cookie);
+	}
 	rn_notify_answer(req, rc);
 }
 
@@ -72,12 +88,18 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 				 pl->eps[req->ep_slot] : NULL;
 	size_t n;
 
-	if (ep != NULL && ep->self && ep->state == RN_EP_CONNECTED) {
+	/* The incarnation it was sent in, or it may not wait for the right
+	 * native ones (or for ones that never come). */
+	if (ep == NULL || ep->req == NULL ||
+	    ep->req->local.generation != req->generation) {
+		rn_notify_answer(req, -ENOTCONN);
+		return;
+	}
+	if (ep->self && ep->state == RN_EP_CONNECTED) {
 		deliver_to_self(pl, ep, req);
 		return;
 	}
-	if (ep == NULL || ep->conn == NULL ||
-	    ep->conn->phase != RN_CONN_ESTABLISHED) {
+	if (ep->conn == NULL || ep->conn->phase != RN_CONN_ESTABLISHED) {
 		rn_notify_answer(req, -ENOTCONN);
 		return;
 	}
@@ -86,7 +108,8 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 		rn_notify_answer(req, -ENOMEM);
 		return;
 	}
-	n = rn_proto_encode_notify(pl->notify_frame, RN_CONN_RX_MAX, req->name,
+	n = rn_proto_encode_notify(pl->notify_frame, RN_CONN_RX_MAX,
+				   req->native_before, req->name,
 				   req->name_len, req->msg, req->msg_len);
 	if (conn_queued(ep->conn) + n > RN_CONN_NOTIFY_TX_MAX) {
 		/* The peer's application is behind: backpressure, as a
@@ -100,6 +123,7 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 		return;
 	}
 	/* Queued on the connection, in order: that is all TCP says. */
+	queued(ep);
 	if (req->flags & RN_NOTIFY_WANT_COMPLETION)
 		report(pl, req->cookie);
 	rn_notify_answer(req, 0);
@@ -115,8 +139,8 @@ void
 notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 		   const struct rn_proto_frame *f)
 {
-	if (deliver(pl, ep, f->notify.name, f->notify.name_len, f->notify.msg,
-		    f->notify.msg_len) == 0)
+	if (deliver(pl, ep, f->notify.native_before, f->notify.name,
+		    f->notify.name_len, f->notify.msg, f->notify.msg_len) == 0)
 		return;
 	/* Out of memory: the frame cannot be kept (a full ring never gets
 	 * here: the connection holds the frame back instead). */

@@ -148,8 +148,6 @@ struct rn_plane {
 	unsigned int n_snapshot;
 };
 
-uint64_t rn_now_ms(void);
-
 /* plane.c */
 struct rn_endpoint *plane_find(struct rn_plane *pl, const char *name);
 struct rn_endpoint *plane_add(struct rn_plane *pl, const char *name);

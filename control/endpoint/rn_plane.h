@@ -123,4 +123,7 @@ void rn_plane_set_notify(struct rn_plane *pl, struct rte_ring *uses,
 
 const char *rn_ep_state_name(enum rn_ep_state state);
 
+/* CLOCK_MONOTONIC in milliseconds: the control plane's clock. */
+uint64_t rn_now_ms(void);
+
 #endif /* RN_PLANE_H */

@@ -4,18 +4,23 @@
  * control plane's published table, hands the request to the lcore that owns
  * the endpoint and waits for its answer: the lcore owns the QP, the
  * credits and the slots, so nothing here races with it. Polling takes what
- * the lcores (native) and the control thread (TCP) delivered, and gives
- * the previous batch's buffers back.
+ * the lcores (native) and the control thread (TCP) delivered, in send order
+ * per endpoint across both (notify_order.h), and gives the previous
+ * batch's buffers back.
  */
 #include <errno.h>
+#include <rte_log.h>
 #include <rte_pause.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 
 #include "notify_engine.h"
+#include "notify_order.h"
 #include "rn_lcore.h"
 #include "rn_plane.h"
+
+RTE_LOG_REGISTER_SUFFIX(rn_notify_logtype, notify, INFO);
 
 int
 rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
@@ -37,9 +42,10 @@ rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
 		SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
 	nf->uses = rte_ring_create_elem("rn_notify_uses", sizeof(uint32_t),
 		RN_NOTIFY_RING_SIZE, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	nf->order = calloc(1, sizeof(*nf->order));
 	pthread_mutex_init(&nf->poll_lock, NULL);
 	if (nf->completions == NULL || nf->tcp_deliveries == NULL ||
-	    nf->uses == NULL) {
+	    nf->uses == NULL || nf->order == NULL) {
 		rn_notify_free(nf);
 		return -ENOMEM;
 	}
@@ -62,6 +68,10 @@ rn_notify_free(struct rn_notify *nf)
 	for (unsigned int i = 0; i < nf->n_held; i++)
 		if (nf->held[i].owner == NULL)
 			free(nf->held[i].frame);
+	while (nf->order != NULL && notify_order_take_any(nf->order, &d))
+		if (d.owner == NULL)
+			free(d.frame);
+	free(nf->order);
 	rte_ring_free(nf->completions);
 	rte_ring_free(nf->tcp_deliveries);
 	rte_ring_free(nf->uses);
@@ -164,10 +174,52 @@ fill(struct rn_notify *nf, const struct rn_notify_delivery *d,
 	return true;
 }
 
+/* Hand d to the application: held until the next poll. */
+static void
+hand_over(struct rn_notify *nf, const struct rn_notify_delivery *d,
+	  struct rn_notification *out, unsigned int *n)
+{
+	nf->held[nf->n_held++] = *d;
+	if (fill(nf, d, &out[*n]))
+		(*n)++;
+}
+
+/* Parked deliveries whose turn came (or whose wait is over), oldest first. */
+static void
+hand_over_parked(struct rn_notify *nf, struct rn_notification *out,
+		 unsigned int *n, unsigned int max)
+{
+	struct rn_notify_order *o = nf->order;
+	uint64_t overdue = o->overdue;
+	uint64_t now_ms = rn_now_ms();
+	struct rn_notify_delivery d;
+
+	while (nf->n_held < max && notify_order_next(o, now_ms, &d))
+		hand_over(nf, &d, out, n);
+	if (o->overdue != overdue)
+		rte_log(RTE_LOG_WARNING, rn_notify_logtype, "notifications: %lu "
+			"handed over out of send order after waiting %u ms for "
+			"what was sent before them on the other channel (a QP "
+			"failed with it in flight, or a worker lcore stalled)\n",
+			(unsigned long)(o->overdue - overdue),
+			RN_NOTIFY_ORDER_WAIT_MS);
+}
+
+/* The next delivery of ring into *d, unless the batch is full. */
+static bool
+take(struct rn_notify *nf, struct rte_ring *ring, unsigned int max,
+     struct rn_notify_delivery *d)
+{
+	return nf->n_held < max &&
+	       rte_ring_sc_dequeue_elem(ring, d, sizeof(*d)) == 0;
+}
+
 unsigned int
 rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 	       unsigned int max)
 {
+	struct rn_notify_order *o = nf->order;
+	struct rn_notify_delivery d;
 	unsigned int n = 0;
 
 	if (max > RN_NOTIFY_POLL_MAX)
@@ -176,21 +228,33 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 	for (unsigned int i = 0; i < nf->n_held; i++)
 		release(&nf->held[i]);
 	nf->n_held = 0;
-	for (unsigned int w = 0; w <= nf->n_workers && n < max; w++) {
+	if (notify_order_waiting(o))
+		hand_over_parked(nf, out, &n, max);
+	for (unsigned int w = 0; w <= nf->n_workers; w++) {
 		struct rte_ring *ring = w < nf->n_workers ?
 			nf->workers[w]->notify_deliveries : nf->tcp_deliveries;
-		struct rn_notify_delivery *d = &nf->held[nf->n_held];
 
-		while (n < max && rte_ring_sc_dequeue_elem(ring, d,
-							   sizeof(*d)) == 0) {
-			nf->n_held++;
-			if (fill(nf, d, &out[n]))
-				n++;
-			d = &nf->held[nf->n_held];
+		while (take(nf, ring, max, &d)) {
+			/* Out of memory to park it: it goes now (counted). */
+			if (!notify_order_admit(o, &d) &&
+			    notify_order_park(o, &d, rn_now_ms()) == 0)
+				continue;
+			hand_over(nf, &d, out, &n);
+			/* It may be what a parked one waits for. */
+			if (notify_order_waiting(o))
+				hand_over_parked(nf, out, &n, max);
 		}
 	}
 	pthread_mutex_unlock(&nf->poll_lock);
 	return n;
+}
+
+void
+rn_notify_order_counts(const struct rn_notify *nf, uint64_t *parked,
+			uint64_t *overdue)
+{
+	*parked = __atomic_load_n(&nf->order->parked, __ATOMIC_RELAXED);
+	*overdue = __atomic_load_n(&nf->order->overdue, __ATOMIC_RELAXED);
 }
 
 unsigned int
@@ -203,6 +267,10 @@ rn_notify_discard(struct rn_notify *nf)
 	for (unsigned int i = 0; i < nf->n_held; i++)
 		release(&nf->held[i]);
 	nf->n_held = 0;
+	while (notify_order_take_any(nf->order, &d)) {
+		release(&d);
+		dropped++;
+	}
 	for (unsigned int w = 0; w <= nf->n_workers; w++) {
 		struct rte_ring *ring = w < nf->n_workers ?
 			nf->workers[w]->notify_deliveries : nf->tcp_deliveries;

@@ -142,12 +142,17 @@ decode_payload(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 		f->close_reason = wire_get16(p);
 		return 0;
 	case RN_PROTO_NOTIFY: {
-		/* The same frame as a native notification's SEND. */
+		/* Where it stands among the native ones, then the same frame
+		 * as a native notification's SEND. */
 		struct rn_notify_view v;
 
-		if (rn_notify_frame_read(p, len, &v) != 0)
+		if (len < RN_PROTO_NOTIFY_HEAD)
+			return bad(why, why_len, "notify: length %u", len);
+		f->notify.native_before = wire_get32(p);
+		if (rn_notify_frame_read(p + RN_PROTO_NOTIFY_HEAD,
+					 len - RN_PROTO_NOTIFY_HEAD, &v) != 0)
 			return bad(why, why_len, "notify: name and msg lengths "
-				   "do not add up to %u", len);
+				   "do not add up to %u", len - RN_PROTO_NOTIFY_HEAD);
 		f->notify.name = v.name;
 		f->notify.name_len = v.name_len;
 		f->notify.msg = v.msg;

@@ -99,15 +99,19 @@ rn_proto_encode_close(uint8_t *buf, size_t cap, uint16_t reason)
 }
 
 size_t
-rn_proto_encode_notify(uint8_t *buf, size_t cap, const void *name,
-		       uint32_t name_len, const void *msg, uint32_t msg_len)
+rn_proto_encode_notify(uint8_t *buf, size_t cap, uint32_t native_before,
+		       const void *name, uint32_t name_len, const void *msg,
+		       uint32_t msg_len)
 {
-	uint64_t payload = rn_notify_frame_size(name_len, msg_len);
+	uint64_t payload = RN_PROTO_NOTIFY_HEAD +
+			   rn_notify_frame_size(name_len, msg_len);
 	uint8_t *p = buf + RN_PROTO_HEADER_SIZE;
 
 	if (payload > RN_PROTO_MAX_PAYLOAD ||
 	    header(buf, cap, RN_PROTO_NOTIFY, (uint32_t)payload) == 0)
 		return 0;
-	rn_notify_frame_write(p, name, name_len, msg, msg_len);
+	wire_put32(p, native_before);
+	rn_notify_frame_write(p + RN_PROTO_NOTIFY_HEAD, name, name_len, msg,
+			      msg_len);
 	return RN_PROTO_HEADER_SIZE + (size_t)payload;
 }

@@ -15,9 +15,10 @@
 #include <stdint.h>
 
 #define RN_PROTO_MAGIC 0x524e5450u        /* "RNTP" */
-#define RN_PROTO_VERSION 1
+#define RN_PROTO_VERSION 2
 #define RN_PROTO_HEADER_SIZE 12
 #define RN_PROTO_MAX_PAYLOAD (65536 + 64) /* a whole notification fits */
+#define RN_PROTO_NOTIFY_HEAD 4            /* native_before, then the frame */
 #define RN_PROTO_NAME_MAX 31
 #define RN_PROTO_MAX_QPS 17               /* 16 data QPs + 1 notify QP */
 #define RN_PROTO_QP_SIZE 24
@@ -91,6 +92,7 @@ struct rn_proto_frame {
 		uint32_t ready_generation;
 		uint16_t close_reason;
 		struct {
+			uint32_t native_before; /* native ones sent before it */
 			const uint8_t *name;   /* into the decoded buffer */
 			uint32_t name_len;
 			const uint8_t *msg;
@@ -122,9 +124,9 @@ size_t rn_proto_encode_refuse(uint8_t *buf, size_t cap, uint16_t code,
 size_t rn_proto_encode_ready(uint8_t *buf, size_t cap, uint32_t generation);
 size_t rn_proto_encode_heartbeat(uint8_t *buf, size_t cap);
 size_t rn_proto_encode_close(uint8_t *buf, size_t cap, uint16_t reason);
-size_t rn_proto_encode_notify(uint8_t *buf, size_t cap, const void *name,
-			      uint32_t name_len, const void *msg,
-			      uint32_t msg_len);
+size_t rn_proto_encode_notify(uint8_t *buf, size_t cap, uint32_t native_before,
+			      const void *name, uint32_t name_len,
+			      const void *msg, uint32_t msg_len);
 
 const char *rn_proto_type_name(uint8_t type);
 const char *rn_proto_refusal_name(uint16_t code);

@@ -126,6 +126,13 @@ handle_status(const char *cmd, const char *params, struct rte_tel_data *out)
 		rte_tel_data_add_dict_int(out, "control_port",
 					  rn_plane_port(d->plane));
 	}
+	if (d->notify != NULL) {
+		uint64_t parked, overdue;
+
+		rn_notify_order_counts(d->notify, &parked, &overdue);
+		rte_tel_data_add_dict_u64(out, "notify_order_parked", parked);
+		rte_tel_data_add_dict_u64(out, "notify_order_overdue", overdue);
+	}
 	add_workers(out, d);
 	return 0;
 }

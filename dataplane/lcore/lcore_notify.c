@@ -4,10 +4,13 @@
  * per notification on the notify QP, never without a credit, the frame
  * inline up to max_inline bytes, else from a send slot; receive slots
  * delivered to the application zero-copy and reposted when it releases
- * them. Credits go back to the sender in every SEND_IMM's immediate and,
- * when nothing is flowing back, in an RDMA WRITE of a credit word, which
- * consumes no receive slot. Every work request carries its incarnation's
- * generation: a completion of another generation is counted and dropped.
+ * them. Credits go back to the sender in an RDMA WRITE of a credit word,
+ * which consumes no receive slot, once half of them are due. The immediate
+ * says how many of the endpoint's notifications went over TCP before this
+ * one, for the receiver to keep send order across both channels
+ * (control/notify/notify_order.h). Every work request carries its
+ * incarnation's generation: a completion of another generation is counted
+ * and dropped.
  */
 #include <errno.h>
 #include <rte_cycles.h>
@@ -118,24 +121,26 @@ credit_at_hand(struct ep_notify *n, const struct rn_lcore_ep *ep)
 
 /*
  * What the next SEND_IMM for req carries, the same whichever way it is
- * posted: its slot's wr_id, whether it asks for a CQE, and our count of
- * reposted slots (credits for the peer) in its immediate.
+ * posted: its slot's wr_id, whether it asks for a CQE, and in its
+ * immediate how many NOTIFY frames went over TCP before it.
  */
 struct send_head {
 	uint64_t wr_id;
-	uint32_t count;
+	uint32_t tcp_before;
 	uint8_t flags;
 	bool want;
 };
 
 static inline struct send_head
-next_send(const struct ep_notify *n, const struct rn_notify_request *req)
+next_send(const struct rn_lcore_ep *ep, const struct rn_notify_request *req)
 {
+	const struct ep_notify *n = &ep->n;
 	bool want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
 
 	return (struct send_head){
 		.wr_id = n->send_wr_id | rn_send_slots_next(&n->sends),
-		.count = rn_credit_count(&n->rx),
+		.tcp_before = __atomic_load_n(&ep->req->tcp_queued,
+					      __ATOMIC_ACQUIRE),
 		.flags = rn_send_slots_signal(&n->sends, want) ?
 			 RN_WR_SIGNALED : 0,
 		.want = want,
@@ -147,7 +152,7 @@ static inline void
 sent(struct rn_lcore *lc, struct ep_notify *n,
      const struct rn_notify_request *req, const struct send_head *h)
 {
-	rn_credit_told(&n->rx, h->count);
+	n->native_sent++;
 	rn_send_slots_push(&n->sends, req->cookie, h->want);
 	rn_sq_ring_doorbell(&n->qp->sq);
 	rn_lcore_count(&lc->stats.notify_sent, 1);
@@ -166,8 +171,8 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 {
 	struct ep_notify *n = &ep->n;
 	struct rn_sq *sq = &n->qp->sq;
-	struct send_head h = next_send(n, req);
-	__be32 imm = rte_cpu_to_be_32(h.count);
+	struct send_head h = next_send(ep, req);
+	__be32 imm = rte_cpu_to_be_32(h.tcp_before);
 	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay,
 					   rn_send_slots_next(&n->sends));
 	struct rn_sge sge = { (uintptr_t)buf, len, lc->notify.mr.lkey };
@@ -187,14 +192,21 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	return 0;
 }
 
-/* Hand the request to the control thread, which owns the connection. */
+/*
+ * Hand the request to the control thread, which owns the connection,
+ * stamped with the SENDs posted before it: the receiver hands it over
+ * after those.
+ */
 static void
-forward_tcp(struct rn_lcore *lc, struct rn_notify_request *req)
+forward_tcp(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
+	    struct rn_notify_request *req)
 {
 	struct rn_lcore_event ev = { .type = RN_LCORE_EVENT_NOTIFY_TCP,
 				     .lcore_id = (uint16_t)lc->lcore_id,
 				     .cookie = (uintptr_t)req };
 
+	req->native_before = ep->n.native_sent;
+	req->generation = generation(ep);
 	rn_lcore_post_event_wait(lc, ev);
 }
 
@@ -256,7 +268,7 @@ send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	else if (len <= n->max_frame)
 		return len;
 	else if (lc->notify_fallback)
-		forward_tcp(lc, req);
+		forward_tcp(lc, ep, req);
 	else
 		rn_notify_answer(req, n->qp != NULL && n->peer_native ?
 				 -EMSGSIZE : -ENOTSUP);
@@ -330,9 +342,10 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	if (unlikely(len > n->max_inline || (req->flags & RN_NOTIFY_INJECT) ||
 		     rn_send_slots_full(&n->sends) || !credit_at_hand(n, ep)))
 		return send_general(lc, req);
-	h = next_send(n, req);
+	h = next_send(ep, req);
 	wqe = rn_sq_post_send_inline_at(&n->qp->sq, (uint32_t)len,
-					RN_WR_SEND_IMM, rte_cpu_to_be_32(h.count),
+					RN_WR_SEND_IMM,
+					rte_cpu_to_be_32(h.tcp_before),
 					h.flags, h.wr_id);
 	if (unlikely(wqe == NULL))
 		return send_general(lc, req);
@@ -412,11 +425,13 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 	struct rn_notify_delivery d = { .owner = ep, .frame = frame,
 					.len = wc->byte_len,
 					.ep_slot = (uint16_t)ep->req->slot,
-					.index = (uint16_t)index };
+					.index = (uint16_t)index,
+					/* Ours are all SEND_IMMs. */
+					.seq = wc->opcode == RN_WC_RECV_IMM ?
+					       rte_be_to_cpu_32(wc->imm) : 0,
+					.generation = generation(ep) };
 	struct rn_notify_view v;
 
-	if (wc->opcode == RN_WC_RECV_IMM)
-		rn_credit_returned(&n->tx, rte_be_to_cpu_32(wc->imm));
 	if (rn_notify_frame_read(frame, wc->byte_len, &v) != 0) {
 		/* Counted, logged, never delivered; the slot goes back. */
 		rn_lcore_count(&lc->stats.notify_rejected, 1);

@@ -82,6 +82,10 @@ struct rn_ep_request {
 	struct rn_ep_side remote;
 	/* Owned by the lcore between OPEN and CLOSED. */
 	struct rn_lcore_ep *ep;
+	/* NOTIFY frames of this incarnation queued on the control connection:
+	 * the control thread adds (release), the lcore reads (acquire) into
+	 * each SEND's immediate (control/notify/notify_order.h). */
+	uint32_t tcp_queued;
 };
 
 #endif /* RN_LCORE_EP_H */

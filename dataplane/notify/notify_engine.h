@@ -42,17 +42,22 @@ struct rn_notify_request {
 	const void *msg;
 	uint32_t msg_len;
 	uint64_t cookie;
+	uint32_t native_before;   /* to TCP: native ones posted before it, */
+	uint32_t generation;      /* by this incarnation of the endpoint */
 	int result;
 	uint32_t done;            /* release-stored by whoever answers */
 };
 
-/* A received notification, and later its release. 24 bytes. */
+/* A received notification, and later its release. 32 bytes. */
 struct rn_notify_delivery {
 	void *owner;              /* the lcore endpoint; NULL: TCP (malloc'd) */
 	uint8_t *frame;
 	uint32_t len;
 	uint16_t ep_slot;
 	uint16_t index;           /* its receive slot */
+	uint32_t seq;             /* sent after this many of the other channel
+				   * (control/notify/notify_order.h) */
+	uint32_t generation;      /* of the endpoint here, when it came */
 };
 
 struct rn_notify_event {
@@ -63,6 +68,7 @@ struct rn_notify_event {
 
 struct rn_plane;
 struct rn_lcore;
+struct rn_notify_order;
 
 struct rn_notify {
 	struct rn_plane *plane;
@@ -75,7 +81,16 @@ struct rn_notify {
 	pthread_mutex_t poll_lock;
 	struct rn_notify_delivery held[RN_NOTIFY_POLL_MAX];
 	unsigned int n_held;
+	struct rn_notify_order *order;  /* across native and TCP; poll_lock */
 };
+
+/*
+ * Deliveries that waited for their turn in send order across an endpoint's
+ * two channels, and those of them that went without it after the wait
+ * (control/notify/notify_order.h). From any thread.
+ */
+void rn_notify_order_counts(const struct rn_notify *nf, uint64_t *parked,
+			    uint64_t *overdue);
 
 /* Answer a request: the waiting thread returns result. */
 static inline void

@@ -10,10 +10,10 @@
  *
  * Both sides count cumulatively, modulo 2^32: the receiver counts the slots
  * it reposted, the sender the SENDs it reserved. The receiver's count
- * reaches the sender piggybacked in a SEND_IMM's immediate, or in an RDMA
- * WRITE of a credit word (which consumes no receive slot, so it needs no
- * credit itself). The count only grows: a late or repeated update is
- * harmless, the sender keeps the newest in wrap-around order.
+ * reaches the sender in an RDMA WRITE of a credit word (which consumes no
+ * receive slot, so it needs no credit itself) once `threshold` reposts are
+ * due. The count only grows: a late or repeated update is harmless, the
+ * sender keeps the newest in wrap-around order.
  */
 
 #include <errno.h>
@@ -112,8 +112,7 @@ rn_credit_count(const struct rn_credit_rx *c)
 }
 
 /*
- * The peer was told count (a SEND_IMM or credit WRITE carrying it was
- * posted). Only then: a post that failed told nothing, and the update
+ * The peer was told count (a credit WRITE carrying it was posted). Only then: a post that failed told nothing, and the update
  * stays due.
  */
 static inline void
@@ -122,7 +121,7 @@ rn_credit_told(struct rn_credit_rx *c, uint32_t count)
 	c->advertised = count;
 }
 
-/* Enough unadvertised slots to send a credit-only update unasked. */
+/* Enough unadvertised slots to send the peer an update. */
 static inline bool
 rn_credit_update_due(const struct rn_credit_rx *c)
 {

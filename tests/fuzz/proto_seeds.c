@@ -54,7 +54,8 @@ main(int argc, char **argv)
 	rc |= save(argv[1], "refuse", buf, n);
 	n = rn_proto_encode_close(buf, sizeof(buf), 1);
 	rc |= save(argv[1], "close", buf, n);
-	n = rn_proto_encode_notify(buf, sizeof(buf), "agent", 5, "kv ready", 8);
+	n = rn_proto_encode_notify(buf, sizeof(buf), 3, "agent", 5, "kv ready",
+				   8);
 	rc |= save(argv[1], "notify", buf, n);
 	return rc;
 }

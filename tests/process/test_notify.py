@@ -4,13 +4,15 @@
 diagnostic telemetry commands /rnotify/send and /rnotify/poll (each client
 connection is its own application thread in the daemon). Native delivery in
 order, credits and a slow receiver, the TCP fallback allowed and strict,
-native channels off, unknown and failed peers, a restarted receiver, many
+send order across the native and TCP channels, native channels off,
+unknown and failed peers, a restarted receiver, many
 concurrent senders, notifications to self, peers found by name among many
 and in a slot taken back, a stuck worker lcore. Prints TAP.
 Usage: test_notify.py RNOTIFYD"""
 
 import errno
 import os
+import random
 import threading
 import time
 
@@ -209,6 +211,29 @@ def test_fallback_allowed_and_strict():
         assert r == -errno.EMSGSIZE, r
         assert send(p.a, p.b, "fits", "yes") == 0
         assert poll_all(p.b, 1) == [(p.a, "fits", "yes")]
+    finally:
+        p.stop()
+
+
+def test_send_order_kept_across_native_and_tcp():
+    # Small notifications go natively, those over a slot over TCP: from one
+    # sender to one receiver they still arrive in send order, though the
+    # receiver's poll takes the native ones first when both are waiting.
+    # Each one's name is its place in the send order.
+    p = Pair("q", slot_size=SMALL_SLOT)
+    try:
+        # At most SLOTS small ones: the receiver does not poll meanwhile.
+        sizes = ["s"] * SLOTS + ["b"] * 24
+        random.shuffle(sizes)
+        for i, kind in enumerate(sizes):
+            msg = kind * (SMALL_SLOT if kind == "b" else 8)
+            assert send(p.a, p.b, str(i), msg) == 0, i
+        got = poll_all(p.b, len(sizes))
+        assert [int(name) for _, name, _ in got] == list(range(len(sizes)))
+        assert counters(p.a)["notify_sent"] == sizes.count("s")
+        s = status(p.b)
+        assert s["notify_order_parked"] > 0, s   # both channels were used
+        assert s["notify_order_overdue"] == 0, s
     finally:
         p.stop()
 
@@ -484,12 +509,18 @@ def test_malformed_frame_is_rejected_and_its_slot_reposted():
         wait_until("rejected", lambda: counters(p.b)["notify_rejected"] == 1)
         assert counters(p.b)["notify_received"] == 2, counters(p.b)
         assert "rejected: lengths do not add up" in p.d[1].stderr()
-        # The rejected slot was reposted: once b's next SEND carries its
-        # count back, a has every one of b's slots again (two released by
-        # the poll above, one reposted at rejection; b polls no more).
-        poll(p.b)
-        assert send(p.b, p.a, "credits", "back") == 0
-        assert poll_all(p.a, 1) == [(p.b, "credits", "back")]
+        # The rejected slot was reposted: once b has reposted the rest too,
+        # its credit WRITEs (one per SLOTS / 2 reposts) give a every one of
+        # b's slots again; without that one, a would get only half back.
+        poll(p.b)   # releases the two
+        writes = status(p.b)["credit_writes"][0]
+        rest = [send(p.a, p.b, "r", str(i)) for i in range(SLOTS - 3)]
+        assert rest == [0] * (SLOTS - 3), rest
+        assert len(poll_all(p.b, SLOTS - 3)) == SLOTS - 3
+        poll(p.b)   # releases them
+        wait_until("credit WRITEs", lambda: status(p.b)["credit_writes"][0]
+                   == writes + 2)
+        time.sleep(0.2)   # for the last to land
         results = [send(p.a, p.b, "n", str(i)) for i in range(SLOTS + 1)]
         assert results == [0] * SLOTS + [-errno.EAGAIN], results
         assert [m for _, _, m in poll_all(p.b, SLOTS)] == \
@@ -676,9 +707,12 @@ def names_hub(tag):
 
 
 def read_notify(sock):
-    """(name, msg) of the next NOTIFY frame on a fake peer's socket."""
+    """(name, msg) of the next NOTIFY frame on a fake peer's socket, which
+    has no native channel: no native notification came before it."""
     ftype, body = rnproto.read_frame_skipping_heartbeats(sock)
     assert ftype == rnproto.NOTIFY, (ftype, body)
+    assert body[:4] == b"\0\0\0\0", body[:4]   # native_before
+    body = body[4:]
     n = int.from_bytes(body[:4], "little")
     m = int.from_bytes(body[4 + n:8 + n], "little")
     assert len(body) == 8 + n + m, body
@@ -913,6 +947,7 @@ for t in [test_native_delivery_in_order,
           test_simultaneous_first_send_both_ways,
           test_slow_receiver_gets_backpressure_not_rnr,
           test_fallback_allowed_and_strict,
+          test_send_order_kept_across_native_and_tcp,
           test_peer_without_native_channel,
           test_native_off_by_environment,
           test_unknown_and_failed_peers,

@@ -65,7 +65,7 @@ test_hello_round_trip(void **state)
 	n = rn_proto_encode_hello(buf, sizeof(buf), RN_PROTO_ACCEPT, &h);
 	assert_int_equal(n, RN_PROTO_HEADER_SIZE + 1 + 6 + 48 + 3 * 24);
 	/* Header bytes as docs/protocol.md gives them. */
-	assert_memory_equal(buf, "RNTP\x01\x02\x00\x00", 8);
+	assert_memory_equal(buf, "RNTP\x02\x02\x00\x00", 8);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(used, n);
 	assert_int_equal(f.type, RN_PROTO_ACCEPT);
@@ -121,8 +121,10 @@ test_small_frames_round_trip(void **state)
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(f.close_reason, 3);
 
-	n = rn_proto_encode_notify(buf, sizeof(buf), "a\0b", 3, "", 0);
+	n = rn_proto_encode_notify(buf, sizeof(buf), 0x80000001u, "a\0b", 3,
+				   "", 0);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.notify.native_before, 0x80000001u);
 	assert_int_equal(f.notify.name_len, 3);
 	assert_memory_equal(f.notify.name, "a\0b", 3);
 	assert_int_equal(f.notify.msg_len, 0);
@@ -140,14 +142,14 @@ test_full_size_notify(void **state)
 
 	(void)state;
 	memset(msg, 0xa5, 65528);
-	n = rn_proto_encode_notify(buf, cap, "", 0, msg, 65528);
-	assert_int_equal(n, RN_PROTO_HEADER_SIZE + 8 + 65528);
+	n = rn_proto_encode_notify(buf, cap, 7, "", 0, msg, 65528);
+	assert_int_equal(n, RN_PROTO_HEADER_SIZE + 4 + 8 + 65528);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(f.notify.msg_len, 65528);
 	assert_memory_equal(f.notify.msg, msg, 65528);
 	/* One byte more than a frame may carry: the encoder refuses. */
-	assert_int_equal(rn_proto_encode_notify(buf, cap, "x", 1, msg,
-						RN_PROTO_MAX_PAYLOAD - 8), 0);
+	assert_int_equal(rn_proto_encode_notify(buf, cap, 7, "x", 1, msg,
+						RN_PROTO_MAX_PAYLOAD - 12), 0);
 	free(buf);
 	free(msg);
 }
@@ -183,8 +185,8 @@ struct mutation {
 #define BODY (HDR + 1 + 6)      /* after "node-a" */
 static const struct mutation mutations[] = {
 	{ "wrong magic", 0, 'X', -EPROTO, "wrong magic 0x584e5450" },
-	{ "other version", 4, 2, -EPROTONOSUPPORT,
-	  "protocol version 2; this side speaks 1" },
+	{ "other version", 4, 3, -EPROTONOSUPPORT,
+	  "protocol version 3; this side speaks 2" },
 	{ "unknown type", 5, 9, -EPROTO, "unknown frame type 9" },
 	{ "flags set", 7, 1, -EPROTO, "unknown flags 0x0001" },
 	{ "oversized length", 8, 0x7f, -EPROTO,
@@ -239,19 +241,25 @@ test_small_frames_malformed(void **state)
 	assert_int_equal(decode(buf, n - 1, &f, &used, why), -EPROTO);
 	assert_string_equal(why, "ready: length 3");
 
-	n = rn_proto_encode_notify(buf, sizeof(buf), "ab", 2, "cd", 2);
-	/* Lengths are little endian, as in a native notification. */
-	assert_memory_equal(buf + HDR, "\x02\x00\x00\x00" "ab"
-			    "\x02\x00\x00\x00" "cd", 12);
-	buf[HDR + 4 + 2] = 5;   /* msg length 5 in a 12-byte payload */
+	n = rn_proto_encode_notify(buf, sizeof(buf), 0x01020304, "ab", 2, "cd",
+				   2);
+	/* The native count big endian, as every protocol integer; the
+	 * frame's lengths little endian, as in a native notification. */
+	assert_memory_equal(buf + HDR, "\x01\x02\x03\x04"
+			    "\x02\x00\x00\x00" "ab" "\x02\x00\x00\x00" "cd", 16);
+	buf[HDR + 4 + 4 + 2] = 5;   /* msg length 5 in a 12-byte frame */
 	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
 	assert_string_equal(why, "notify: name and msg lengths do not add up "
 			    "to 12");
-	buf[HDR + 4 + 2] = 2;
-	buf[HDR] = 200;          /* name past the end */
+	buf[HDR + 4 + 4 + 2] = 2;
+	buf[HDR + 4] = 200;          /* name past the end */
 	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
 	assert_string_equal(why, "notify: name and msg lengths do not add up "
 			    "to 12");
+	n = rn_proto_encode_notify(buf, sizeof(buf), 0, "", 0, "", 0);
+	buf[11] = 3;                 /* NOTIFY shorter than its count */
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "notify: length 3");
 
 	n = rn_proto_encode_refuse(buf, sizeof(buf), 1, "abc");
 	buf[HDR + 2] = 5;   /* text length past the payload */

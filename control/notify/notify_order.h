@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef NOTIFY_ORDER_H
+#define NOTIFY_ORDER_H
+
+/*
+ * Send order across the two channels of one endpoint. A sender's
+ * notifications to one peer travel natively (SEND on the notify QP) or over
+ * TCP (the control connection: a peer without a native channel, or a frame
+ * over its slots), and each channel keeps its own order. Where both carry
+ * an endpoint's notifications, each says where it stands in the other:
+ *   a native one carries how many TCP ones were queued before it (the
+ *   SEND's immediate);
+ *   a TCP one carries how many native ones were posted before it (the
+ *   NOTIFY frame's first word).
+ * The application's poll hands a delivery over only when what came before
+ * it on the other channel was handed over; until then it is parked here.
+ * Counts are per incarnation of the endpoint (its generation at the
+ * receiver): one of an incarnation gone is handed over at once.
+ *
+ * A native notification whose SEND failed with its QP never arrives (nor
+ * does one the receiver rejected as malformed), and the TCP one after it
+ * would wait for it for ever: a parked delivery waits
+ * RN_NOTIFY_ORDER_WAIT_MS at most, then goes (counted), and the counts move
+ * past what it waited for. One polling thread at a time (the poll lock).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "notify_engine.h"
+
+#define RN_NOTIFY_ORDER_SLOTS 1024   /* = RN_MAX_ENDPOINTS */
+#define RN_NOTIFY_ORDER_WAIT_MS 1000
+
+struct notify_order_slot {
+	uint32_t generation;      /* the incarnation counted here */
+	uint32_t natives;         /* native ones handed over */
+	uint32_t tcps;            /* TCP ones handed over */
+};
+
+struct notify_parked;
+
+struct rn_notify_order {
+	struct notify_order_slot slot[RN_NOTIFY_ORDER_SLOTS];
+	struct notify_parked *head, *tail;   /* in arrival order */
+	/* Written by the polling thread, read by telemetry (relaxed). */
+	uint64_t parked;          /* deliveries that had to wait, in all */
+	uint64_t overdue;         /* handed over out of order after the wait */
+};
+
+/*
+ * Whether d may go to the application now, counted as handed over if so;
+ * when false, park it. Only for deliveries that did not wait here before.
+ */
+bool notify_order_admit(struct rn_notify_order *o,
+			const struct rn_notify_delivery *d);
+
+/* Keep d until its turn. -ENOMEM: hand it over now (counted as overdue). */
+int notify_order_park(struct rn_notify_order *o,
+		      const struct rn_notify_delivery *d, uint64_t now_ms);
+
+/*
+ * The oldest parked delivery that may go now, or that waited past its time,
+ * counted as handed over. False when none may.
+ */
+bool notify_order_next(struct rn_notify_order *o, uint64_t now_ms,
+		       struct rn_notify_delivery *d);
+
+/* Any parked delivery, not counted (to discard them). */
+bool notify_order_take_any(struct rn_notify_order *o,
+			   struct rn_notify_delivery *d);
+
+static inline bool
+notify_order_waiting(const struct rn_notify_order *o)
+{
+	return o->head != NULL;
+}
+
+#endif /* NOTIFY_ORDER_H */

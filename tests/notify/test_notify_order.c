@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Send order across an endpoint's native and TCP channels
+ * (control/notify/notify_order.c), driven the way rn_notify_poll() drives
+ * it: each arrival is handed over or parked, and after each hand-over the
+ * parked ones whose turn came follow.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "notify_order.h"
+
+#define MAX_SENT 512
+
+/* What the sender sent, in order: which channel, and its stamp. */
+struct sent {
+	bool native;
+	uint32_t seq;     /* the count of the other channel before it */
+};
+
+static struct rn_notify_order order;
+static uint8_t native_owner;       /* any non-NULL owner means native */
+static uint32_t handed[MAX_SENT];  /* send indexes, in hand-over order */
+static unsigned int n_handed;
+
+static int
+fresh(void **state)
+{
+	(void)state;
+	while (notify_order_take_any(&order, &(struct rn_notify_delivery){ 0 }))
+		;
+	order = (struct rn_notify_order){ 0 };
+	n_handed = 0;
+	return 0;
+}
+
+/* A delivery of send index i (kept in len) of endpoint slot 3. */
+static struct rn_notify_delivery
+delivery(const struct sent *s, uint32_t i, uint32_t generation)
+{
+	return (struct rn_notify_delivery){
+		.owner = s[i].native ? &native_owner : NULL, .len = i,
+		.ep_slot = 3, .seq = s[i].seq, .generation = generation,
+	};
+}
+
+static void
+hand_over_parked(uint64_t now_ms)
+{
+	struct rn_notify_delivery d;
+
+	while (notify_order_next(&order, now_ms, &d))
+		handed[n_handed++] = d.len;
+}
+
+static void
+arrive(struct rn_notify_delivery d, uint64_t now_ms)
+{
+	if (!notify_order_admit(&order, &d)) {
+		assert_int_equal(notify_order_park(&order, &d, now_ms), 0);
+		return;
+	}
+	handed[n_handed++] = d.len;
+	hand_over_parked(now_ms);
+}
+
+/* n sends, each native or TCP at random, stamped as the sender does. */
+static void
+random_sends(struct sent *s, unsigned int n)
+{
+	uint32_t natives = 0, tcps = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		s[i].native = rand() % 3 != 0;
+		s[i].seq = s[i].native ? tcps : natives;
+		if (s[i].native)
+			natives++;
+		else
+			tcps++;
+	}
+}
+
+/*
+ * Every interleaving of the two channels (each in its own order) is handed
+ * over in send order: random sends, random interleavings.
+ */
+static void
+test_any_interleaving_comes_out_in_send_order(void **state)
+{
+	struct sent s[MAX_SENT];
+
+	srand(7);
+	for (unsigned int round = 0; round < 300; round++) {
+		unsigned int n = 1 + (unsigned int)rand() % MAX_SENT;
+		uint32_t next_native = 0, next_tcp = 0;
+
+		fresh(state);
+		random_sends(s, n);
+		/* Each channel's next one, in its own order. */
+		for (unsigned int arrived = 0; arrived < n; arrived++) {
+			while (next_native < n && !s[next_native].native)
+				next_native++;
+			while (next_tcp < n && s[next_tcp].native)
+				next_tcp++;
+			bool native = next_tcp >= n ||
+				      (next_native < n && rand() % 2);
+
+			arrive(delivery(s, native ? next_native++ : next_tcp++,
+					1), 0);
+		}
+		assert_int_equal(n_handed, n);
+		for (unsigned int i = 0; i < n; i++)
+			assert_int_equal(handed[i], i);
+		assert_false(notify_order_waiting(&order));
+		assert_int_equal(order.overdue, 0);
+	}
+}
+
+/*
+ * The case the poll met most: it drained the native ring before the TCP
+ * one. N0 N1 T0 N2 T1 N3 sent; N0 N1 N2 N3 T0 T1 taken.
+ */
+static void
+test_native_ones_wait_for_the_tcp_one_before_them(void **state)
+{
+	const struct sent s[] = {
+		{ true, 0 }, { true, 0 }, { false, 2 }, { true, 1 },
+		{ false, 3 }, { true, 2 },
+	};
+	const uint32_t taken[] = { 0, 1, 3, 5, 2, 4 };
+
+	fresh(state);
+	for (unsigned int i = 0; i < 6; i++)
+		arrive(delivery(s, taken[i], 1), 0);
+	assert_int_equal(n_handed, 6);
+	for (unsigned int i = 0; i < 6; i++)
+		assert_int_equal(handed[i], i);
+	assert_int_equal(order.parked, 2);   /* N2 and N3 */
+}
+
+/*
+ * A TCP one that waits for a native one that never comes (its SEND failed
+ * with the QP) goes after RN_NOTIFY_ORDER_WAIT_MS, counted, and the next
+ * one does not wait for it again.
+ */
+static void
+test_a_lost_native_one_holds_the_next_for_a_while_only(void **state)
+{
+	const struct sent s[] = {
+		{ true, 0 }, { false, 1 }, { false, 1 }, { true, 2 },
+	};
+
+	fresh(state);
+	/* Native 0 is lost. */
+	arrive(delivery(s, 1, 1), 100);
+	arrive(delivery(s, 2, 1), 100);
+	assert_int_equal(n_handed, 0);
+	hand_over_parked(100 + RN_NOTIFY_ORDER_WAIT_MS - 1);
+	assert_int_equal(n_handed, 0);
+	hand_over_parked(100 + RN_NOTIFY_ORDER_WAIT_MS);
+	assert_int_equal(n_handed, 2);
+	assert_int_equal(handed[0], 1);
+	assert_int_equal(handed[1], 2);
+	assert_int_equal(order.overdue, 1);   /* the second one had its turn */
+	arrive(delivery(s, 3, 1), 100 + RN_NOTIFY_ORDER_WAIT_MS);
+	assert_int_equal(n_handed, 3);
+	assert_false(notify_order_waiting(&order));
+}
+
+/*
+ * Counts are per incarnation: a newer one starts from zero, and what is
+ * left of an older one (parked, or still arriving) goes at once.
+ */
+static void
+test_another_incarnation_is_not_held_by_the_last(void **state)
+{
+	const struct sent s[] = { { false, 5 }, { true, 0 }, { true, 0 } };
+
+	fresh(state);
+	arrive(delivery(s, 0, 7), 0);            /* waits for 5 natives */
+	assert_true(notify_order_waiting(&order));
+	arrive(delivery(s, 1, 8), 0);            /* the next incarnation */
+	assert_int_equal(n_handed, 2);           /* it, then the old one */
+	assert_int_equal(handed[0], 1);
+	assert_int_equal(handed[1], 0);
+	arrive(delivery(s, 2, 7), 0);            /* late, of the old one */
+	assert_int_equal(n_handed, 3);
+	assert_int_equal(order.overdue, 0);
+}
+
+/* Endpoints are ordered apart: one waiting holds no other back. */
+static void
+test_one_endpoint_waiting_holds_no_other(void **state)
+{
+	const struct sent s[] = { { false, 1 }, { true, 0 } };
+	struct rn_notify_delivery other = delivery(s, 1, 1);
+
+	fresh(state);
+	arrive(delivery(s, 0, 1), 0);
+	other.ep_slot = 4;
+	arrive(other, 0);
+	assert_int_equal(n_handed, 1);
+	assert_int_equal(handed[0], 1);
+	assert_true(notify_order_waiting(&order));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_any_interleaving_comes_out_in_send_order),
+		cmocka_unit_test(test_native_ones_wait_for_the_tcp_one_before_them),
+		cmocka_unit_test(test_a_lost_native_one_holds_the_next_for_a_while_only),
+		cmocka_unit_test(test_another_incarnation_is_not_held_by_the_last),
+		cmocka_unit_test(test_one_endpoint_waiting_holds_no_other),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
