@@ -9,6 +9,8 @@
  * same peer is still in its handshake, the call of the node whose name
  * sorts first survives, on both sides, so exactly one endpoint remains.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,13 +94,45 @@ has_data_qp(const struct rn_proto_hello *h)
 	return false;
 }
 
-/* "a.b.c.d port N" begins with the configured address "a.b.c.d". */
+/*
+ * The IP address in the first len characters of text, as an IPv6 address
+ * (an IPv4 one mapped, ::ffff:a.b.c.d, as a dual-stack listener sees it).
+ */
+static bool
+ip_of(const char *text, size_t len, struct in6_addr *out)
+{
+	char buf[INET6_ADDRSTRLEN];
+	struct in_addr v4;
+
+	if (len >= sizeof(buf))
+		return false;
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	if (inet_pton(AF_INET6, buf, out) == 1)
+		return true;
+	if (inet_pton(AF_INET, buf, &v4) != 1)
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->s6_addr[10] = 0xff;
+	out->s6_addr[11] = 0xff;
+	memcpy(&out->s6_addr[12], &v4, sizeof(v4));
+	return true;
+}
+
+/*
+ * The connection ("ADDRESS port N") comes from the configured address,
+ * however either is written (0:0::1 and ::1 are one address, and so are
+ * 10.0.0.1 and ::ffff:10.0.0.1).
+ */
 static bool
 from_configured_address(const struct rn_conn *c, const struct rn_endpoint *ep)
 {
-	size_t n = strlen(ep->address);
+	const char *end = strstr(c->peer, " port ");
+	struct in6_addr from, configured;
 
-	return strncmp(c->peer, ep->address, n) == 0 && c->peer[n] == ' ';
+	return end != NULL && ip_of(c->peer, (size_t)(end - c->peer), &from) &&
+	       ip_of(ep->address, strlen(ep->address), &configured) &&
+	       memcmp(&from, &configured, sizeof(from)) == 0;
 }
 
 static bool

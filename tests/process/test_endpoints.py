@@ -121,6 +121,28 @@ def test_handshake_and_rdma_probe():
         p.stop()
 
 
+def test_configured_peer_known_by_its_address_however_written():
+    # b has a configured at ::ffff:127.0.0.1, the IPv4 address as a
+    # dual-stack socket shows it, and waits for a's call, which comes from
+    # 127.0.0.1: the same address, accepted. (The sim device's wire is
+    # IPv4 only, so b cannot listen on :: itself here.)
+    a, b = unique("ia"), unique("ib")
+    pa, pb = free_port(), free_port()
+    da = Daemon(a, text=node_text(a, pa, [(b, "127.0.0.1", pb)]))
+    db = Daemon(b, text=node_text(b, pb, [(a, "::ffff:127.0.0.1", pa)],
+                                  connect="on_demand"))
+    try:
+        for d in (da, db):
+            d.wait_running()
+        wait_until("a connected", lambda: endpoint(a, b)["state"] ==
+                   "connected")
+        assert endpoint(b, a)["state"] == "connected"
+        assert "configured at another address" not in db.stderr()
+    finally:
+        for d in (da, db):
+            assert d.stop() == 0, d.stderr()
+
+
 def test_native_channel_only_where_buffers_allow():
     """One bay per lcore: the second peer gets no native channel, and a
     node with notifications off advertises none."""
@@ -462,6 +484,7 @@ def test_two_network_namespaces_and_a_cut_link():
 if __name__ == "__main__":
     only = os.environ.get("RN_TEST_ONLY")
     for t in [test_handshake_and_rdma_probe,
+              test_configured_peer_known_by_its_address_however_written,
               test_native_channel_only_where_buffers_allow,
               test_kill_9_then_restart_gets_new_generation,
               test_silent_peer_declared_dead_in_time,
