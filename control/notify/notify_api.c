@@ -230,7 +230,10 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 	nf->n_held = 0;
 	if (notify_order_waiting(o))
 		hand_over_parked(nf, out, &n, max);
-	for (unsigned int w = 0; w <= nf->n_workers; w++) {
+	/* Each poll starts at the next ring (the workers', then TCP's), so
+	 * that a busy one never keeps the others waiting. */
+	for (unsigned int i = 0; i <= nf->n_workers; i++) {
+		unsigned int w = (nf->first_ring + i) % (nf->n_workers + 1);
 		struct rte_ring *ring = w < nf->n_workers ?
 			nf->workers[w]->notify_deliveries : nf->tcp_deliveries;
 
@@ -245,6 +248,8 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 				hand_over_parked(nf, out, &n, max);
 		}
 	}
+	if (max != 0)
+		nf->first_ring = (nf->first_ring + 1) % (nf->n_workers + 1);
 	pthread_mutex_unlock(&nf->poll_lock);
 	return n;
 }

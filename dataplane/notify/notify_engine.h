@@ -82,6 +82,7 @@ struct rn_notify {
 	struct rn_notify_delivery held[RN_NOTIFY_POLL_MAX];
 	unsigned int n_held;
 	struct rn_notify_order *order;  /* across native and TCP; poll_lock */
+	unsigned int first_ring;        /* where the next poll starts; poll_lock */
 };
 
 /*
