@@ -40,7 +40,8 @@ struct ep_notify {
 	uint32_t max_frame;      /* the largest frame it takes now: both slot
 				  * sizes; 0 without a channel, or failed */
 	uint32_t max_inline;     /* the largest that goes inline: also within
-				  * the SQ's max_inline; 0 like max_frame */
+				  * lc->max_inline and the SQ's; 0 like
+				  * max_frame */
 	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */
 	uint64_t credit_raddr;   /* the peer's EP_PROBE_CREDITS word */
 	uint32_t credit_rkey;

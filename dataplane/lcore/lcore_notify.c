@@ -60,7 +60,9 @@ rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		return;   /* one side has no channel: TCP rules apply */
 	n->peer_native = true;
 	n->max_frame = RTE_MIN(lc->notify.slot_size, peer->slot_size);
-	n->max_inline = RTE_MIN(n->max_frame, n->qp->sq.max_inline);
+	/* [notify] max_inline, even where the device allows more. */
+	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
+				n->qp->sq.max_inline);
 	n->send_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, 0);
 	rn_credit_tx_init(&n->tx, peer->credits);
 	n->credit_raddr = ep->req->remote.probe_addr +
@@ -180,7 +182,7 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 
 	rn_notify_frame_write(buf, req->name, req->name_len, req->msg,
 			      req->msg_len);
-	if (len <= sq->max_inline)
+	if (len <= n->max_inline)
 		rc = rn_sq_post_send_inline(sq, buf, len, RN_WR_SEND_IMM, imm,
 					    h.flags, h.wr_id);
 	else
