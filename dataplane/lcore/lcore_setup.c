@@ -157,6 +157,7 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 	ev.data.fd = lc->wake_fd;
 	if (epoll_ctl(lc->epoll_fd, EPOLL_CTL_ADD, lc->wake_fd, &ev) != 0) {
 		rc = -errno;
+		snprintf(why, why_len, "epoll: %s", strerror(errno));
 		goto close_epoll;
 	}
 	rc = rn_nic_open(&cfg->nic, cfg->control.listen, &lc->nic, why, why_len);
