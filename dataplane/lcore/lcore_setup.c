@@ -168,7 +168,9 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 		snprintf(why, why_len, "epoll: %s", strerror(-rc));
 		goto close_nic;
 	}
-	lc->cq_size = cfg->nic.cq_size;
+	/* What rn_nic_cq_create() asks the device for: pick_cq() compares a
+	 * new endpoint's need with it before it adds a CQ. */
+	lc->cq_size = rte_align32pow2(cfg->nic.cq_size);
 	lc->max_cqs = cfg->nic.cqs_per_lcore;
 	rc = rn_qp_table_create(RN_LCORE_QP_TABLE_ORDER, &lc->qps);
 	if (rc == 0)
