@@ -614,12 +614,16 @@ def test_notification_to_self():
         e = endpoint(me, me)
         assert e["state"] == "connected" and e["probes_bad"] == 0, e
         assert e["peer_caps"] == 3, e   # native + fallback
-        # Too large for a slot: handed over locally, not natively.
+        # Too large for a slot: handed over locally, not natively, and in
+        # send order with the native ones around it.
         big = "x" * (SMALL_SLOT - 8)
-        assert send(me, me, "y", big) == 0
-        got = poll_all(me, 1)
-        assert got == [(me, "y", big[:len(got[0][2])])], got[0][:2]
-        assert counters(me)["notify_sent"] == SLOTS + 1
+        kinds = ["s", "b", "s", "s", "b", "b", "s", "b"]
+        for i, kind in enumerate(kinds):
+            assert send(me, me, str(i), big if kind == "b" else "v") == 0
+        got = poll_all(me, len(kinds))
+        assert [name for _, name, _ in got] == \
+            [str(i) for i in range(len(kinds))], got
+        assert counters(me)["notify_sent"] == SLOTS + 1 + kinds.count("s")
     finally:
         assert d.stop() == 0, d.stderr()
     strict = dict(os.environ, MC_RDMA_NOTIFY_OOB_FALLBACK="0")
