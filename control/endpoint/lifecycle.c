@@ -38,6 +38,7 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 		return;
 	}
 	ep->generation++;
+	ep->tcp_received = 0;
 	req->slot = ep->slot;
 	req->n_data_qps = cfg->nic.data_qps;
 	req->notify = cfg->notify.enabled && notify;

@@ -40,6 +40,7 @@ deliver(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t native_before,
 	struct rn_notify_delivery d = { .len = (uint32_t)len,
 					.ep_slot = (uint16_t)ep->slot,
 					.seq = native_before,
+					.pos = ep->tcp_received,
 					.generation = ep->generation };
 
 	d.frame = malloc(len);
@@ -52,6 +53,7 @@ deliver(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t native_before,
 		free(d.frame);
 		return -EAGAIN;
 	}
+	ep->tcp_received++;
 	return 0;
 }
 

@@ -139,7 +139,7 @@ reclaim(struct rn_plane *pl, const char *name)
 {
 	for (unsigned int i = 0; i < pl->n_eps; i++) {
 		struct rn_endpoint *ep = pl->eps[i];
-		uint32_t slot = ep->slot;
+		uint32_t slot = ep->slot, generation = ep->generation;
 
 		if (ep->configured || ep->state != RN_EP_CLOSED ||
 		    ep->req != NULL || ep->conn != NULL)
@@ -147,6 +147,10 @@ reclaim(struct rn_plane *pl, const char *name)
 		unindex_name(pl, ep);
 		memset(ep, 0, sizeof(*ep));
 		ep->slot = slot;
+		/* Generations of a slot only grow, whoever holds it: what is
+		 * left of the last holder's (deliveries, completions) is
+		 * always older. */
+		ep->generation = generation;
 		snprintf(ep->name, sizeof(ep->name), "%s", name);
 		if (index_name(pl, ep) != 0)
 			return NULL;   /* cannot be: a key was just freed */
@@ -291,6 +295,18 @@ rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
 	*guess = (uint16_t)(uintptr_t)found;
 	*slot = (uint32_t)(uintptr_t)found;
 	return 0;
+}
+
+uint32_t
+rn_plane_generation(struct rn_plane *pl, uint32_t slot)
+{
+	uint32_t seq, generation;
+
+	do {
+		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
+		generation = pl->snapshot[slot].generation;
+	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
+	return generation;
 }
 
 void

@@ -83,6 +83,7 @@ struct rn_endpoint {
 	uint16_t port;
 	enum rn_ep_state state;
 	uint32_t generation;
+	uint32_t tcp_received;        /* NOTIFY frames of this generation */
 	unsigned int lcore;           /* index into pl->workers */
 	struct rn_ep_request *req;    /* current incarnation's QPs, or NULL */
 	bool qps_open;

@@ -110,6 +110,9 @@ unsigned int rn_plane_snapshot(struct rn_plane *pl, struct rn_ep_info *out,
 int rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
 		    enum rn_ep_state *state, uint32_t *worker);
 
+/* From any thread: the generation of the endpoint in slot. */
+uint32_t rn_plane_generation(struct rn_plane *pl, uint32_t slot);
+
 /* From any thread: the peer name of slot into buf (32 bytes). */
 void rn_plane_name(struct rn_plane *pl, uint32_t slot, char *buf);
 

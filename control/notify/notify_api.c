@@ -184,34 +184,72 @@ hand_over(struct rn_notify *nf, const struct rn_notify_delivery *d,
 		(*n)++;
 }
 
-/* Parked deliveries whose turn came (or whose wait is over), oldest first. */
 static void
-hand_over_parked(struct rn_notify *nf, struct rn_notification *out,
-		 unsigned int *n, unsigned int max)
+log_overdue(uint64_t n)
+{
+	rte_log(RTE_LOG_WARNING, rn_notify_logtype, "notifications: %lu handed "
+		"over out of send order: what was sent before them on the "
+		"other channel did not come in %u ms (a QP failed with it in "
+		"flight), or there was no memory to hold them back\n",
+		(unsigned long)n, RN_NOTIFY_ORDER_WAIT_MS);
+}
+
+/*
+ * Parked deliveries whose turn came, oldest first; with rings_dry (every
+ * ring was empty), also those that waited in vain.
+ */
+static void
+hand_over_parked(struct rn_notify *nf, uint64_t now_ms, bool rings_dry,
+		 struct rn_notification *out, unsigned int *n, unsigned int max)
 {
 	struct rn_notify_order *o = nf->order;
 	uint64_t overdue = o->overdue;
-	uint64_t now_ms = rn_now_ms();
 	struct rn_notify_delivery d;
 
-	while (nf->n_held < max && notify_order_next(o, now_ms, &d))
+	while (nf->n_held < max &&
+	       notify_order_next(o, now_ms, rings_dry, &d))
 		hand_over(nf, &d, out, n);
 	if (o->overdue != overdue)
-		rte_log(RTE_LOG_WARNING, rn_notify_logtype, "notifications: %lu "
-			"handed over out of send order after waiting %u ms for "
-			"what was sent before them on the other channel (a QP "
-			"failed with it in flight, or a worker lcore stalled)\n",
-			(unsigned long)(o->overdue - overdue),
-			RN_NOTIFY_ORDER_WAIT_MS);
+		log_overdue(o->overdue - overdue);
 }
 
-/* The next delivery of ring into *d, unless the batch is full. */
-static bool
-take(struct rn_notify *nf, struct rte_ring *ring, unsigned int max,
-     struct rn_notify_delivery *d)
+static uint32_t
+generation_of(void *plane, uint16_t slot)
 {
-	return nf->n_held < max &&
-	       rte_ring_sc_dequeue_elem(ring, d, sizeof(*d)) == 0;
+	return rn_plane_generation(plane, slot);
+}
+
+/*
+ * Take ring's deliveries into the batch, in send order per endpoint.
+ * Returns false when it stopped before the ring was empty.
+ */
+static bool
+take_ring(struct rn_notify *nf, struct rte_ring *ring, uint64_t *now_ms,
+	  struct rn_notification *out, unsigned int *n, unsigned int max)
+{
+	struct rn_notify_order *o = nf->order;
+	struct rn_notify_delivery d;
+
+	for (;;) {
+		/* TCP frames parked by the thousand: leave the rest in the
+		 * ring, whose being full holds the connection back. */
+		if (nf->n_held >= max || (ring == nf->tcp_deliveries &&
+					  o->parked_tcp >= RN_NOTIFY_RING_SIZE))
+			return false;
+		if (rte_ring_sc_dequeue_elem(ring, &d, sizeof(d)) != 0)
+			return true;
+		if (!notify_order_admit(o, &d, *now_ms)) {
+			if (*now_ms == 0)
+				*now_ms = rn_now_ms();
+			if (notify_order_park(o, &d, *now_ms) == 0)
+				continue;
+			log_overdue(1);   /* no memory to hold it back */
+		}
+		hand_over(nf, &d, out, n);
+		/* It may be what a parked one waits for. */
+		if (notify_order_waiting(o))
+			hand_over_parked(nf, *now_ms, false, out, n, max);
+	}
 }
 
 unsigned int
@@ -219,7 +257,8 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 	       unsigned int max)
 {
 	struct rn_notify_order *o = nf->order;
-	struct rn_notify_delivery d;
+	uint64_t now_ms = 0;   /* read only while something waits */
+	bool rings_dry = true;
 	unsigned int n = 0;
 
 	if (max > RN_NOTIFY_POLL_MAX)
@@ -228,8 +267,11 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 	for (unsigned int i = 0; i < nf->n_held; i++)
 		release(&nf->held[i]);
 	nf->n_held = 0;
-	if (notify_order_waiting(o))
-		hand_over_parked(nf, out, &n, max);
+	if (notify_order_waiting(o)) {
+		now_ms = rn_now_ms();
+		notify_order_refresh(o, generation_of, nf->plane);
+		hand_over_parked(nf, now_ms, false, out, &n, max);
+	}
 	/* Each poll starts at the next ring (the workers', then TCP's), so
 	 * that a busy one never keeps the others waiting. */
 	for (unsigned int i = 0; i <= nf->n_workers; i++) {
@@ -237,17 +279,11 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 		struct rte_ring *ring = w < nf->n_workers ?
 			nf->workers[w]->notify_deliveries : nf->tcp_deliveries;
 
-		while (take(nf, ring, max, &d)) {
-			/* Out of memory to park it: it goes now (counted). */
-			if (!notify_order_admit(o, &d) &&
-			    notify_order_park(o, &d, rn_now_ms()) == 0)
-				continue;
-			hand_over(nf, &d, out, &n);
-			/* It may be what a parked one waits for. */
-			if (notify_order_waiting(o))
-				hand_over_parked(nf, out, &n, max);
-		}
+		rings_dry &= take_ring(nf, ring, &now_ms, out, &n, max);
 	}
+	/* Nothing more came: what a parked one waits for may never come. */
+	if (rings_dry && notify_order_waiting(o))
+		hand_over_parked(nf, now_ms, true, out, &n, max);
 	if (max != 0)
 		nf->first_ring = (nf->first_ring + 1) % (nf->n_workers + 1);
 	pthread_mutex_unlock(&nf->poll_lock);

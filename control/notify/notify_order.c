@@ -11,7 +11,7 @@
 struct notify_parked {
 	struct notify_parked *next;
 	struct rn_notify_delivery d;
-	uint64_t deadline_ms;
+	uint64_t parked_ms;
 };
 
 static bool
@@ -27,6 +27,30 @@ ahead(uint32_t a, uint32_t b)
 	return (int32_t)(a - b);
 }
 
+/* *count moves up to at least to; never back. */
+static void
+at_least(uint32_t *count, uint32_t to)
+{
+	if (ahead(to, *count) > 0)
+		*count = to;
+}
+
+static struct notify_order_slot *
+slot_of(struct rn_notify_order *o, uint16_t slot)
+{
+	return &o->slot[slot % RN_NOTIFY_ORDER_SLOTS];
+}
+
+void
+notify_order_generation(struct rn_notify_order *o, uint16_t slot,
+			uint32_t generation)
+{
+	struct notify_order_slot *s = slot_of(o, slot);
+
+	if (ahead(generation, s->generation) > 0)
+		*s = (struct notify_order_slot){ .generation = generation };
+}
+
 /*
  * The counts d is ordered by, started afresh for a newer incarnation; NULL
  * for one of an incarnation gone, which has nothing left to be ordered with.
@@ -34,52 +58,54 @@ ahead(uint32_t a, uint32_t b)
 static struct notify_order_slot *
 counts_for(struct rn_notify_order *o, const struct rn_notify_delivery *d)
 {
-	struct notify_order_slot *s = &o->slot[d->ep_slot % RN_NOTIFY_ORDER_SLOTS];
+	struct notify_order_slot *s = slot_of(o, d->ep_slot);
 
-	if (ahead(d->generation, s->generation) < 0)
-		return NULL;
-	if (d->generation != s->generation)
-		*s = (struct notify_order_slot){ .generation = d->generation };
-	return s;
+	notify_order_generation(o, d->ep_slot, d->generation);
+	return d->generation == s->generation ? s : NULL;
+}
+
+/* What d waits for on the other channel was handed over. */
+static bool
+turn_came(const struct notify_order_slot *s, const struct rn_notify_delivery *d)
+{
+	return ahead(native(d) ? s->tcps : s->natives, d->seq) >= 0;
+}
+
+/* d is handed over: its channel's count passes it. */
+static void
+handed_over(struct notify_order_slot *s, const struct rn_notify_delivery *d,
+	    uint64_t now_ms)
+{
+	at_least(native(d) ? &s->natives : &s->tcps, d->pos + 1);
+	s->progress_ms = now_ms;
 }
 
 bool
-notify_order_admit(struct rn_notify_order *o, const struct rn_notify_delivery *d)
+notify_order_admit(struct rn_notify_order *o, const struct rn_notify_delivery *d,
+		   uint64_t now_ms)
 {
 	struct notify_order_slot *s = counts_for(o, d);
 
 	if (s == NULL)
 		return true;
-	if (native(d)) {
-		if (ahead(s->tcps, d->seq) < 0)
-			return false;
-		s->natives++;
-	} else {
-		if (ahead(s->natives, d->seq) < 0)
-			return false;
-		s->tcps++;
-	}
+	if (!turn_came(s, d))
+		return false;
+	handed_over(s, d, now_ms);
 	return true;
 }
 
 /* d goes without its turn: what it waited for is taken as lost. */
 static void
-overdue(struct rn_notify_order *o, const struct rn_notify_delivery *d)
+overdue(struct rn_notify_order *o, const struct rn_notify_delivery *d,
+	uint64_t now_ms)
 {
 	struct notify_order_slot *s = counts_for(o, d);
 
 	__atomic_store_n(&o->overdue, o->overdue + 1, __ATOMIC_RELAXED);
 	if (s == NULL)
 		return;
-	if (native(d)) {
-		if (ahead(s->tcps, d->seq) < 0)
-			s->tcps = d->seq;
-		s->natives++;
-	} else {
-		if (ahead(s->natives, d->seq) < 0)
-			s->natives = d->seq;
-		s->tcps++;
-	}
+	at_least(native(d) ? &s->tcps : &s->natives, d->seq);
+	handed_over(s, d, now_ms);
 }
 
 int
@@ -89,16 +115,16 @@ notify_order_park(struct rn_notify_order *o, const struct rn_notify_delivery *d,
 	struct notify_parked *p = malloc(sizeof(*p));
 
 	if (p == NULL) {
-		overdue(o, d);
+		overdue(o, d, now_ms);
 		return -ENOMEM;
 	}
-	*p = (struct notify_parked){ .d = *d,
-				     .deadline_ms = now_ms + RN_NOTIFY_ORDER_WAIT_MS };
+	*p = (struct notify_parked){ .d = *d, .parked_ms = now_ms };
 	if (o->tail != NULL)
 		o->tail->next = p;
 	else
 		o->head = p;
 	o->tail = p;
+	o->parked_tcp += !native(d);
 	__atomic_store_n(&o->parked, o->parked + 1, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -113,8 +139,25 @@ unlink_parked(struct rn_notify_order *o, struct notify_parked *prev,
 		o->head = p->next;
 	if (o->tail == p)
 		o->tail = prev;
+	o->parked_tcp -= !native(&p->d);
 	*d = p->d;
 	free(p);
+}
+
+/*
+ * Whether p has waited its time: since it was parked, and since its
+ * endpoint last handed one over (what it waits for may be coming slowly).
+ */
+static bool
+waited_out(struct rn_notify_order *o, const struct notify_parked *p,
+	   uint64_t now_ms)
+{
+	const struct notify_order_slot *s = slot_of(o, p->d.ep_slot);
+	uint64_t since = p->parked_ms;
+
+	if (s->generation == p->d.generation && s->progress_ms > since)
+		since = s->progress_ms;
+	return now_ms >= since + RN_NOTIFY_ORDER_WAIT_MS;
 }
 
 /*
@@ -122,23 +165,33 @@ unlink_parked(struct rn_notify_order *o, struct notify_parked *prev,
  * too (their counts are at least its own), so each channel stays in order.
  */
 bool
-notify_order_next(struct rn_notify_order *o, uint64_t now_ms,
+notify_order_next(struct rn_notify_order *o, uint64_t now_ms, bool overdue_too,
 		  struct rn_notify_delivery *d)
 {
 	struct notify_parked *prev = NULL;
 
 	for (struct notify_parked *p = o->head; p != NULL; prev = p, p = p->next) {
-		if (notify_order_admit(o, &p->d)) {
+		if (notify_order_admit(o, &p->d, now_ms)) {
 			unlink_parked(o, prev, p, d);
 			return true;
 		}
-		if (now_ms >= p->deadline_ms) {
-			overdue(o, &p->d);
+		if (overdue_too && waited_out(o, p, now_ms)) {
+			overdue(o, &p->d, now_ms);
 			unlink_parked(o, prev, p, d);
 			return true;
 		}
 	}
 	return false;
+}
+
+void
+notify_order_refresh(struct rn_notify_order *o,
+		     uint32_t (*generation_of)(void *ctx, uint16_t slot),
+		     void *ctx)
+{
+	for (struct notify_parked *p = o->head; p != NULL; p = p->next)
+		notify_order_generation(o, p->d.ep_slot,
+					generation_of(ctx, p->d.ep_slot));
 }
 
 bool

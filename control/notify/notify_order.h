@@ -12,16 +12,20 @@
  *   SEND's immediate);
  *   a TCP one carries how many native ones were posted before it (the
  *   NOTIFY frame's first word).
- * The application's poll hands a delivery over only when what came before
- * it on the other channel was handed over; until then it is parked here.
- * Counts are per incarnation of the endpoint (its generation at the
- * receiver): one of an incarnation gone is handed over at once.
+ * The receiver numbers what arrives on each channel (pos: neither loses
+ * nor reorders within an incarnation), and the application's poll hands a
+ * delivery over only when what came before it on the other channel was
+ * handed over; until then it is parked here. Counts are per incarnation of
+ * the endpoint (its generation at the receiver): one of an incarnation gone
+ * is handed over at once.
  *
  * A native notification whose SEND failed with its QP never arrives (nor
  * does one the receiver rejected as malformed), and the TCP one after it
- * would wait for it for ever: a parked delivery waits
- * RN_NOTIFY_ORDER_WAIT_MS at most, then goes (counted), and the counts move
- * past what it waited for. One polling thread at a time (the poll lock).
+ * would wait for it for ever: a parked delivery whose endpoint has seen no
+ * progress on the channel it waits for for RN_NOTIFY_ORDER_WAIT_MS, while
+ * nothing more was there to take, goes (counted, overdue), and the counts
+ * move past what it waited for; should that arrive after all, it is not
+ * counted twice. One polling thread at a time (the poll lock).
  */
 
 #include <stdbool.h>
@@ -34,8 +38,9 @@
 
 struct notify_order_slot {
 	uint32_t generation;      /* the incarnation counted here */
-	uint32_t natives;         /* native ones handed over */
-	uint32_t tcps;            /* TCP ones handed over */
+	uint32_t natives;         /* native ones handed over: 1 + last pos */
+	uint32_t tcps;            /* TCP ones handed over: 1 + last pos */
+	uint64_t progress_ms;     /* when one was last handed over */
 };
 
 struct notify_parked;
@@ -43,28 +48,46 @@ struct notify_parked;
 struct rn_notify_order {
 	struct notify_order_slot slot[RN_NOTIFY_ORDER_SLOTS];
 	struct notify_parked *head, *tail;   /* in arrival order */
+	uint32_t parked_tcp;      /* TCP ones parked now */
 	/* Written by the polling thread, read by telemetry (relaxed). */
 	uint64_t parked;          /* deliveries that had to wait, in all */
 	uint64_t overdue;         /* handed over out of order after the wait */
 };
 
 /*
- * Whether d may go to the application now, counted as handed over if so;
- * when false, park it. Only for deliveries that did not wait here before.
+ * Whether d may go to the application now (at now_ms), counted as handed
+ * over if so; when false, park it. Only for deliveries that did not wait
+ * here before.
  */
 bool notify_order_admit(struct rn_notify_order *o,
-			const struct rn_notify_delivery *d);
+			const struct rn_notify_delivery *d, uint64_t now_ms);
 
 /* Keep d until its turn. -ENOMEM: hand it over now (counted as overdue). */
 int notify_order_park(struct rn_notify_order *o,
 		      const struct rn_notify_delivery *d, uint64_t now_ms);
 
 /*
- * The oldest parked delivery that may go now, or that waited past its time,
- * counted as handed over. False when none may.
+ * The oldest parked delivery that may go now, counted as handed over; with
+ * overdue_too, also one whose wait is over (the caller found nothing more
+ * to take: what it waits for is not coming). False when none may.
  */
 bool notify_order_next(struct rn_notify_order *o, uint64_t now_ms,
-		       struct rn_notify_delivery *d);
+		       bool overdue_too, struct rn_notify_delivery *d);
+
+/*
+ * The endpoint in slot is now in incarnation generation (the control
+ * plane says so): what is parked of older ones may go.
+ */
+void notify_order_generation(struct rn_notify_order *o, uint16_t slot,
+			     uint32_t generation);
+
+/*
+ * For each parked delivery, ask generation_of(ctx, slot) for its endpoint's
+ * incarnation now, as notify_order_generation() takes it.
+ */
+void notify_order_refresh(struct rn_notify_order *o,
+			  uint32_t (*generation_of)(void *ctx, uint16_t slot),
+			  void *ctx);
 
 /* Any parked delivery, not counted (to discard them). */
 bool notify_order_take_any(struct rn_notify_order *o,

@@ -431,6 +431,7 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 					/* Ours are all SEND_IMMs. */
 					.seq = wc->opcode == RN_WC_RECV_IMM ?
 					       rte_be_to_cpu_32(wc->imm) : 0,
+					.pos = n->native_received++,
 					.generation = generation(ep) };
 	struct rn_notify_view v;
 

@@ -48,7 +48,7 @@ struct rn_notify_request {
 	uint32_t done;            /* release-stored by whoever answers */
 };
 
-/* A received notification, and later its release. 32 bytes. */
+/* A received notification, and later its release. 40 bytes. */
 struct rn_notify_delivery {
 	void *owner;              /* the lcore endpoint; NULL: TCP (malloc'd) */
 	uint8_t *frame;
@@ -57,7 +57,9 @@ struct rn_notify_delivery {
 	uint16_t index;           /* its receive slot */
 	uint32_t seq;             /* sent after this many of the other channel
 				   * (control/notify/notify_order.h) */
+	uint32_t pos;             /* its place on its own channel */
 	uint32_t generation;      /* of the endpoint here, when it came */
+	uint32_t pad;
 };
 
 struct rn_notify_event {

@@ -16,10 +16,11 @@
 
 #define MAX_SENT 512
 
-/* What the sender sent, in order: which channel, and its stamp. */
+/* What the sender sent, in order: which channel, its stamp, its place. */
 struct sent {
 	bool native;
 	uint32_t seq;     /* the count of the other channel before it */
+	uint32_t pos;     /* its place on its own channel */
 };
 
 static struct rn_notify_order order;
@@ -44,44 +45,51 @@ delivery(const struct sent *s, uint32_t i, uint32_t generation)
 {
 	return (struct rn_notify_delivery){
 		.owner = s[i].native ? &native_owner : NULL, .len = i,
-		.ep_slot = 3, .seq = s[i].seq, .generation = generation,
+		.ep_slot = 3, .seq = s[i].seq, .pos = s[i].pos,
+		.generation = generation,
 	};
 }
 
+/* What the poll does once the rings are empty: overdue ones go too. */
 static void
-hand_over_parked(uint64_t now_ms)
+hand_over_parked(uint64_t now_ms, bool rings_dry)
 {
 	struct rn_notify_delivery d;
 
-	while (notify_order_next(&order, now_ms, &d))
+	while (notify_order_next(&order, now_ms, rings_dry, &d))
 		handed[n_handed++] = d.len;
 }
 
 static void
 arrive(struct rn_notify_delivery d, uint64_t now_ms)
 {
-	if (!notify_order_admit(&order, &d)) {
+	if (!notify_order_admit(&order, &d, now_ms)) {
 		assert_int_equal(notify_order_park(&order, &d, now_ms), 0);
 		return;
 	}
 	handed[n_handed++] = d.len;
-	hand_over_parked(now_ms);
+	hand_over_parked(now_ms, false);
 }
 
-/* n sends, each native or TCP at random, stamped as the sender does. */
+/* Stamp sends s[0..n) of the given channels as the sender does. */
 static void
-random_sends(struct sent *s, unsigned int n)
+stamp(struct sent *s, unsigned int n)
 {
 	uint32_t natives = 0, tcps = 0;
 
 	for (unsigned int i = 0; i < n; i++) {
-		s[i].native = rand() % 3 != 0;
 		s[i].seq = s[i].native ? tcps : natives;
-		if (s[i].native)
-			natives++;
-		else
-			tcps++;
+		s[i].pos = s[i].native ? natives++ : tcps++;
 	}
+}
+
+/* n sends, each native or TCP at random. */
+static void
+random_sends(struct sent *s, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		s[i].native = rand() % 3 != 0;
+	stamp(s, n);
 }
 
 /*
@@ -127,13 +135,14 @@ test_any_interleaving_comes_out_in_send_order(void **state)
 static void
 test_native_ones_wait_for_the_tcp_one_before_them(void **state)
 {
-	const struct sent s[] = {
-		{ true, 0 }, { true, 0 }, { false, 2 }, { true, 1 },
-		{ false, 3 }, { true, 2 },
+	struct sent s[] = {
+		{ .native = true }, { .native = true }, { .native = false },
+		{ .native = true }, { .native = false }, { .native = true },
 	};
 	const uint32_t taken[] = { 0, 1, 3, 5, 2, 4 };
 
 	fresh(state);
+	stamp(s, 6);
 	for (unsigned int i = 0; i < 6; i++)
 		arrive(delivery(s, taken[i], 1), 0);
 	assert_int_equal(n_handed, 6);
@@ -144,24 +153,30 @@ test_native_ones_wait_for_the_tcp_one_before_them(void **state)
 
 /*
  * A TCP one that waits for a native one that never comes (its SEND failed
- * with the QP) goes after RN_NOTIFY_ORDER_WAIT_MS, counted, and the next
- * one does not wait for it again.
+ * with the QP) goes once nothing more is there to take and its endpoint
+ * made no progress for RN_NOTIFY_ORDER_WAIT_MS, counted; the next one does
+ * not wait for it again.
  */
 static void
 test_a_lost_native_one_holds_the_next_for_a_while_only(void **state)
 {
-	const struct sent s[] = {
-		{ true, 0 }, { false, 1 }, { false, 1 }, { true, 2 },
+	struct sent s[] = {
+		{ .native = true }, { .native = false }, { .native = false },
+		{ .native = true },
 	};
 
 	fresh(state);
+	stamp(s, 4);
 	/* Native 0 is lost. */
 	arrive(delivery(s, 1, 1), 100);
 	arrive(delivery(s, 2, 1), 100);
 	assert_int_equal(n_handed, 0);
-	hand_over_parked(100 + RN_NOTIFY_ORDER_WAIT_MS - 1);
+	hand_over_parked(100 + RN_NOTIFY_ORDER_WAIT_MS - 1, true);
 	assert_int_equal(n_handed, 0);
-	hand_over_parked(100 + RN_NOTIFY_ORDER_WAIT_MS);
+	/* Not while the rings may still hold what it waits for. */
+	hand_over_parked(100 + RN_NOTIFY_ORDER_WAIT_MS, false);
+	assert_int_equal(n_handed, 0);
+	hand_over_parked(100 + RN_NOTIFY_ORDER_WAIT_MS, true);
 	assert_int_equal(n_handed, 2);
 	assert_int_equal(handed[0], 1);
 	assert_int_equal(handed[1], 2);
@@ -172,13 +187,74 @@ test_a_lost_native_one_holds_the_next_for_a_while_only(void **state)
 }
 
 /*
+ * One that was only late (a stalled worker, say) and comes after the one
+ * that waited for it went: counted once, so the order holds for what
+ * follows. T0 N0 T1 N1 sent; N0 waits for T0 in vain and goes; T0 comes
+ * late; N1 must still wait for T1.
+ */
+static void
+test_a_late_one_is_not_counted_twice(void **state)
+{
+	struct sent s[] = {
+		{ .native = false }, { .native = true }, { .native = false },
+		{ .native = true },
+	};
+
+	fresh(state);
+	stamp(s, 4);
+	arrive(delivery(s, 1, 1), 0);
+	hand_over_parked(RN_NOTIFY_ORDER_WAIT_MS, true);
+	assert_int_equal(n_handed, 1);
+	arrive(delivery(s, 0, 1), RN_NOTIFY_ORDER_WAIT_MS);   /* late */
+	arrive(delivery(s, 3, 1), RN_NOTIFY_ORDER_WAIT_MS);   /* waits for T1 */
+	assert_int_equal(n_handed, 2);
+	assert_true(notify_order_waiting(&order));
+	arrive(delivery(s, 2, 1), RN_NOTIFY_ORDER_WAIT_MS);
+	assert_int_equal(n_handed, 4);
+	assert_int_equal(handed[2], 2);
+	assert_int_equal(handed[3], 3);
+	assert_int_equal(order.overdue, 1);
+}
+
+/*
+ * What a parked one waits for may come slowly (a backlog): each one its
+ * endpoint hands over starts its wait again.
+ */
+static void
+test_progress_restarts_the_wait(void **state)
+{
+	struct sent s[] = {
+		{ .native = true }, { .native = true }, { .native = true },
+		{ .native = false },
+	};
+
+	fresh(state);
+	stamp(s, 4);
+	arrive(delivery(s, 3, 1), 0);            /* waits for three natives */
+	arrive(delivery(s, 0, 1), 900);
+	hand_over_parked(1500, true);
+	assert_int_equal(n_handed, 1);           /* 900 + the wait: not yet */
+	arrive(delivery(s, 1, 1), 1800);
+	hand_over_parked(2799, true);
+	assert_int_equal(n_handed, 2);
+	hand_over_parked(2800, true);            /* native 2 never came */
+	assert_int_equal(n_handed, 3);
+	assert_int_equal(handed[2], 3);
+	assert_int_equal(order.overdue, 1);
+}
+
+/*
  * Counts are per incarnation: a newer one starts from zero, and what is
- * left of an older one (parked, or still arriving) goes at once.
+ * left of an older one (parked, or still arriving) goes at once; so it does
+ * when the control plane says the endpoint moved on before anything of the
+ * new incarnation came.
  */
 static void
 test_another_incarnation_is_not_held_by_the_last(void **state)
 {
-	const struct sent s[] = { { false, 5 }, { true, 0 }, { true, 0 } };
+	struct sent s[] = {
+		{ .native = false, .seq = 5 }, { .native = true }, { .native = true },
+	};
 
 	fresh(state);
 	arrive(delivery(s, 0, 7), 0);            /* waits for 5 natives */
@@ -190,13 +266,23 @@ test_another_incarnation_is_not_held_by_the_last(void **state)
 	arrive(delivery(s, 2, 7), 0);            /* late, of the old one */
 	assert_int_equal(n_handed, 3);
 	assert_int_equal(order.overdue, 0);
+
+	fresh(state);
+	arrive(delivery(s, 0, 7), 0);
+	notify_order_generation(&order, 3, 7);   /* the same: it waits on */
+	hand_over_parked(0, false);
+	assert_int_equal(n_handed, 0);
+	notify_order_generation(&order, 3, 8);
+	hand_over_parked(0, false);
+	assert_int_equal(n_handed, 1);
+	assert_int_equal(order.overdue, 0);
 }
 
 /* Endpoints are ordered apart: one waiting holds no other back. */
 static void
 test_one_endpoint_waiting_holds_no_other(void **state)
 {
-	const struct sent s[] = { { false, 1 }, { true, 0 } };
+	struct sent s[] = { { .native = false, .seq = 1 }, { .native = true } };
 	struct rn_notify_delivery other = delivery(s, 1, 1);
 
 	fresh(state);
@@ -206,6 +292,7 @@ test_one_endpoint_waiting_holds_no_other(void **state)
 	assert_int_equal(n_handed, 1);
 	assert_int_equal(handed[0], 1);
 	assert_true(notify_order_waiting(&order));
+	assert_int_equal(order.parked_tcp, 1);
 }
 
 int
@@ -215,6 +302,8 @@ main(void)
 		cmocka_unit_test(test_any_interleaving_comes_out_in_send_order),
 		cmocka_unit_test(test_native_ones_wait_for_the_tcp_one_before_them),
 		cmocka_unit_test(test_a_lost_native_one_holds_the_next_for_a_while_only),
+		cmocka_unit_test(test_a_late_one_is_not_counted_twice),
+		cmocka_unit_test(test_progress_restarts_the_wait),
 		cmocka_unit_test(test_another_incarnation_is_not_held_by_the_last),
 		cmocka_unit_test(test_one_endpoint_waiting_holds_no_other),
 	};
