@@ -34,6 +34,35 @@ name_valid(const uint8_t *p, size_t n)
 	return n > 0 && n <= RN_PROTO_NAME_MAX;
 }
 
+/*
+ * One QP record into *q: 0, or -EPROTO when its reserved bytes are set or
+ * its QPN or PSN is over 24 bits.
+ */
+static int
+get_qp(const uint8_t *p, unsigned int i, struct rn_proto_qp *q, char *why,
+       size_t why_len)
+{
+	q->kind = p[0];
+	q->qpn = wire_get32(p + 4);
+	q->psn = wire_get32(p + 8);
+	q->recv_depth = wire_get32(p + 12);
+	q->slot_size = wire_get32(p + 16);
+	q->credits = wire_get32(p + 20);
+	if (p[1] != 0 || p[2] != 0 || p[3] != 0)
+		return bad(why, why_len, "QP %u: reserved bytes set", i);
+	if (q->qpn > 0xffffff || q->psn > 0xffffff)
+		return bad(why, why_len, "QP %u: QPN or PSN over 24 bits", i);
+	return 0;
+}
+
+/* A notify QP's receive depth, slot size and credits add up. */
+static bool
+notify_qp_valid(const struct rn_proto_qp *q)
+{
+	return q->kind == RN_PROTO_QP_NOTIFY && q->recv_depth != 0 &&
+	       q->slot_size >= 64 && q->credits <= q->recv_depth;
+}
+
 static int
 decode_qps(const uint8_t *p, struct rn_proto_hello *h, char *why,
 	   size_t why_len)
@@ -43,21 +72,11 @@ decode_qps(const uint8_t *p, struct rn_proto_hello *h, char *why,
 	for (uint8_t i = 0; i < h->n_qps; i++, p += RN_PROTO_QP_SIZE) {
 		struct rn_proto_qp *q = &h->qps[i];
 
-		q->kind = p[0];
-		q->qpn = wire_get32(p + 4);
-		q->psn = wire_get32(p + 8);
-		q->recv_depth = wire_get32(p + 12);
-		q->slot_size = wire_get32(p + 16);
-		q->credits = wire_get32(p + 20);
-		if (p[1] != 0 || p[2] != 0 || p[3] != 0)
-			return bad(why, why_len, "QP %u: reserved bytes set", i);
-		if (q->qpn > 0xffffff || q->psn > 0xffffff)
-			return bad(why, why_len, "QP %u: QPN or PSN over 24 bits",
-				   i);
+		if (get_qp(p, i, q, why, why_len) != 0)
+			return -EPROTO;
 		if (q->kind == RN_PROTO_QP_NOTIFY) {
 			if (++notify > 1 || !(h->caps & RN_CAP_NATIVE_NOTIFY) ||
-			    q->recv_depth == 0 || q->slot_size < 64 ||
-			    q->credits > q->recv_depth)
+			    !notify_qp_valid(q))
 				return bad(why, why_len, "QP %u: notify QP "
 					   "fields do not add up", i);
 		} else if (q->kind != RN_PROTO_QP_DATA || q->recv_depth != 0 ||
@@ -110,6 +129,39 @@ decode_hello(const uint8_t *p, uint32_t len, struct rn_proto_hello *h,
 }
 
 static int
+decode_notify_qp(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
+		 char *why, size_t why_len)
+{
+	uint8_t step;
+	bool with_qp;
+
+	if (len < RN_PROTO_NOTIFY_QP_FIXED)
+		return bad(why, why_len, "notify QP: length %u", len);
+	step = p[4];
+	with_qp = step == RN_NOTIFY_QP_OFFER || step == RN_NOTIFY_QP_ACCEPT;
+	if (step < RN_NOTIFY_QP_OFFER || step > RN_NOTIFY_QP_READY)
+		return bad(why, why_len, "notify QP: unknown step %u", step);
+	if (len != RN_PROTO_NOTIFY_QP_FIXED + (with_qp ? RN_PROTO_QP_SIZE : 0))
+		return bad(why, why_len, "notify QP: length %u for step %u",
+			   len, step);
+	if ((step == RN_NOTIFY_QP_REFUSE) != (p[5] != 0) || p[6] != 0 ||
+	    p[7] != 0)
+		return bad(why, why_len, "notify QP: reserved bytes set");
+	f->notify_qp.generation = wire_get32(p);
+	f->notify_qp.step = step;
+	f->notify_qp.reason = p[5];
+	memset(&f->notify_qp.qp, 0, sizeof(f->notify_qp.qp));
+	if (!with_qp)
+		return 0;
+	if (get_qp(p + RN_PROTO_NOTIFY_QP_FIXED, 0, &f->notify_qp.qp, why,
+		   why_len) != 0)
+		return -EPROTO;
+	if (!notify_qp_valid(&f->notify_qp.qp))
+		return bad(why, why_len, "notify QP: fields do not add up");
+	return 0;
+}
+
+static int
 decode_payload(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 	       char *why, size_t why_len)
 {
@@ -128,6 +180,8 @@ decode_payload(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 		memcpy(f->refuse.text, p + 3, p[2]);
 		f->refuse.text[p[2]] = '\0';
 		return 0;
+	case RN_PROTO_NOTIFY_QP:
+		return decode_notify_qp(p, len, f, why, why_len);
 	case RN_PROTO_READY:
 		if (len != 4)
 			return bad(why, why_len, "ready: length %u", len);
@@ -188,7 +242,7 @@ rn_proto_decode(const uint8_t *buf, size_t len, struct rn_proto_frame *f,
 		return bad(why, why_len, "frame of %u bytes; at most %u",
 			   payload, RN_PROTO_MAX_PAYLOAD);
 	f->type = buf[5];
-	if (f->type < RN_PROTO_HELLO || f->type > RN_PROTO_NOTIFY)
+	if (f->type < RN_PROTO_HELLO || f->type > RN_PROTO_NOTIFY_QP)
 		return bad(why, why_len, "unknown frame type %u", f->type);
 	if (len < RN_PROTO_HEADER_SIZE + (size_t)payload)
 		return 0;
@@ -207,7 +261,7 @@ rn_proto_type_name(uint8_t type)
 		[RN_PROTO_HELLO] = "HELLO", [RN_PROTO_ACCEPT] = "ACCEPT",
 		[RN_PROTO_REFUSE] = "REFUSE", [RN_PROTO_READY] = "READY",
 		[RN_PROTO_HEARTBEAT] = "HEARTBEAT", [RN_PROTO_CLOSE] = "CLOSE",
-		[RN_PROTO_NOTIFY] = "NOTIFY",
+		[RN_PROTO_NOTIFY] = "NOTIFY", [RN_PROTO_NOTIFY_QP] = "NOTIFY_QP",
 	};
 
 	return type < sizeof(names) / sizeof(names[0]) && names[type] != NULL ?

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdbool.h>
 #include <string.h>
 
 #include "proto_wire.h"
@@ -17,6 +18,19 @@ header(uint8_t *buf, size_t cap, uint8_t type, uint32_t payload)
 	wire_put16(buf + 6, 0);
 	wire_put32(buf + 8, payload);
 	return RN_PROTO_HEADER_SIZE;
+}
+
+/* One QP record, RN_PROTO_QP_SIZE bytes. */
+static void
+put_qp(uint8_t *p, const struct rn_proto_qp *q)
+{
+	p[0] = q->kind;
+	p[1] = p[2] = p[3] = 0;
+	wire_put32(p + 4, q->qpn);
+	wire_put32(p + 8, q->psn);
+	wire_put32(p + 12, q->recv_depth);
+	wire_put32(p + 16, q->slot_size);
+	wire_put32(p + 20, q->credits);
 }
 
 size_t
@@ -46,17 +60,8 @@ rn_proto_encode_hello(uint8_t *buf, size_t cap, uint8_t type,
 	wire_put64(p + 36, h->probe_addr);
 	wire_put32(p + 44, h->probe_rkey);
 	p += 48;
-	for (uint8_t i = 0; i < h->n_qps; i++, p += RN_PROTO_QP_SIZE) {
-		const struct rn_proto_qp *q = &h->qps[i];
-
-		p[0] = q->kind;
-		p[1] = p[2] = p[3] = 0;
-		wire_put32(p + 4, q->qpn);
-		wire_put32(p + 8, q->psn);
-		wire_put32(p + 12, q->recv_depth);
-		wire_put32(p + 16, q->slot_size);
-		wire_put32(p + 20, q->credits);
-	}
+	for (uint8_t i = 0; i < h->n_qps; i++, p += RN_PROTO_QP_SIZE)
+		put_qp(p, &h->qps[i]);
 	return RN_PROTO_HEADER_SIZE + payload;
 }
 
@@ -114,4 +119,27 @@ rn_proto_encode_notify(uint8_t *buf, size_t cap, uint32_t native_before,
 	rn_notify_frame_write(p + RN_PROTO_NOTIFY_HEAD, name, name_len, msg,
 			      msg_len);
 	return RN_PROTO_HEADER_SIZE + (size_t)payload;
+}
+
+size_t
+rn_proto_encode_notify_qp(uint8_t *buf, size_t cap, uint32_t generation,
+			  uint8_t step, uint8_t reason,
+			  const struct rn_proto_qp *qp)
+{
+	bool with_qp = step == RN_NOTIFY_QP_OFFER || step == RN_NOTIFY_QP_ACCEPT;
+	uint32_t payload = RN_PROTO_NOTIFY_QP_FIXED +
+			   (with_qp ? RN_PROTO_QP_SIZE : 0);
+	uint8_t *p = buf + RN_PROTO_HEADER_SIZE;
+
+	if (step < RN_NOTIFY_QP_OFFER || step > RN_NOTIFY_QP_READY ||
+	    (with_qp && qp == NULL) ||
+	    header(buf, cap, RN_PROTO_NOTIFY_QP, payload) == 0)
+		return 0;
+	wire_put32(p, generation);
+	p[4] = step;
+	p[5] = step == RN_NOTIFY_QP_REFUSE ? reason : 0;
+	p[6] = p[7] = 0;
+	if (with_qp)
+		put_qp(p + RN_PROTO_NOTIFY_QP_FIXED, qp);
+	return RN_PROTO_HEADER_SIZE + payload;
 }

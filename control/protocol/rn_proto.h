@@ -19,6 +19,7 @@
 #define RN_PROTO_HEADER_SIZE 12
 #define RN_PROTO_MAX_PAYLOAD (65536 + 64) /* a whole notification fits */
 #define RN_PROTO_NOTIFY_HEAD 4            /* native_before, then the frame */
+#define RN_PROTO_NOTIFY_QP_FIXED 8        /* generation, step, reason, 0 */
 #define RN_PROTO_NAME_MAX 31
 #define RN_PROTO_MAX_QPS 17               /* 16 data QPs + 1 notify QP */
 #define RN_PROTO_QP_SIZE 24
@@ -35,6 +36,22 @@ enum rn_proto_type {
 	RN_PROTO_HEARTBEAT = 5,  /* liveness; any frame counts */
 	RN_PROTO_CLOSE = 6,      /* the endpoint is closed on purpose */
 	RN_PROTO_NOTIFY = 7,     /* a notification over TCP (fallback) */
+	RN_PROTO_NOTIFY_QP = 8,  /* a native channel added to a connected
+				  * endpoint: offer, accept, refuse, ready */
+};
+
+/* The steps of adding a native channel to a connected endpoint. */
+enum rn_proto_notify_qp_step {
+	RN_NOTIFY_QP_OFFER = 1,    /* here is my notify QP: add yours */
+	RN_NOTIFY_QP_ACCEPT = 2,   /* here is mine, connected to yours */
+	RN_NOTIFY_QP_REFUSE = 3,   /* none here (reason below) */
+	RN_NOTIFY_QP_READY = 4,    /* mine is connected to yours: send */
+};
+
+enum rn_proto_notify_qp_refusal {
+	RN_NOTIFY_QP_DISABLED = 1, /* [notify] enabled = false: never */
+	RN_NOTIFY_QP_NO_ROOM = 2,  /* no bay or CQ room now: I offer later */
+	RN_NOTIFY_QP_BUSY = 3,     /* mine was offered too and goes first */
 };
 
 enum rn_proto_caps {
@@ -92,6 +109,12 @@ struct rn_proto_frame {
 		uint32_t ready_generation;
 		uint16_t close_reason;
 		struct {
+			uint32_t generation;   /* of the sender's endpoint */
+			uint8_t step;          /* rn_proto_notify_qp_step */
+			uint8_t reason;        /* REFUSE: ..._refusal */
+			struct rn_proto_qp qp; /* OFFER, ACCEPT */
+		} notify_qp;
+		struct {
 			uint32_t native_before; /* native ones sent before it */
 			const uint8_t *name;   /* into the decoded buffer */
 			uint32_t name_len;
@@ -124,6 +147,10 @@ size_t rn_proto_encode_refuse(uint8_t *buf, size_t cap, uint16_t code,
 size_t rn_proto_encode_ready(uint8_t *buf, size_t cap, uint32_t generation);
 size_t rn_proto_encode_heartbeat(uint8_t *buf, size_t cap);
 size_t rn_proto_encode_close(uint8_t *buf, size_t cap, uint16_t reason);
+/* qp only for OFFER and ACCEPT, reason only for REFUSE. */
+size_t rn_proto_encode_notify_qp(uint8_t *buf, size_t cap, uint32_t generation,
+				 uint8_t step, uint8_t reason,
+				 const struct rn_proto_qp *qp);
 size_t rn_proto_encode_notify(uint8_t *buf, size_t cap, uint32_t native_before,
 			      const void *name, uint32_t name_len,
 			      const void *msg, uint32_t msg_len);

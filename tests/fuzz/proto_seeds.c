@@ -57,5 +57,11 @@ main(int argc, char **argv)
 	n = rn_proto_encode_notify(buf, sizeof(buf), 3, "agent", 5, "kv ready",
 				   8);
 	rc |= save(argv[1], "notify", buf, n);
+	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 2, RN_NOTIFY_QP_OFFER, 0,
+				      &(struct rn_proto_qp){
+					.kind = RN_PROTO_QP_NOTIFY, .qpn = 9,
+					.recv_depth = 256, .slot_size = 65536,
+					.credits = 256 });
+	rc |= save(argv[1], "notify-qp-offer", buf, n);
 	return rc;
 }

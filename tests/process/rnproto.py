@@ -8,7 +8,10 @@ import time
 
 MAGIC = 0x524E5450
 VERSION = 2
-HELLO, ACCEPT, REFUSE, READY, HEARTBEAT, CLOSE, NOTIFY = range(1, 8)
+HELLO, ACCEPT, REFUSE, READY, HEARTBEAT, CLOSE, NOTIFY, NOTIFY_QP = \
+    range(1, 9)
+QP_OFFER, QP_ACCEPT, QP_REFUSE, QP_READY = range(1, 5)
+QP_DISABLED, QP_NO_ROOM, QP_BUSY = range(1, 4)
 CAP_NATIVE_NOTIFY, CAP_TCP_FALLBACK = 1, 2
 QP_DATA, QP_NOTIFY = 1, 2
 
@@ -35,6 +38,16 @@ def ready(generation):
 
 def close(reason=0):
     return frame(CLOSE, struct.pack(">H", reason))
+
+
+def notify_qp(generation, step, reason=0):
+    """A NOTIFY_QP step without a QP record (REFUSE, READY)."""
+    return frame(NOTIFY_QP, struct.pack(">IBB2x", generation, step, reason))
+
+
+def notify_qp_fields(payload):
+    """generation, step, reason of a NOTIFY_QP payload."""
+    return struct.unpack(">IBB", payload[:6])
 
 
 def read_frame(sock, timeout=10):

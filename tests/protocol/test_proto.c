@@ -272,6 +272,78 @@ test_small_frames_malformed(void **state)
 	assert_string_equal(why, "refuse: text byte 0x0a is not printable");
 }
 
+/* Adding a native channel: each step round-trips; bad ones are refused. */
+static void
+test_notify_qp_steps(void **state)
+{
+	const struct rn_proto_qp qp = { .kind = RN_PROTO_QP_NOTIFY,
+					.qpn = 0x123456, .psn = 0x654321,
+					.recv_depth = 256, .slot_size = 65536,
+					.credits = 256 };
+	struct rn_proto_frame f;
+	uint8_t buf[128];
+	char why[128];
+	size_t used, n;
+
+	(void)state;
+	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 7, RN_NOTIFY_QP_OFFER,
+				      0, &qp);
+	assert_int_equal(n, HDR + 8 + 24);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.type, RN_PROTO_NOTIFY_QP);
+	assert_int_equal(f.notify_qp.generation, 7);
+	assert_int_equal(f.notify_qp.step, RN_NOTIFY_QP_OFFER);
+	assert_int_equal(f.notify_qp.qp.kind, RN_PROTO_QP_NOTIFY);
+	assert_int_equal(f.notify_qp.qp.qpn, qp.qpn);
+	assert_int_equal(f.notify_qp.qp.psn, qp.psn);
+	assert_int_equal(f.notify_qp.qp.recv_depth, qp.recv_depth);
+	assert_int_equal(f.notify_qp.qp.slot_size, qp.slot_size);
+	assert_int_equal(f.notify_qp.qp.credits, qp.credits);
+	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 8, RN_NOTIFY_QP_REFUSE,
+				      RN_NOTIFY_QP_NO_ROOM, NULL);
+	assert_int_equal(n, HDR + 8);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.notify_qp.step, RN_NOTIFY_QP_REFUSE);
+	assert_int_equal(f.notify_qp.reason, RN_NOTIFY_QP_NO_ROOM);
+	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 9, RN_NOTIFY_QP_READY,
+				      0, NULL);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.notify_qp.step, RN_NOTIFY_QP_READY);
+	/* An ACCEPT needs its QP; there is no step 5. */
+	assert_int_equal(rn_proto_encode_notify_qp(buf, sizeof(buf), 1,
+						   RN_NOTIFY_QP_ACCEPT, 0,
+						   NULL), 0);
+	assert_int_equal(rn_proto_encode_notify_qp(buf, sizeof(buf), 1, 5, 0,
+						   NULL), 0);
+	/* Malformed: a READY with a QP record, a REFUSE without a reason, a
+	 * data QP offered, credits over the depth, a step 0. */
+	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 1, RN_NOTIFY_QP_OFFER,
+				      0, &qp);
+	buf[HDR + 4] = RN_NOTIFY_QP_READY;
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "notify QP: length 32 for step 4");
+	buf[HDR + 4] = RN_NOTIFY_QP_OFFER;
+	buf[HDR + 8] = RN_PROTO_QP_DATA;
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "notify QP: fields do not add up");
+	buf[HDR + 8] = RN_PROTO_QP_NOTIFY;
+	buf[HDR + 8 + 23] = 0xff;   /* credits 511 > depth 256 */
+	buf[HDR + 8 + 22] = 0x01;
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "notify QP: fields do not add up");
+	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 1, RN_NOTIFY_QP_REFUSE,
+				      RN_NOTIFY_QP_DISABLED, NULL);
+	buf[HDR + 5] = 0;
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "notify QP: reserved bytes set");
+	buf[HDR + 4] = 0;
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "notify QP: unknown step 0");
+	buf[11] = 3;
+	assert_int_equal(decode(buf, HDR + 3, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "notify QP: length 3");
+}
+
 int
 main(void)
 {
@@ -282,6 +354,7 @@ main(void)
 		cmocka_unit_test(test_full_size_notify),
 		cmocka_unit_test(test_two_frames_back_to_back),
 		cmocka_unit_test(test_small_frames_malformed),
+		cmocka_unit_test(test_notify_qp_steps),
 	};
 	const size_t n_fixed = sizeof(fixed) / sizeof(fixed[0]);
 	const size_t n_mut = sizeof(mutations) / sizeof(mutations[0]);
