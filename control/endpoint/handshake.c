@@ -339,6 +339,10 @@ handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 			notify_tcp_receive(c->pl, c->ep, f);
 			return;
 		}
+		if (f->type == RN_PROTO_NOTIFY_QP) {
+			upgrade_frame(c->pl, c->ep, f);
+			return;
+		}
 		break;
 	default:
 		break;

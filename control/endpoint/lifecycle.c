@@ -39,6 +39,10 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 	}
 	ep->generation++;
 	ep->tcp_received = 0;
+	ep->native = false;
+	ep->upgrade = EP_UPGRADE_IDLE;
+	ep->upgrade_ours = false;
+	ep->peer_native_off = false;
 	req->slot = ep->slot;
 	req->n_data_qps = cfg->nic.data_qps;
 	req->notify = cfg->notify.enabled && notify;
@@ -190,6 +194,7 @@ ep_established(struct rn_plane *pl, struct rn_endpoint *ep)
 {
 	uint64_t now = rn_now_ms();
 
+	ep->native = upgrade_native_at_handshake(ep);
 	ep_set_state(pl, ep, RN_EP_CONNECTED, "handshake done");
 	ep->connected_at_ms = now;
 	ep->retry_at_ms = 0;
@@ -281,6 +286,10 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 		notify_tcp_send(pl, (void *)(uintptr_t)ev->cookie);
 		return;
 	}
+	if (ev->type == RN_LCORE_EVENT_BAY_FREE) {
+		upgrade_bay_free(pl, ev->lcore_id);
+		return;
+	}
 	ep = pl->eps[req->slot];
 	if (ev->type == RN_LCORE_EVENT_EP_CLOSED) {
 		free(req);
@@ -320,6 +329,10 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 		snprintf(why, sizeof(why), "QP error: syndrome 0x%x (%s)",
 			 ev->arg, syndrome_name(ev->arg));
 		ep_fail(pl, ep, why);
+		return;
+	case RN_LCORE_EVENT_NOTIFY_OPENED:
+	case RN_LCORE_EVENT_NOTIFY_CONNECTED:
+		upgrade_event(pl, ep, ev);
 		return;
 	default:
 		return;

@@ -202,6 +202,7 @@ plane_publish(struct rn_plane *pl, struct rn_endpoint *ep)
 	info->peer_session = ep->peer_session;
 	info->peer_generation = ep->peer_generation;
 	info->peer_caps = ep->peer_caps;
+	info->native = ep->native;
 	info->lcore = pl->workers[ep->lcore]->lcore_id;
 	info->worker = ep->lcore;
 	rte_seqlock_write_lock(&pl->snapshot_lock);

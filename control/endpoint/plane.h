@@ -84,6 +84,13 @@ struct rn_endpoint {
 	enum rn_ep_state state;
 	uint32_t generation;
 	uint32_t tcp_received;        /* NOTIFY frames of this generation */
+	/* Its native channel, and adding one after the handshake
+	 * (upgrade.c); all of this incarnation only. */
+	bool native;                  /* both sides have a notify QP */
+	uint8_t upgrade;              /* enum ep_upgrade */
+	bool upgrade_ours;            /* we offered (else the peer did) */
+	uint64_t upgrade_deadline_ms; /* the peer's answer or READY by then */
+	bool peer_native_off;         /* the peer refused: notifications off */
 	unsigned int lcore;           /* index into pl->workers */
 	struct rn_ep_request *req;    /* current incarnation's QPs, or NULL */
 	bool qps_open;
@@ -148,6 +155,25 @@ struct rn_plane {
 	struct rn_ep_info snapshot[RN_MAX_ENDPOINTS];
 	unsigned int n_snapshot;
 };
+
+/* Adding a native channel to a connected endpoint (upgrade.c). */
+enum ep_upgrade {
+	EP_UPGRADE_IDLE = 0,
+	EP_UPGRADE_OPENING,           /* our lcore makes our notify QP */
+	EP_UPGRADE_OFFERED,           /* OFFER sent, waiting for the answer */
+	EP_UPGRADE_CONNECTING,        /* our lcore connects it to the peer's */
+	EP_UPGRADE_ACCEPTED,          /* ACCEPT sent, waiting for READY */
+};
+struct rn_lcore_event;
+void upgrade_bay_free(struct rn_plane *pl, uint16_t lcore_id);
+void upgrade_event(struct rn_plane *pl, struct rn_endpoint *ep,
+		   const struct rn_lcore_event *ev);
+void upgrade_frame(struct rn_plane *pl, struct rn_endpoint *ep,
+		   const struct rn_proto_frame *f);
+/* Whether the handshake gave the endpoint a native channel. */
+bool upgrade_native_at_handshake(const struct rn_endpoint *ep);
+/* A step the peer did not answer in connect_timeout_ms. */
+void upgrade_check(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now);
 
 /* plane.c */
 struct rn_endpoint *plane_find(struct rn_plane *pl, const char *name);

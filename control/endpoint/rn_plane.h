@@ -47,6 +47,8 @@ struct rn_ep_info {
 	uint64_t transitions[RN_EP_N_STATES];   /* entries into each state */
 	uint64_t probes_ok;
 	uint64_t probes_bad;
+	bool native;              /* a native notification channel now */
+	uint64_t native_added;    /* channels added after a handshake */
 	uint64_t last_detect_ms;  /* at its last failure while connected:
 				   * how long the peer had been silent */
 	char last_error[128];

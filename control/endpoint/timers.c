@@ -3,7 +3,8 @@
  * Everything with a deadline, checked on every tick of the control loop:
  * handshake phases, heartbeats, silence that declares a peer dead, the
  * periodic RDMA probe, retries after a failure, the stable period after
- * which the backoff starts over, and commands waiting for a worker.
+ * which the backoff starts over, commands waiting for a worker, and the
+ * peer's answers when a native channel is added (upgrade.c).
  */
 #include <stdio.h>
 
@@ -70,6 +71,7 @@ check_endpoint(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now)
 			ep->next_probe_ms = now + (uint64_t)cc->heartbeat_ms *
 					    RN_EP_PROBE_EVERY_HEARTBEATS;
 		}
+		upgrade_check(pl, ep, now);
 		return;
 	}
 	if (ep->retry_at_ms != 0 && now >= ep->retry_at_ms && ep->conn == NULL &&

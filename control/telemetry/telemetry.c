@@ -250,6 +250,9 @@ handle_endpoint(const char *cmd, const char *params, struct rte_tel_data *out)
 		rte_tel_data_add_dict_u64(out, "peer_generation",
 					  ep->peer_generation);
 		rte_tel_data_add_dict_u64(out, "peer_caps", ep->peer_caps);
+		rte_tel_data_add_dict_int(out, "native", ep->native);
+		rte_tel_data_add_dict_u64(out, "native_added",
+					  ep->native_added);
 		rte_tel_data_add_dict_int(out, "lcore", (int)ep->lcore);
 		rte_tel_data_add_dict_u64(out, "probes_ok", ep->probes_ok);
 		rte_tel_data_add_dict_u64(out, "probes_bad", ep->probes_bad);

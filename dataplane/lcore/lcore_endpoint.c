@@ -301,12 +301,46 @@ drop_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	rn_nic_qp_destroy(lc->nic, ep->n.qp);
 	ep->n.qp = NULL;
 	ep->n_qps--;
+	ep->req->local.n_qps = ep->n_qps;
 	rn_lcore_count(&lc->stats.qps, -1);
 	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
 	ep->bay = -1;
 	lc->cqs[ep->cq].reserved -= cqes;
 	ep->cq_reserved -= cqes;
 	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)cqes);
+	rn_lcore_notify_free(ep);
+}
+
+/* A bay came back: endpoints without a native channel may get one now. */
+static void
+bay_returned(struct rn_lcore *lc)
+{
+	if (rn_notify_bay_free(&lc->notify))
+		post(lc, RN_LCORE_EVENT_BAY_FREE, 0, NULL);
+}
+
+/* RTR, then RTS, QP i toward its peer in req->remote. */
+static int
+connect_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t i,
+	   const struct rn_ep_qp_info *peer)
+{
+	const struct rn_ep_request *req = ep->req;
+	struct rn_qp_connect c = {
+		.remote = req->remote.addr,
+		.remote_qpn = peer->qpn,
+		.remote_psn = peer->psn,
+		.local_psn = req->local.qps[i].psn,
+		.timeout = req->qp_timeout,
+		.retry_cnt = req->qp_retry_cnt,
+		.rnr_retry = 7,
+		.min_rnr_timer = 1,
+		.access = RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE |
+			  RN_ACCESS_REMOTE_READ,
+	};
+	int rc = rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_RTR, &c);
+
+	return rc != 0 ? rc : rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_RTS,
+					       &c);
 }
 
 static int
@@ -315,8 +349,10 @@ connect_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	struct rn_lcore_ep *ep = req->ep;
 
 	/* The notify QP is the last one, and still in INIT. */
-	if (ep->n.qp != NULL && peer_qp(req, ep->n_qps - 1) == NULL)
+	if (ep->n.qp != NULL && peer_qp(req, ep->n_qps - 1) == NULL) {
 		drop_notify(lc, ep);
+		bay_returned(lc);
+	}
 	if (ep->n.qp != NULL) {
 		int rc = post_receives(lc, ep, ep->n.qp);
 
@@ -326,32 +362,102 @@ connect_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 
 	for (uint32_t i = 0; i < ep->n_qps; i++) {
 		const struct rn_ep_qp_info *peer = peer_qp(req, i);
-		struct rn_qp_connect c = {
-			.remote = req->remote.addr,
-			.local_psn = req->local.qps[i].psn,
-			.timeout = req->qp_timeout,
-			.retry_cnt = req->qp_retry_cnt,
-			.rnr_retry = 7,
-			.min_rnr_timer = 1,
-			.access = RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE |
-				  RN_ACCESS_REMOTE_READ,
-		};
 		int rc;
 
 		if (peer == NULL && i == 0)
 			return -EPROTO;   /* data QP 0 carries the probe */
 		if (peer == NULL)
 			continue;   /* the peer has fewer: this one stays unused */
-		c.remote_qpn = peer->qpn;
-		c.remote_psn = peer->psn;
-		rc = rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_RTR, &c);
-		if (rc == 0)
-			rc = rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_RTS, &c);
+		rc = connect_qp(lc, ep, i, peer);
 		if (rc != 0)
 			return rc;
 	}
 	rn_lcore_notify_connected(lc, ep, ep->n.qp != NULL ?
 				  peer_qp(req, ep->n_qps - 1) : NULL);
+	return 0;
+}
+
+/*
+ * A native channel added to a connected endpoint that has none (every bay
+ * was taken when it connected, and one came back): a bay and CQ room on the
+ * endpoint's CQ, and the notify QP in INIT. Its receives are posted when it
+ * connects, so nothing is outstanding on it should it be dropped.
+ */
+static int
+notify_add(struct rn_lcore *lc, struct rn_ep_request *req)
+{
+	struct rn_lcore_ep *ep = req->ep;
+	struct rn_qp_caps caps = qp_caps(lc, req, RN_EP_QP_NOTIFY);
+	uint32_t need = rn_qp_cqes(&caps), index;
+	struct rn_lcore_cq *room;
+	int rc;
+
+	if (ep == NULL || ep->closing || ep->failed)
+		return -ENOTCONN;
+	if (ep->n.qp != NULL || ep->n_qps == RN_EP_MAX_QPS)
+		return -EALREADY;
+	room = &lc->cqs[ep->cq];
+	if (lc->notify.base == NULL || !rn_notify_bay_free(&lc->notify))
+		return -ENOSPC;
+	if (room->cq.cqe_cnt - room->reserved < need) {
+		rn_lcore_count(&lc->stats.no_cq_room, 1);
+		return -ENOSPC;
+	}
+	ep->bay = rn_notify_bay_take(&lc->notify);
+	room->reserved += need;
+	ep->cq_reserved += need;
+	rn_lcore_count(&lc->stats.cq_reserved, need);
+	ep->n = (struct ep_notify){ 0 };
+	index = ep->n_qps;
+	rc = create_qp(lc, ep, RN_EP_QP_NOTIFY);
+	if (ep->n_qps > index)
+		ep->n.qp = &ep->qps[index];
+	if (rc == 0)
+		rc = rn_lcore_notify_open(lc, ep);
+	if (rc == 0) {
+		req->local.qps[index].credits = lc->notify.slots;
+		req->local.n_qps = ep->n_qps;
+		return 0;
+	}
+	if (ep->n.qp != NULL) {
+		drop_notify(lc, ep);   /* its bay and CQ room go with it */
+		return rc;
+	}
+	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
+	ep->bay = -1;
+	room->reserved -= need;
+	ep->cq_reserved -= need;
+	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)need);
+	return rc;
+}
+
+/*
+ * The added notify QP toward the peer's (req->remote, as the control thread
+ * appended it): its receive slots first, then RTR and RTS. It sends once
+ * enabled (RN_LCORE_CMD_NOTIFY_ENABLE): the peer's may not be ready yet.
+ */
+static int
+notify_connect(struct rn_lcore *lc, struct rn_ep_request *req)
+{
+	struct rn_lcore_ep *ep = req->ep;
+	const struct rn_ep_qp_info *peer;
+	uint32_t index;
+	int rc;
+
+	if (ep == NULL || ep->closing || ep->failed)
+		return -ENOTCONN;
+	if (ep->n.qp == NULL)
+		return -EINVAL;
+	index = (uint32_t)(ep->n.qp - ep->qps);
+	peer = peer_qp(req, index);
+	if (peer == NULL)
+		return -EPROTO;
+	rc = post_receives(lc, ep, ep->n.qp);
+	if (rc == 0)
+		rc = connect_qp(lc, ep, index, peer);
+	if (rc != 0)
+		return rc;
+	rn_lcore_notify_attach(lc, ep, peer);
 	return 0;
 }
 
@@ -488,6 +594,23 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 		else
 			close_ep(lc, req);
 		return;
+	case RN_LCORE_CMD_NOTIFY_OPEN:
+		post(lc, RN_LCORE_EVENT_NOTIFY_OPENED, notify_add(lc, req), req);
+		return;
+	case RN_LCORE_CMD_NOTIFY_CONNECT:
+		post(lc, RN_LCORE_EVENT_NOTIFY_CONNECTED,
+		     notify_connect(lc, req), req);
+		return;
+	case RN_LCORE_CMD_NOTIFY_ENABLE:
+		if (req->ep != NULL && !req->ep->closing && !req->ep->failed)
+			rn_lcore_notify_enable(lc, req->ep);
+		return;
+	case RN_LCORE_CMD_NOTIFY_DROP:
+		/* Refused: only ever before it connected. */
+		if (req->ep != NULL && !req->ep->closing &&
+		    req->ep->n.qp != NULL && req->ep->n.peer_slot_size == 0)
+			drop_notify(lc, req->ep);
+		return;
 	default:
 		return;
 	}
@@ -556,6 +679,7 @@ rn_lcore_ep_reap(struct rn_lcore *lc)
 {
 	uint64_t now = rte_get_tsc_cycles();
 	struct rn_lcore_ep **link = &lc->closing;
+	bool bays_back = false;
 
 	while (*link != NULL) {
 		struct rn_lcore_ep *ep = *link;
@@ -570,11 +694,14 @@ rn_lcore_ep_reap(struct rn_lcore *lc)
 		}
 		*link = ep->next;
 		req->ep = NULL;
+		bays_back |= ep->bay >= 0;
 		unlink_ep(lc, ep);
 		free_ep(lc, ep);
 		post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
 	}
 	open_parked(lc);
+	if (bays_back)
+		bay_returned(lc);   /* what the parked ones left */
 }
 
 void

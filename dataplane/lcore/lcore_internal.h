@@ -42,6 +42,7 @@ struct ep_notify {
 	uint32_t max_inline;     /* the largest that goes inline: also within
 				  * lc->max_inline and the SQ's; 0 like
 				  * max_frame */
+	uint32_t peer_slot_size; /* from its QP record, until enabled */
 	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */
 	uint64_t credit_raddr;   /* the peer's EP_PROBE_CREDITS word */
 	uint32_t credit_rkey;
@@ -102,6 +103,11 @@ void rn_lcore_ep_free_all(struct rn_lcore *lc);
 int rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 void rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			       const struct rn_ep_qp_info *peer);
+/* A notify QP added to a connected endpoint, now connected to the peer's:
+ * its credits and credit word; it sends once enabled. */
+void rn_lcore_notify_attach(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			    const struct rn_ep_qp_info *peer);
+void rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 void rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 void rn_lcore_notify_free(struct rn_lcore_ep *ep);
 /* A QP of ep completed in error: tell the control thread, once. */

@@ -50,24 +50,43 @@ rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 }
 
 void
-rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-			  const struct rn_ep_qp_info *peer)
+rn_lcore_notify_attach(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+		       const struct rn_ep_qp_info *peer)
 {
 	struct ep_notify *n = &ep->n;
 
-	lc->by_slot[ep->req->slot] = ep;
-	if (n->qp == NULL || peer == NULL)
-		return;   /* one side has no channel: TCP rules apply */
-	n->peer_native = true;
-	n->max_frame = RTE_MIN(lc->notify.slot_size, peer->slot_size);
-	/* [notify] max_inline, even where the device allows more. */
-	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
-				n->qp->sq.max_inline);
+	(void)lc;
+	n->peer_slot_size = peer->slot_size;
 	n->send_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, 0);
 	rn_credit_tx_init(&n->tx, peer->credits);
 	n->credit_raddr = ep->req->remote.probe_addr +
 			  EP_PROBE_CREDITS * RN_EP_PROBE_SIZE;
 	n->credit_rkey = ep->req->remote.probe_rkey;
+}
+
+void
+rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	struct ep_notify *n = &ep->n;
+
+	if (n->qp == NULL || n->failed)
+		return;
+	n->peer_native = true;
+	n->max_frame = RTE_MIN(lc->notify.slot_size, n->peer_slot_size);
+	/* [notify] max_inline, even where the device allows more. */
+	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
+				n->qp->sq.max_inline);
+}
+
+void
+rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			  const struct rn_ep_qp_info *peer)
+{
+	lc->by_slot[ep->req->slot] = ep;
+	if (ep->n.qp == NULL || peer == NULL)
+		return;   /* one side has no channel: TCP rules apply */
+	rn_lcore_notify_attach(lc, ep, peer);
+	rn_lcore_notify_enable(lc, ep);
 }
 
 /* A send's fate, to the application; counted when its ring is full. */
@@ -104,6 +123,8 @@ rn_lcore_notify_free(struct rn_lcore_ep *ep)
 {
 	rte_free(ep->n.sends.cookie);
 	rte_free(ep->n.sends.want);
+	ep->n.sends.cookie = NULL;
+	ep->n.sends.want = NULL;
 }
 
 /*

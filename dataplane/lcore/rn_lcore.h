@@ -31,6 +31,14 @@ enum rn_lcore_cmd_type {
 	RN_LCORE_CMD_EP_CONNECT,/* RTR, RTS toward req->remote: EP_CONNECTED */
 	RN_LCORE_CMD_EP_PROBE,  /* RDMA READ the peer's probe: EP_PROBED */
 	RN_LCORE_CMD_EP_CLOSE,  /* ERR, drain, destroy: EP_CLOSED */
+	/* A native channel added to a connected endpoint (a bay freed): */
+	RN_LCORE_CMD_NOTIFY_OPEN,    /* take a bay, notify QP in INIT:
+				      * NOTIFY_OPENED */
+	RN_LCORE_CMD_NOTIFY_CONNECT, /* post its receives, RTR, RTS toward
+				      * the peer's (req->remote), no sends
+				      * yet: NOTIFY_CONNECTED */
+	RN_LCORE_CMD_NOTIFY_ENABLE,  /* both QPs are connected: send */
+	RN_LCORE_CMD_NOTIFY_DROP,    /* not wanted after all (refused) */
 };
 
 /* 16 bytes, copied by value through the ring: no allocation per command. */
@@ -54,6 +62,10 @@ enum rn_lcore_event_type {
 	RN_LCORE_EVENT_EP_CLOSED,   /* the request is the control's again */
 	RN_LCORE_EVENT_NOTIFY_TCP,  /* cookie: a struct rn_notify_request to
 				     * send over TCP and answer */
+	RN_LCORE_EVENT_NOTIFY_OPENED,
+	RN_LCORE_EVENT_NOTIFY_CONNECTED,
+	RN_LCORE_EVENT_BAY_FREE,    /* no request: a bay of notification
+				     * buffers came back and is free */
 };
 
 struct rn_lcore_event {

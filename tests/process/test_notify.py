@@ -668,8 +668,19 @@ def test_cq_capacity_growth_and_failure():
         assert s["cqs"][0] == 1 and s["no_cq_room"][0] >= 3, s
         for i in range(6):
             assert endpoint(hub, f"f{i}")["state"] == "connected", i
-        # A closed endpoint's reservation comes back once it drained.
+        # A closed endpoint's reservation comes back once it drained, and
+        # the hub offers it to f5, which connected without a native
+        # channel; f5 refuses (no buffers on its side), and the room goes
+        # to the next caller.
         held[0].sendall(rnproto.close())
+        ftype, body = rnproto.read_frame_skipping_heartbeats(held[5])
+        assert ftype == rnproto.NOTIFY_QP, ftype
+        gen, step, _ = rnproto.notify_qp_fields(body)
+        assert step == rnproto.QP_OFFER and len(body) == 8 + 24, body
+        held[5].sendall(rnproto.notify_qp(1, rnproto.QP_REFUSE,
+                                          rnproto.QP_NO_ROOM))
+        wait_until("offer dropped", lambda: "no buffers free" in d.stderr())
+
         def room_again():
             s, c = call(port, "g0")
             held.append(s)
@@ -885,6 +896,73 @@ def test_replacement_waits_for_the_bay_of_the_one_it_replaces():
                 assert x.stop() == 0, x.stderr()
 
 
+def test_native_channel_added_when_a_bay_frees():
+    # One bay on the hub. x calls first and its endpoint takes the bay; y
+    # calls next and connects without a native channel, so notifications
+    # between hub and y go over TCP. x stops: once its endpoint drained, the
+    # bay is free, and the hub offers y a native channel over the control
+    # connection. From then on hub and y notify each other natively, and
+    # what was sent across the switch arrives once, in order.
+    hub, x, y = unique("uh"), unique("ux"), unique("uy")
+    ph, px, py = free_port(), free_port(), free_port()
+    common = dict(dead_after=NOTIFY_DEAD_AFTER_MS, connect_timeout=10000)
+    d = {hub: Daemon(hub, text=node_text(
+        hub, ph, [], notify=notify_cfg("endpoints_per_lcore = 1\n"),
+        **common))}
+    try:
+        d[hub].wait_running()
+        for peer, port in ((x, px), (y, py)):
+            d[peer] = Daemon(peer, text=node_text(
+                peer, port, [(hub, "127.0.0.1", ph)], notify=notify_cfg(),
+                **common))
+            d[peer].wait_running()
+            wait_until(f"{peer} connected", lambda peer=peer: endpoint(
+                hub, peer)["state"] == "connected")
+        assert endpoint(hub, x)["native"] == 1
+        assert endpoint(hub, y)["native"] == 0
+        assert endpoint(y, hub)["native"] == 0
+        sent = {n: counters(n)["notify_sent"] for n in (hub, y)}
+        assert send(hub, y, "0", "tcp") == 0
+        assert send(y, hub, "0", "tcp") == 0
+        assert counters(hub)["notify_sent"] == sent[hub]   # over TCP
+        assert d[x].stop() == 0, d[x].stderr()
+        wait_until("a native channel added", lambda: endpoint(hub, y)[
+            "native"] == 1 and endpoint(y, hub)["native"] == 1)
+        assert endpoint(hub, y)["native_added"] == 1
+        assert "native notification channel added (this side offered" in \
+            d[hub].stderr()
+        for i in range(1, 4):
+            assert send(hub, y, str(i), "native") == 0
+            assert send(y, hub, str(i), "native") == 0
+        for a, b in ((hub, y), (y, hub)):
+            got = poll_all(b, 4)
+            assert [(p, n) for p, n, _ in got] == \
+                [(a, str(i)) for i in range(4)], got
+            assert counters(a)["notify_sent"] == sent[a] + 3, counters(a)
+        e = endpoint(hub, y)
+        assert e["state"] == "connected" and e["to_failed"] == 0, e
+        # A peer with notifications off refuses the offer, and is not
+        # asked again: y goes, z (off) is the one without a channel.
+        z, pz = unique("uz"), free_port()
+        d[z] = Daemon(z, text=node_text(
+            z, pz, [(hub, "127.0.0.1", ph)],
+            notify=notify_cfg("enabled = false\n"), **common))
+        d[z].wait_running()
+        wait_until("z connected", lambda: endpoint(hub, z)["state"] ==
+                   "connected")
+        assert d[y].stop() == 0, d[y].stderr()
+        wait_until("z refused", lambda: f"endpoint {z}: the peer has no "
+                   "native notification channel to add (notifications off)"
+                   in d[hub].stderr())
+        assert endpoint(hub, z)["native"] == 0
+        assert send(hub, z, "k", "over tcp") == 0
+        assert poll_all(z, 1) == [(hub, "k", "over tcp")]
+    finally:
+        for n in d.values():
+            if n.proc.poll() is None:
+                assert n.stop() == 0, n.stderr()
+
+
 STALL_S = 5.0   # RN_NOTIFY_STALL_MS
 
 
@@ -972,7 +1050,8 @@ for t in [test_native_delivery_in_order,
           test_full_table_gives_a_closed_slot_a_new_name,
           test_stuck_lcore_never_stops_the_control_thread,
           test_unused_notify_qp_gives_its_bay_back,
-          test_replacement_waits_for_the_bay_of_the_one_it_replaces]:
+          test_replacement_waits_for_the_bay_of_the_one_it_replaces,
+          test_native_channel_added_when_a_bay_frees]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
 finish()

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A native channel added to a connected endpoint. An endpoint that
+ * connected while every bay of notification buffers was taken (on either
+ * side) has none, and its notifications go over TCP. When a bay comes back
+ * on a worker, the control thread offers a native channel to each of that
+ * worker's endpoints that lacks one, over its control connection:
+ *
+ *   OFFER   my notify QP (in INIT), as in a handshake's QP record
+ *   ACCEPT  the peer's, already connected to mine, its receives posted
+ *           (or REFUSE: notifications off there, no bay there now, or the
+ *           peer offered at the same time and its offer goes first)
+ *   READY   mine is connected to the peer's: the peer may send
+ *
+ * The offering side sends natively once it has connected its QP to the
+ * ACCEPTed one; the other once READY came: neither sends before the
+ * other's QP can receive. Notifications queued over TCP before the switch
+ * still arrive first (the send order across channels,
+ * control/notify/notify_order.h). Offers that cross: the one of the node
+ * whose name sorts first goes on, the other side answers it. The steps are
+ * of one incarnation: a new one starts idle, and frames naming another
+ * generation are ignored. A peer that does not answer an OFFER within
+ * connect_timeout_ms gets its bay back (dropped), one that sends no READY
+ * after our ACCEPT fails the endpoint: our QP is connected to its by then.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "plane.h"
+#include "rn_lcore.h"
+
+/* The side's notify QP record, or NULL. */
+static struct rn_ep_qp_info *
+notify_qp_of(const struct rn_ep_side *side)
+{
+	for (uint32_t i = 0; i < side->n_qps; i++)
+		if (side->qps[i].kind == RN_EP_QP_NOTIFY)
+			return (struct rn_ep_qp_info *)&side->qps[i];
+	return NULL;
+}
+
+bool
+upgrade_native_at_handshake(const struct rn_endpoint *ep)
+{
+	return ep->req != NULL && notify_qp_of(&ep->req->local) != NULL &&
+	       notify_qp_of(&ep->req->remote) != NULL;
+}
+
+/* Our notify QP's record, the last of ours. */
+static struct rn_proto_qp
+our_qp(const struct rn_endpoint *ep)
+{
+	const struct rn_ep_qp_info *q =
+		&ep->req->local.qps[ep->req->local.n_qps - 1];
+
+	return (struct rn_proto_qp){
+		.kind = RN_PROTO_QP_NOTIFY, .qpn = q->qpn, .psn = q->psn,
+		.recv_depth = q->recv_depth, .slot_size = q->slot_size,
+		.credits = q->credits,
+	};
+}
+
+static void
+send_step(struct rn_endpoint *ep, uint8_t step, uint8_t reason)
+{
+	uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_NOTIFY_QP_FIXED +
+		      RN_PROTO_QP_SIZE];
+	struct rn_proto_qp qp;
+	bool with_qp = step == RN_NOTIFY_QP_OFFER || step == RN_NOTIFY_QP_ACCEPT;
+
+	if (with_qp)
+		qp = our_qp(ep);
+	if (ep->conn != NULL)
+		conn_send(ep->conn, frame, rn_proto_encode_notify_qp(
+			frame, sizeof(frame), ep->generation, step, reason,
+			with_qp ? &qp : NULL));
+}
+
+/*
+ * The peer's notify QP, after the QPs the handshake exchanged; in place of
+ * the one its HELLO offered, if it did (it dropped that one when ours had
+ * none).
+ */
+static bool
+add_peer_qp(struct rn_endpoint *ep, const struct rn_proto_qp *qp)
+{
+	struct rn_ep_side *remote = &ep->req->remote;
+	struct rn_ep_qp_info *slot = notify_qp_of(remote);
+
+	if (slot == NULL && remote->n_qps == RN_EP_MAX_QPS)
+		return false;
+	if (slot == NULL)
+		slot = &remote->qps[remote->n_qps++];
+	*slot = (struct rn_ep_qp_info){
+		.kind = RN_EP_QP_NOTIFY, .qpn = qp->qpn, .psn = qp->psn,
+		.recv_depth = qp->recv_depth, .slot_size = qp->slot_size,
+		.credits = qp->credits,
+	};
+	return true;
+}
+
+static void
+start(struct rn_plane *pl, struct rn_endpoint *ep, bool ours)
+{
+	ep->upgrade = EP_UPGRADE_OPENING;
+	ep->upgrade_deadline_ms = rn_now_ms() +
+				  pl->cfg->control.connect_timeout_ms;
+	ep->upgrade_ours = ours;
+	ep->req->notify = true;
+	ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_OPEN, ep->req);
+}
+
+static void
+done(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	ep->upgrade = EP_UPGRADE_IDLE;
+	ep->native = true;
+	ep->info.native_added++;
+	RN_PLANE_LOG(NOTICE, "endpoint %s: native notification channel added "
+		     "(%s offered it; generation %u)", ep->name,
+		     ep->upgrade_ours ? "this side" : "the peer",
+		     ep->generation);
+	plane_publish(pl, ep);
+}
+
+/* Whether we may offer ep a native channel now. */
+static bool
+wants_native(const struct rn_plane *pl, const struct rn_endpoint *ep)
+{
+	return pl->cfg->notify.enabled && !ep->self && !ep->native &&
+	       !ep->peer_native_off && ep->upgrade == EP_UPGRADE_IDLE &&
+	       ep->state == RN_EP_CONNECTED && ep->req != NULL &&
+	       ep->conn != NULL && ep->conn->phase == RN_CONN_ESTABLISHED;
+}
+
+void
+upgrade_bay_free(struct rn_plane *pl, uint16_t lcore_id)
+{
+	for (unsigned int i = 0; i < pl->n_eps; i++) {
+		struct rn_endpoint *ep = pl->eps[i];
+
+		if (pl->workers[ep->lcore]->lcore_id == lcore_id &&
+		    wants_native(pl, ep))
+			start(pl, ep, true);
+	}
+}
+
+/* Our QP is open: offer it, or connect it to the peer's offered one. */
+static void
+opened(struct rn_plane *pl, struct rn_endpoint *ep, int rc)
+{
+	if (rc != 0) {
+		/* No bay or CQ room after all (another took it). */
+		ep->upgrade = EP_UPGRADE_IDLE;
+		if (!ep->upgrade_ours)
+			send_step(ep, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_NO_ROOM);
+		return;
+	}
+	if (ep->upgrade_ours) {
+		ep->upgrade = EP_UPGRADE_OFFERED;
+		ep->upgrade_deadline_ms = rn_now_ms() +
+					  pl->cfg->control.connect_timeout_ms;
+		send_step(ep, RN_NOTIFY_QP_OFFER, 0);
+		return;
+	}
+	ep->upgrade = EP_UPGRADE_CONNECTING;
+	ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CONNECT, ep->req);
+}
+
+static void
+connected(struct rn_plane *pl, struct rn_endpoint *ep, int rc)
+{
+	char why[96];
+
+	if (rc != 0) {
+		snprintf(why, sizeof(why), "added notify QP: connection failed: "
+			 "%s", strerror(-rc));
+		ep_fail(pl, ep, why);
+		return;
+	}
+	if (!ep->upgrade_ours) {
+		ep->upgrade = EP_UPGRADE_ACCEPTED;
+		ep->upgrade_deadline_ms = rn_now_ms() +
+					  pl->cfg->control.connect_timeout_ms;
+		send_step(ep, RN_NOTIFY_QP_ACCEPT, 0);
+		return;
+	}
+	/* The peer's QP was connected before it ACCEPTed: send. */
+	ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_ENABLE, ep->req);
+	send_step(ep, RN_NOTIFY_QP_READY, 0);
+	done(pl, ep);
+}
+
+void
+upgrade_event(struct rn_plane *pl, struct rn_endpoint *ep,
+	      const struct rn_lcore_event *ev)
+{
+	if (ev->type == RN_LCORE_EVENT_NOTIFY_OPENED &&
+	    ep->upgrade == EP_UPGRADE_OPENING)
+		opened(pl, ep, ev->arg);
+	else if (ev->type == RN_LCORE_EVENT_NOTIFY_CONNECTED &&
+		 ep->upgrade == EP_UPGRADE_CONNECTING)
+		connected(pl, ep, ev->arg);
+}
+
+/* Our notify QP goes back, unused: its bay and CQ room with it. */
+static void
+drop(struct rn_plane *pl, struct rn_endpoint *ep)
+{
+	ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_DROP, ep->req);
+	ep->upgrade = EP_UPGRADE_IDLE;
+}
+
+void
+upgrade_check(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now)
+{
+	if (now < ep->upgrade_deadline_ms)
+		return;
+	if (ep->upgrade == EP_UPGRADE_OFFERED) {
+		RN_PLANE_LOG(WARNING, "endpoint %s: no answer to our offer of a "
+			     "native notification channel in %u ms", ep->name,
+			     pl->cfg->control.connect_timeout_ms);
+		drop(pl, ep);
+	} else if (ep->upgrade == EP_UPGRADE_ACCEPTED) {
+		ep_fail(pl, ep, "added notify QP: no READY from the peer");
+	}
+}
+
+/* The peer offers its notify QP. */
+static void
+offered(struct rn_plane *pl, struct rn_endpoint *ep,
+	const struct rn_proto_qp *qp)
+{
+	if (!pl->cfg->notify.enabled) {
+		send_step(ep, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_DISABLED);
+		return;
+	}
+	if (ep->native || ep->upgrade > EP_UPGRADE_OFFERED ||
+	    (ep->upgrade != EP_UPGRADE_IDLE &&
+	     strcmp(pl->cfg->dataplane.name, ep->name) < 0)) {
+		/* Ours goes first, or one is being added already. */
+		send_step(ep, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_BUSY);
+		return;
+	}
+	if (!add_peer_qp(ep, qp)) {
+		send_step(ep, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_BUSY);
+		return;
+	}
+	if (ep->upgrade == EP_UPGRADE_IDLE) {
+		start(pl, ep, false);
+		return;
+	}
+	/* Crossing offers, the peer's first: ours answers it. */
+	ep->upgrade_ours = false;
+	if (ep->upgrade == EP_UPGRADE_OFFERED)
+		opened(pl, ep, 0);
+	/* Still OPENING: opened() connects it when our QP is there. */
+}
+
+void
+upgrade_frame(struct rn_plane *pl, struct rn_endpoint *ep,
+	      const struct rn_proto_frame *f)
+{
+	if (ep->req == NULL || f->notify_qp.generation != ep->peer_generation)
+		return;   /* of another incarnation */
+	switch (f->notify_qp.step) {
+	case RN_NOTIFY_QP_OFFER:
+		offered(pl, ep, &f->notify_qp.qp);
+		return;
+	case RN_NOTIFY_QP_ACCEPT:
+		if (ep->upgrade != EP_UPGRADE_OFFERED || !ep->upgrade_ours ||
+		    !add_peer_qp(ep, &f->notify_qp.qp))
+			return;
+		ep->upgrade = EP_UPGRADE_CONNECTING;
+		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CONNECT, ep->req);
+		return;
+	case RN_NOTIFY_QP_REFUSE:
+		if (ep->upgrade != EP_UPGRADE_OFFERED || !ep->upgrade_ours)
+			return;   /* BUSY: we answer the peer's offer */
+		drop(pl, ep);
+		ep->peer_native_off = f->notify_qp.reason ==
+				      RN_NOTIFY_QP_DISABLED;
+		RN_PLANE_LOG(INFO, "endpoint %s: the peer has no native "
+			     "notification channel to add (%s)", ep->name,
+			     ep->peer_native_off ? "notifications off" :
+			     f->notify_qp.reason == RN_NOTIFY_QP_NO_ROOM ?
+			     "no buffers free: it offers one when it has" :
+			     "it offers one itself");
+		return;
+	case RN_NOTIFY_QP_READY:
+		if (ep->upgrade != EP_UPGRADE_ACCEPTED || ep->upgrade_ours)
+			return;
+		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_ENABLE, ep->req);
+		done(pl, ep);
+		return;
+	default:
+		return;
+	}
+}
