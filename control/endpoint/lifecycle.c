@@ -43,6 +43,7 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 	ep->upgrade = EP_UPGRADE_IDLE;
 	ep->upgrade_ours = false;
 	ep->peer_native_off = false;
+	ep->peer_no_room = false;
 	req->slot = ep->slot;
 	req->n_data_qps = cfg->nic.data_qps;
 	req->notify = cfg->notify.enabled && notify;
@@ -287,7 +288,7 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 		return;
 	}
 	if (ev->type == RN_LCORE_EVENT_BAY_FREE) {
-		upgrade_bay_free(pl, ev->lcore_id);
+		upgrade_bay_free(pl, ev->lcore_id, ev->arg != 0);
 		return;
 	}
 	ep = pl->eps[req->slot];

@@ -89,8 +89,10 @@ struct rn_endpoint {
 	bool native;                  /* both sides have a notify QP */
 	uint8_t upgrade;              /* enum ep_upgrade */
 	bool upgrade_ours;            /* we offered (else the peer did) */
+	uint16_t upgrade_offer;       /* ours, or the peer's we answer */
 	uint64_t upgrade_deadline_ms; /* the peer's answer or READY by then */
 	bool peer_native_off;         /* the peer refused: notifications off */
+	bool peer_no_room;            /* it refused: no buffers (it offers) */
 	unsigned int lcore;           /* index into pl->workers */
 	struct rn_ep_request *req;    /* current incarnation's QPs, or NULL */
 	bool qps_open;
@@ -165,7 +167,8 @@ enum ep_upgrade {
 	EP_UPGRADE_ACCEPTED,          /* ACCEPT sent, waiting for READY */
 };
 struct rn_lcore_event;
-void upgrade_bay_free(struct rn_plane *pl, uint16_t lcore_id);
+/* A bay came back on that lcore; after_drop: ours, refused by a peer. */
+void upgrade_bay_free(struct rn_plane *pl, uint16_t lcore_id, bool after_drop);
 void upgrade_event(struct rn_plane *pl, struct rn_endpoint *ep,
 		   const struct rn_lcore_event *ev);
 void upgrade_frame(struct rn_plane *pl, struct rn_endpoint *ep,

@@ -19,9 +19,15 @@
  * control/notify/notify_order.h). Offers that cross: the one of the node
  * whose name sorts first goes on, the other side answers it. The steps are
  * of one incarnation: a new one starts idle, and frames naming another
- * generation are ignored. A peer that does not answer an OFFER within
- * connect_timeout_ms gets its bay back (dropped), one that sends no READY
- * after our ACCEPT fails the endpoint: our QP is connected to its by then.
+ * generation are ignored. Each offer has a number, which its answers and
+ * READY repeat: an answer to an offer given up is not taken for another.
+ * A peer that does not answer an OFFER within connect_timeout_ms (while
+ * its connection is read) gets our bay back, dropped; an ACCEPT that comes
+ * after that, or no READY after our ACCEPT, fails the endpoint: a QP is
+ * connected to one that is gone, and a reconnection starts both afresh.
+ * A peer that refused for want of buffers is offered again only when a
+ * bay came back from elsewhere than such a refusal (else the two would
+ * offer and refuse for ever), or when it offers itself.
  */
 #include <stdio.h>
 #include <string.h>
@@ -60,6 +66,13 @@ our_qp(const struct rn_endpoint *ep)
 	};
 }
 
+/* Whether ep is still connected (sending may have failed it). */
+static bool
+live(const struct rn_endpoint *ep)
+{
+	return ep->state == RN_EP_CONNECTED && ep->conn != NULL;
+}
+
 static void
 send_step(struct rn_endpoint *ep, uint8_t step, uint8_t reason)
 {
@@ -73,7 +86,7 @@ send_step(struct rn_endpoint *ep, uint8_t step, uint8_t reason)
 	if (ep->conn != NULL)
 		conn_send(ep->conn, frame, rn_proto_encode_notify_qp(
 			frame, sizeof(frame), ep->generation, step, reason,
-			with_qp ? &qp : NULL));
+			ep->upgrade_offer, with_qp ? &qp : NULL));
 }
 
 /*
@@ -99,10 +112,23 @@ add_peer_qp(struct rn_endpoint *ep, const struct rn_proto_qp *qp)
 	return true;
 }
 
+/* Answer the peer's offer number offer with a refusal, statelessly. */
+static void
+refuse(struct rn_endpoint *ep, uint16_t offer, uint8_t reason)
+{
+	uint16_t ours = ep->upgrade_offer;
+
+	ep->upgrade_offer = offer;
+	send_step(ep, RN_NOTIFY_QP_REFUSE, reason);
+	ep->upgrade_offer = ours;
+}
+
 static void
 start(struct rn_plane *pl, struct rn_endpoint *ep, bool ours)
 {
 	ep->upgrade = EP_UPGRADE_OPENING;
+	if (ours)
+		ep->upgrade_offer++;
 	ep->upgrade_deadline_ms = rn_now_ms() +
 				  pl->cfg->control.connect_timeout_ms;
 	ep->upgrade_ours = ours;
@@ -134,14 +160,16 @@ wants_native(const struct rn_plane *pl, const struct rn_endpoint *ep)
 }
 
 void
-upgrade_bay_free(struct rn_plane *pl, uint16_t lcore_id)
+upgrade_bay_free(struct rn_plane *pl, uint16_t lcore_id, bool after_drop)
 {
 	for (unsigned int i = 0; i < pl->n_eps; i++) {
 		struct rn_endpoint *ep = pl->eps[i];
 
-		if (pl->workers[ep->lcore]->lcore_id == lcore_id &&
-		    wants_native(pl, ep))
-			start(pl, ep, true);
+		if (pl->workers[ep->lcore]->lcore_id != lcore_id ||
+		    !wants_native(pl, ep) || (after_drop && ep->peer_no_room))
+			continue;
+		ep->peer_no_room = false;
+		start(pl, ep, true);
 	}
 }
 
@@ -188,7 +216,8 @@ connected(struct rn_plane *pl, struct rn_endpoint *ep, int rc)
 	/* The peer's QP was connected before it ACCEPTed: send. */
 	ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_ENABLE, ep->req);
 	send_step(ep, RN_NOTIFY_QP_READY, 0);
-	done(pl, ep);
+	if (live(ep))
+		done(pl, ep);
 }
 
 void
@@ -214,6 +243,14 @@ drop(struct rn_plane *pl, struct rn_endpoint *ep)
 void
 upgrade_check(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now)
 {
+	if (ep->upgrade == EP_UPGRADE_IDLE)
+		return;
+	if (ep->conn != NULL && ep->conn->rx_held) {
+		/* The answer may wait unread behind a held NOTIFY. */
+		ep->upgrade_deadline_ms = now +
+					  pl->cfg->control.connect_timeout_ms;
+		return;
+	}
 	if (now < ep->upgrade_deadline_ms)
 		return;
 	if (ep->upgrade == EP_UPGRADE_OFFERED) {
@@ -226,26 +263,25 @@ upgrade_check(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now)
 	}
 }
 
-/* The peer offers its notify QP. */
+/* The peer offers its notify QP, as its offer number offer. */
 static void
 offered(struct rn_plane *pl, struct rn_endpoint *ep,
-	const struct rn_proto_qp *qp)
+	const struct rn_proto_qp *qp, uint16_t offer)
 {
-	if (!pl->cfg->notify.enabled) {
-		send_step(ep, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_DISABLED);
+	if (!pl->cfg->notify.enabled || ep->self) {
+		refuse(ep, offer, RN_NOTIFY_QP_DISABLED);
 		return;
 	}
 	if (ep->native || ep->upgrade > EP_UPGRADE_OFFERED ||
 	    (ep->upgrade != EP_UPGRADE_IDLE &&
-	     strcmp(pl->cfg->dataplane.name, ep->name) < 0)) {
+	     strcmp(pl->cfg->dataplane.name, ep->name) < 0) ||
+	    !add_peer_qp(ep, qp)) {
 		/* Ours goes first, or one is being added already. */
-		send_step(ep, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_BUSY);
+		refuse(ep, offer, RN_NOTIFY_QP_BUSY);
 		return;
 	}
-	if (!add_peer_qp(ep, qp)) {
-		send_step(ep, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_BUSY);
-		return;
-	}
+	ep->peer_no_room = false;
+	ep->upgrade_offer = offer;
 	if (ep->upgrade == EP_UPGRADE_IDLE) {
 		start(pl, ep, false);
 		return;
@@ -261,25 +297,34 @@ void
 upgrade_frame(struct rn_plane *pl, struct rn_endpoint *ep,
 	      const struct rn_proto_frame *f)
 {
+	bool ours_now = ep->upgrade == EP_UPGRADE_OFFERED && ep->upgrade_ours &&
+			f->notify_qp.offer == ep->upgrade_offer;
+
 	if (ep->req == NULL || f->notify_qp.generation != ep->peer_generation)
 		return;   /* of another incarnation */
 	switch (f->notify_qp.step) {
 	case RN_NOTIFY_QP_OFFER:
-		offered(pl, ep, &f->notify_qp.qp);
+		offered(pl, ep, &f->notify_qp.qp, f->notify_qp.offer);
 		return;
 	case RN_NOTIFY_QP_ACCEPT:
-		if (ep->upgrade != EP_UPGRADE_OFFERED || !ep->upgrade_ours ||
-		    !add_peer_qp(ep, &f->notify_qp.qp))
+		if (!ours_now) {
+			/* Its QP is connected to one of ours we gave up. */
+			ep_fail(pl, ep, "added notify QP: an ACCEPT of an offer "
+				"given up");
+			return;
+		}
+		if (!add_peer_qp(ep, &f->notify_qp.qp))
 			return;
 		ep->upgrade = EP_UPGRADE_CONNECTING;
 		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CONNECT, ep->req);
 		return;
 	case RN_NOTIFY_QP_REFUSE:
-		if (ep->upgrade != EP_UPGRADE_OFFERED || !ep->upgrade_ours)
+		if (!ours_now)
 			return;   /* BUSY: we answer the peer's offer */
 		drop(pl, ep);
 		ep->peer_native_off = f->notify_qp.reason ==
 				      RN_NOTIFY_QP_DISABLED;
+		ep->peer_no_room = f->notify_qp.reason == RN_NOTIFY_QP_NO_ROOM;
 		RN_PLANE_LOG(INFO, "endpoint %s: the peer has no native "
 			     "notification channel to add (%s)", ep->name,
 			     ep->peer_native_off ? "notifications off" :
@@ -288,7 +333,8 @@ upgrade_frame(struct rn_plane *pl, struct rn_endpoint *ep,
 			     "it offers one itself");
 		return;
 	case RN_NOTIFY_QP_READY:
-		if (ep->upgrade != EP_UPGRADE_ACCEPTED || ep->upgrade_ours)
+		if (ep->upgrade != EP_UPGRADE_ACCEPTED || ep->upgrade_ours ||
+		    f->notify_qp.offer != ep->upgrade_offer)
 			return;
 		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_ENABLE, ep->req);
 		done(pl, ep);

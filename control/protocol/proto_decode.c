@@ -144,12 +144,13 @@ decode_notify_qp(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 	if (len != RN_PROTO_NOTIFY_QP_FIXED + (with_qp ? RN_PROTO_QP_SIZE : 0))
 		return bad(why, why_len, "notify QP: length %u for step %u",
 			   len, step);
-	if ((step == RN_NOTIFY_QP_REFUSE) != (p[5] != 0) || p[6] != 0 ||
-	    p[7] != 0)
-		return bad(why, why_len, "notify QP: reserved bytes set");
+	if ((step == RN_NOTIFY_QP_REFUSE) != (p[5] != 0))
+		return bad(why, why_len, "notify QP: reason byte %u for step %u",
+			   p[5], step);
 	f->notify_qp.generation = wire_get32(p);
 	f->notify_qp.step = step;
 	f->notify_qp.reason = p[5];
+	f->notify_qp.offer = wire_get16(p + 6);
 	memset(&f->notify_qp.qp, 0, sizeof(f->notify_qp.qp));
 	if (!with_qp)
 		return 0;

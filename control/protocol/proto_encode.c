@@ -123,7 +123,7 @@ rn_proto_encode_notify(uint8_t *buf, size_t cap, uint32_t native_before,
 
 size_t
 rn_proto_encode_notify_qp(uint8_t *buf, size_t cap, uint32_t generation,
-			  uint8_t step, uint8_t reason,
+			  uint8_t step, uint8_t reason, uint16_t offer,
 			  const struct rn_proto_qp *qp)
 {
 	bool with_qp = step == RN_NOTIFY_QP_OFFER || step == RN_NOTIFY_QP_ACCEPT;
@@ -138,7 +138,7 @@ rn_proto_encode_notify_qp(uint8_t *buf, size_t cap, uint32_t generation,
 	wire_put32(p, generation);
 	p[4] = step;
 	p[5] = step == RN_NOTIFY_QP_REFUSE ? reason : 0;
-	p[6] = p[7] = 0;
+	wire_put16(p + 6, offer);
 	if (with_qp)
 		put_qp(p + RN_PROTO_NOTIFY_QP_FIXED, qp);
 	return RN_PROTO_HEADER_SIZE + payload;

@@ -19,7 +19,7 @@
 #define RN_PROTO_HEADER_SIZE 12
 #define RN_PROTO_MAX_PAYLOAD (65536 + 64) /* a whole notification fits */
 #define RN_PROTO_NOTIFY_HEAD 4            /* native_before, then the frame */
-#define RN_PROTO_NOTIFY_QP_FIXED 8        /* generation, step, reason, 0 */
+#define RN_PROTO_NOTIFY_QP_FIXED 8        /* generation, step, reason, offer */
 #define RN_PROTO_NAME_MAX 31
 #define RN_PROTO_MAX_QPS 17               /* 16 data QPs + 1 notify QP */
 #define RN_PROTO_QP_SIZE 24
@@ -112,6 +112,7 @@ struct rn_proto_frame {
 			uint32_t generation;   /* of the sender's endpoint */
 			uint8_t step;          /* rn_proto_notify_qp_step */
 			uint8_t reason;        /* REFUSE: ..._refusal */
+			uint16_t offer;        /* which offer; answers echo it */
 			struct rn_proto_qp qp; /* OFFER, ACCEPT */
 		} notify_qp;
 		struct {
@@ -149,7 +150,7 @@ size_t rn_proto_encode_heartbeat(uint8_t *buf, size_t cap);
 size_t rn_proto_encode_close(uint8_t *buf, size_t cap, uint16_t reason);
 /* qp only for OFFER and ACCEPT, reason only for REFUSE. */
 size_t rn_proto_encode_notify_qp(uint8_t *buf, size_t cap, uint32_t generation,
-				 uint8_t step, uint8_t reason,
+				 uint8_t step, uint8_t reason, uint16_t offer,
 				 const struct rn_proto_qp *qp);
 size_t rn_proto_encode_notify(uint8_t *buf, size_t cap, uint32_t native_before,
 			      const void *name, uint32_t name_len,

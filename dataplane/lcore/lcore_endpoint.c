@@ -311,12 +311,15 @@ drop_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	rn_lcore_notify_free(ep);
 }
 
-/* A bay came back: endpoints without a native channel may get one now. */
+/*
+ * A bay came back: endpoints without a native channel may get one now.
+ * after_drop: it was an offer a peer refused.
+ */
 static void
-bay_returned(struct rn_lcore *lc)
+bay_returned(struct rn_lcore *lc, bool after_drop)
 {
 	if (rn_notify_bay_free(&lc->notify))
-		post(lc, RN_LCORE_EVENT_BAY_FREE, 0, NULL);
+		post(lc, RN_LCORE_EVENT_BAY_FREE, after_drop, NULL);
 }
 
 /* RTR, then RTS, QP i toward its peer in req->remote. */
@@ -351,7 +354,7 @@ connect_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	/* The notify QP is the last one, and still in INIT. */
 	if (ep->n.qp != NULL && peer_qp(req, ep->n_qps - 1) == NULL) {
 		drop_notify(lc, ep);
-		bay_returned(lc);
+		bay_returned(lc, false);
 	}
 	if (ep->n.qp != NULL) {
 		int rc = post_receives(lc, ep, ep->n.qp);
@@ -608,8 +611,10 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 	case RN_LCORE_CMD_NOTIFY_DROP:
 		/* Refused: only ever before it connected. */
 		if (req->ep != NULL && !req->ep->closing &&
-		    req->ep->n.qp != NULL && req->ep->n.peer_slot_size == 0)
+		    req->ep->n.qp != NULL && req->ep->n.peer_slot_size == 0) {
 			drop_notify(lc, req->ep);
+			bay_returned(lc, true);
+		}
 		return;
 	default:
 		return;
@@ -701,7 +706,7 @@ rn_lcore_ep_reap(struct rn_lcore *lc)
 	}
 	open_parked(lc);
 	if (bays_back)
-		bay_returned(lc);   /* what the parked ones left */
+		bay_returned(lc, false);   /* what the parked ones left */
 }
 
 void

@@ -30,6 +30,8 @@ generation(const struct rn_lcore_ep *ep)
 	return ep->req->local.generation;
 }
 
+static void write_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+
 int
 rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
@@ -76,6 +78,10 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	/* [notify] max_inline, even where the device allows more. */
 	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
 				n->qp->sq.max_inline);
+	/* Slots released before now (the peer may send first) are credits
+	 * the peer waits for. */
+	if (rn_credit_update_due(&n->rx))
+		write_credits(lc, ep);
 }
 
 void

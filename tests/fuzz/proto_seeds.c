@@ -58,7 +58,7 @@ main(int argc, char **argv)
 				   8);
 	rc |= save(argv[1], "notify", buf, n);
 	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 2, RN_NOTIFY_QP_OFFER, 0,
-				      &(struct rn_proto_qp){
+				      1, &(struct rn_proto_qp){
 					.kind = RN_PROTO_QP_NOTIFY, .qpn = 9,
 					.recv_depth = 256, .slot_size = 65536,
 					.credits = 256 });

@@ -40,14 +40,15 @@ def close(reason=0):
     return frame(CLOSE, struct.pack(">H", reason))
 
 
-def notify_qp(generation, step, reason=0):
+def notify_qp(generation, step, reason, offer):
     """A NOTIFY_QP step without a QP record (REFUSE, READY)."""
-    return frame(NOTIFY_QP, struct.pack(">IBB2x", generation, step, reason))
+    return frame(NOTIFY_QP, struct.pack(">IBBH", generation, step, reason,
+                                        offer))
 
 
 def notify_qp_fields(payload):
-    """generation, step, reason of a NOTIFY_QP payload."""
-    return struct.unpack(">IBB", payload[:6])
+    """generation, step, reason, offer of a NOTIFY_QP payload."""
+    return struct.unpack(">IBBH", payload[:8])
 
 
 def read_frame(sock, timeout=10):

@@ -675,10 +675,10 @@ def test_cq_capacity_growth_and_failure():
         held[0].sendall(rnproto.close())
         ftype, body = rnproto.read_frame_skipping_heartbeats(held[5])
         assert ftype == rnproto.NOTIFY_QP, ftype
-        gen, step, _ = rnproto.notify_qp_fields(body)
+        gen, step, _, offer = rnproto.notify_qp_fields(body)
         assert step == rnproto.QP_OFFER and len(body) == 8 + 24, body
         held[5].sendall(rnproto.notify_qp(1, rnproto.QP_REFUSE,
-                                          rnproto.QP_NO_ROOM))
+                                          rnproto.QP_NO_ROOM, offer))
         wait_until("offer dropped", lambda: "no buffers free" in d.stderr())
 
         def room_again():

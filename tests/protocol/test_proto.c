@@ -287,12 +287,13 @@ test_notify_qp_steps(void **state)
 
 	(void)state;
 	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 7, RN_NOTIFY_QP_OFFER,
-				      0, &qp);
+				      0, 0xbeef, &qp);
 	assert_int_equal(n, HDR + 8 + 24);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(f.type, RN_PROTO_NOTIFY_QP);
 	assert_int_equal(f.notify_qp.generation, 7);
 	assert_int_equal(f.notify_qp.step, RN_NOTIFY_QP_OFFER);
+	assert_int_equal(f.notify_qp.offer, 0xbeef);
 	assert_int_equal(f.notify_qp.qp.kind, RN_PROTO_QP_NOTIFY);
 	assert_int_equal(f.notify_qp.qp.qpn, qp.qpn);
 	assert_int_equal(f.notify_qp.qp.psn, qp.psn);
@@ -300,25 +301,25 @@ test_notify_qp_steps(void **state)
 	assert_int_equal(f.notify_qp.qp.slot_size, qp.slot_size);
 	assert_int_equal(f.notify_qp.qp.credits, qp.credits);
 	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 8, RN_NOTIFY_QP_REFUSE,
-				      RN_NOTIFY_QP_NO_ROOM, NULL);
+				      RN_NOTIFY_QP_NO_ROOM, 3, NULL);
 	assert_int_equal(n, HDR + 8);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(f.notify_qp.step, RN_NOTIFY_QP_REFUSE);
 	assert_int_equal(f.notify_qp.reason, RN_NOTIFY_QP_NO_ROOM);
 	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 9, RN_NOTIFY_QP_READY,
-				      0, NULL);
+				      0, 4, NULL);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(f.notify_qp.step, RN_NOTIFY_QP_READY);
 	/* An ACCEPT needs its QP; there is no step 5. */
 	assert_int_equal(rn_proto_encode_notify_qp(buf, sizeof(buf), 1,
-						   RN_NOTIFY_QP_ACCEPT, 0,
+						   RN_NOTIFY_QP_ACCEPT, 0, 1,
 						   NULL), 0);
 	assert_int_equal(rn_proto_encode_notify_qp(buf, sizeof(buf), 1, 5, 0,
-						   NULL), 0);
+						   1, NULL), 0);
 	/* Malformed: a READY with a QP record, a REFUSE without a reason, a
 	 * data QP offered, credits over the depth, a step 0. */
 	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 1, RN_NOTIFY_QP_OFFER,
-				      0, &qp);
+				      0, 1, &qp);
 	buf[HDR + 4] = RN_NOTIFY_QP_READY;
 	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
 	assert_string_equal(why, "notify QP: length 32 for step 4");
@@ -332,10 +333,10 @@ test_notify_qp_steps(void **state)
 	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
 	assert_string_equal(why, "notify QP: fields do not add up");
 	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 1, RN_NOTIFY_QP_REFUSE,
-				      RN_NOTIFY_QP_DISABLED, NULL);
+				      RN_NOTIFY_QP_DISABLED, 1, NULL);
 	buf[HDR + 5] = 0;
 	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
-	assert_string_equal(why, "notify QP: reserved bytes set");
+	assert_string_equal(why, "notify QP: reason byte 0 for step 3");
 	buf[HDR + 4] = 0;
 	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
 	assert_string_equal(why, "notify QP: unknown step 0");
