@@ -40,10 +40,13 @@ def close(reason=0):
     return frame(CLOSE, struct.pack(">H", reason))
 
 
-def notify_qp(generation, step, reason, offer):
-    """A NOTIFY_QP step without a QP record (REFUSE, READY)."""
-    return frame(NOTIFY_QP, struct.pack(">IBBH", generation, step, reason,
-                                        offer))
+def notify_qp(generation, step, reason, offer, qp=None):
+    """A NOTIFY_QP step; qp (qpn, psn, recv_depth, slot_size, credits) for
+    OFFER and ACCEPT."""
+    body = struct.pack(">IBBH", generation, step, reason, offer)
+    if qp is not None:
+        body += struct.pack(">B3xIIIII", QP_NOTIFY, *qp)
+    return frame(NOTIFY_QP, body)
 
 
 def notify_qp_fields(payload):

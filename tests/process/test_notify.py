@@ -963,6 +963,58 @@ def test_native_channel_added_when_a_bay_frees():
                 assert n.stop() == 0, n.stderr()
 
 
+def next_notify_qp(sock):
+    """(generation, step, reason, offer) of the next NOTIFY_QP on sock."""
+    while True:
+        ftype, body = rnproto.read_frame_skipping_heartbeats(sock)
+        if ftype == rnproto.NOTIFY_QP:
+            return rnproto.notify_qp_fields(body)
+
+
+def test_crossing_offers_the_first_name_goes_on():
+    # The hub offers a fake peer a native channel (a bay came back) just as
+    # the peer offers one too. The offer of the node whose name sorts
+    # first goes on: a peer named after the hub is refused BUSY; a peer
+    # named before it is answered, the hub's own offer given up.
+    for first in (False, True):
+        hub = unique("xh")
+        d = Daemon(hub, text=node_text(
+            hub, 0, [], nic=SLOW_QPS,
+            notify=notify_cfg("endpoints_per_lcore = 1\n"),
+            dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000))
+        held = []
+        try:
+            d.wait_running()
+            port = status(hub)["control_port"]
+            holder, caps = call(port, "bay-holder")
+            held.append(holder)
+            assert caps == 3, caps
+            peer = ("A" if first else "z") + hub   # "A" < "t" < "z"
+            s, caps = call(port, peer)
+            held.append(s)
+            assert caps == 2, caps   # no bay left for it
+            holder.sendall(rnproto.close())
+            _, step, _, hub_offer = next_notify_qp(s)
+            assert step == rnproto.QP_OFFER, step
+            s.sendall(rnproto.notify_qp(1, rnproto.QP_OFFER, 0, 7,
+                                        (0x702, 1, SLOTS, SLOT_SIZE, SLOTS)))
+            _, step, reason, offer = next_notify_qp(s)
+            if not first:
+                assert (step, reason, offer) == \
+                    (rnproto.QP_REFUSE, rnproto.QP_BUSY, 7)
+                continue
+            assert (step, offer) == (rnproto.QP_ACCEPT, 7), (step, offer)
+            assert endpoint(hub, peer)["native"] == 0   # not before READY
+            s.sendall(rnproto.notify_qp(1, rnproto.QP_READY, 0, 7))
+            wait_until("native", lambda: endpoint(hub, peer)["native"] == 1)
+            assert "native notification channel added (the peer offered" \
+                in d.stderr()
+        finally:
+            for x in held:
+                x.close()
+            assert d.stop() == 0, d.stderr()
+
+
 STALL_S = 5.0   # RN_NOTIFY_STALL_MS
 
 
@@ -1051,7 +1103,8 @@ for t in [test_native_delivery_in_order,
           test_stuck_lcore_never_stops_the_control_thread,
           test_unused_notify_qp_gives_its_bay_back,
           test_replacement_waits_for_the_bay_of_the_one_it_replaces,
-          test_native_channel_added_when_a_bay_frees]:
+          test_native_channel_added_when_a_bay_frees,
+          test_crossing_offers_the_first_name_goes_on]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
 finish()
