@@ -66,10 +66,10 @@ rn_notify_free(struct rn_notify *nf)
 	       rte_ring_sc_dequeue_elem(nf->tcp_deliveries, &d, sizeof(d)) == 0)
 		free(d.frame);
 	for (unsigned int i = 0; i < nf->n_held; i++)
-		if (nf->held[i].owner == NULL)
+		if (!rn_notify_delivery_native(&nf->held[i]))
 			free(nf->held[i].frame);
 	while (nf->order != NULL && notify_order_take_any(nf->order, &d))
-		if (d.owner == NULL)
+		if (!rn_notify_delivery_native(&d))
 			free(d.frame);
 	free(nf->order);
 	rte_ring_free(nf->completions);
@@ -150,7 +150,7 @@ rn_notify_inject_stall(struct rn_notify *nf, const char *peer)
 static void
 release(const struct rn_notify_delivery *d)
 {
-	if (d->owner == NULL)
+	if (!rn_notify_delivery_native(d))
 		free(d->frame);   /* came over TCP */
 	else
 		rn_lcore_notify_release(d);
@@ -163,14 +163,16 @@ fill(struct rn_notify *nf, const struct rn_notify_delivery *d,
 	struct rn_notify_view v;
 
 	/* Checked by whoever delivered it; read again for the views. */
-	if (rn_notify_frame_read(d->frame, d->len, &v) != 0)
+	if (rn_notify_frame_read(rn_notify_delivery_native(d) ?
+				 rn_lcore_notify_frame(d) : d->frame,
+				 d->len, &v) != 0)
 		return false;
 	rn_plane_name(nf->plane, d->ep_slot, out->peer);
 	out->name = v.name;
 	out->name_len = v.name_len;
 	out->msg = v.msg;
 	out->msg_len = v.msg_len;
-	out->native = d->owner != NULL;
+	out->native = rn_notify_delivery_native(d);
 	return true;
 }
 

@@ -17,7 +17,7 @@ struct notify_parked {
 static bool
 native(const struct rn_notify_delivery *d)
 {
-	return d->owner != NULL;
+	return rn_notify_delivery_native(d);
 }
 
 /* a - b in wrap-around order: counts and generations are modulo 2^32. */

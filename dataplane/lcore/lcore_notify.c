@@ -432,6 +432,15 @@ repost(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t index)
 		write_credits(lc, ep);
 }
 
+const uint8_t *
+rn_lcore_notify_frame(const struct rn_notify_delivery *d)
+{
+	const struct rn_lcore_ep *ep = d->owner;
+
+	/* Both set before the delivery was enqueued, and never changed. */
+	return ep->n.recv_slots + (size_t)d->index * ep->lc->notify.slot_size;
+}
+
 void
 rn_lcore_notify_release(const struct rn_notify_delivery *d)
 {
@@ -451,8 +460,7 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 	struct ep_notify *n = &ep->n;
 	uint32_t index = RN_EP_WR_SLOT(wc->wr_id);
 	uint8_t *frame = n->recv_slots + (size_t)index * lc->notify.slot_size;
-	struct rn_notify_delivery d = { .owner = ep, .frame = frame,
-					.len = wc->byte_len,
+	struct rn_notify_delivery d = { .owner = ep, .len = wc->byte_len,
 					.ep_slot = (uint16_t)ep->req->slot,
 					.index = (uint16_t)index,
 					/* Ours are all SEND_IMMs. */

@@ -189,6 +189,8 @@ void rn_lcore_wake(struct rn_lcore *lc);
 struct rn_notify_delivery;
 /* The app's poller: a delivered notification's slot may be reused. */
 void rn_lcore_notify_release(const struct rn_notify_delivery *d);
+/* Where a native delivery's frame is: its receive slot. Any thread. */
+const uint8_t *rn_lcore_notify_frame(const struct rn_notify_delivery *d);
 
 /* A relaxed snapshot of lc's counters, from any thread. */
 void rn_lcore_stats_read(const struct rn_lcore *lc,

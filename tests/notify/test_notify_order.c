@@ -24,7 +24,7 @@ struct sent {
 };
 
 static struct rn_notify_order order;
-static uint8_t native_owner;       /* any non-NULL owner means native */
+static uint8_t native_owner;       /* never read: only the index counts */
 static uint32_t handed[MAX_SENT];  /* send indexes, in hand-over order */
 static unsigned int n_handed;
 
@@ -44,7 +44,8 @@ static struct rn_notify_delivery
 delivery(const struct sent *s, uint32_t i, uint32_t generation)
 {
 	return (struct rn_notify_delivery){
-		.owner = s[i].native ? &native_owner : NULL, .len = i,
+		.owner = &native_owner, .len = i,
+		.index = s[i].native ? 0 : RN_NOTIFY_VIA_TCP,
 		.ep_slot = 3, .seq = s[i].seq, .pos = s[i].pos,
 		.generation = generation,
 	};
