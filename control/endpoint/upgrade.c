@@ -274,10 +274,13 @@ offered(struct rn_plane *pl, struct rn_endpoint *ep,
 	}
 	if (ep->native || ep->upgrade > EP_UPGRADE_OFFERED ||
 	    (ep->upgrade != EP_UPGRADE_IDLE &&
-	     strcmp(pl->cfg->dataplane.name, ep->name) < 0) ||
-	    !add_peer_qp(ep, qp)) {
+	     strcmp(pl->cfg->dataplane.name, ep->name) < 0)) {
 		/* Ours goes first, or one is being added already. */
 		refuse(ep, offer, RN_NOTIFY_QP_BUSY);
+		return;
+	}
+	if (!add_peer_qp(ep, qp)) {
+		refuse(ep, offer, RN_NOTIFY_QP_BUSY);   /* no room for it */
 		return;
 	}
 	ep->peer_no_room = false;
