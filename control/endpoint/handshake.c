@@ -45,7 +45,8 @@ handshake_send_hello(struct rn_conn *c, uint8_t type)
 	struct rn_proto_hello h = {
 		.session_id = me->session_id,
 		.generation = me->generation,
-		.caps = RN_CAP_TCP_FALLBACK,
+		.caps = RN_CAP_TCP_FALLBACK |
+			(c->pl->cfg->notify.enabled ? RN_CAP_NOTIFY_ENABLED : 0),
 		.lid = me->addr.lid,
 		.mtu = me->addr.mtu,
 		.n_qps = (uint8_t)me->n_qps,

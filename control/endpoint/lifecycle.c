@@ -43,7 +43,7 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 	ep->upgrade = EP_UPGRADE_IDLE;
 	ep->upgrade_ours = false;
 	ep->peer_native_off = false;
-	ep->peer_no_room = false;
+	ep->peer_declined = false;
 	req->slot = ep->slot;
 	req->n_data_qps = cfg->nic.data_qps;
 	req->notify = cfg->notify.enabled && notify;
@@ -98,7 +98,8 @@ loop_back(struct rn_plane *pl, struct rn_endpoint *ep)
 	ep->req->remote = *me;
 	ep->peer_session = me->session_id;
 	ep->peer_generation = me->generation;
-	ep->peer_caps = RN_CAP_TCP_FALLBACK;
+	ep->peer_caps = RN_CAP_TCP_FALLBACK |
+			(pl->cfg->notify.enabled ? RN_CAP_NOTIFY_ENABLED : 0);
 	for (uint32_t i = 0; i < me->n_qps; i++)
 		if (me->qps[i].kind == RN_EP_QP_NOTIFY)
 			ep->peer_caps |= RN_CAP_NATIVE_NOTIFY;

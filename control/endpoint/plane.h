@@ -92,7 +92,8 @@ struct rn_endpoint {
 	uint16_t upgrade_offer;       /* ours, or the peer's we answer */
 	uint64_t upgrade_deadline_ms; /* the peer's answer or READY by then */
 	bool peer_native_off;         /* the peer refused: notifications off */
-	bool peer_no_room;            /* it refused: no buffers (it offers) */
+	bool peer_declined;           /* refused for want of buffers (it
+				       * offers), or did not answer */
 	unsigned int lcore;           /* index into pl->workers */
 	struct rn_ep_request *req;    /* current incarnation's QPs, or NULL */
 	bool qps_open;

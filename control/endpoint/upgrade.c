@@ -25,9 +25,9 @@
  * its connection is read) gets our bay back, dropped; an ACCEPT that comes
  * after that, or no READY after our ACCEPT, fails the endpoint: a QP is
  * connected to one that is gone, and a reconnection starts both afresh.
- * A peer that refused for want of buffers is offered again only when a
- * bay came back from elsewhere than such a refusal (else the two would
- * offer and refuse for ever), or when it offers itself.
+ * A peer that refused for want of buffers, or did not answer, is offered
+ * again only when room came back from elsewhere than such an offer (else
+ * the two would offer and refuse for ever), or when it offers itself.
  */
 #include <stdio.h>
 #include <string.h>
@@ -149,11 +149,16 @@ done(struct rn_plane *pl, struct rn_endpoint *ep)
 	plane_publish(pl, ep);
 }
 
-/* Whether we may offer ep a native channel now. */
+/*
+ * Whether we may offer ep a native channel now: only to a peer whose
+ * handshake said its notifications are on (it had no bay then, or we had
+ * none), never to one that cannot take it.
+ */
 static bool
 wants_native(const struct rn_plane *pl, const struct rn_endpoint *ep)
 {
 	return pl->cfg->notify.enabled && !ep->self && !ep->native &&
+	       (ep->peer_caps & RN_CAP_NOTIFY_ENABLED) &&
 	       !ep->peer_native_off && ep->upgrade == EP_UPGRADE_IDLE &&
 	       ep->state == RN_EP_CONNECTED && ep->req != NULL &&
 	       ep->conn != NULL && ep->conn->phase == RN_CONN_ESTABLISHED;
@@ -166,9 +171,9 @@ upgrade_bay_free(struct rn_plane *pl, uint16_t lcore_id, bool after_drop)
 		struct rn_endpoint *ep = pl->eps[i];
 
 		if (pl->workers[ep->lcore]->lcore_id != lcore_id ||
-		    !wants_native(pl, ep) || (after_drop && ep->peer_no_room))
+		    !wants_native(pl, ep) || (after_drop && ep->peer_declined))
 			continue;
-		ep->peer_no_room = false;
+		ep->peer_declined = false;
 		start(pl, ep, true);
 	}
 }
@@ -258,6 +263,7 @@ upgrade_check(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now)
 			     "native notification channel in %u ms", ep->name,
 			     pl->cfg->control.connect_timeout_ms);
 		drop(pl, ep);
+		ep->peer_declined = true;
 	} else if (ep->upgrade == EP_UPGRADE_ACCEPTED) {
 		ep_fail(pl, ep, "added notify QP: no READY from the peer");
 	}
@@ -283,7 +289,7 @@ offered(struct rn_plane *pl, struct rn_endpoint *ep,
 		refuse(ep, offer, RN_NOTIFY_QP_BUSY);   /* no room for it */
 		return;
 	}
-	ep->peer_no_room = false;
+	ep->peer_declined = false;
 	ep->upgrade_offer = offer;
 	if (ep->upgrade == EP_UPGRADE_IDLE) {
 		start(pl, ep, false);
@@ -327,7 +333,7 @@ upgrade_frame(struct rn_plane *pl, struct rn_endpoint *ep,
 		drop(pl, ep);
 		ep->peer_native_off = f->notify_qp.reason ==
 				      RN_NOTIFY_QP_DISABLED;
-		ep->peer_no_room = f->notify_qp.reason == RN_NOTIFY_QP_NO_ROOM;
+		ep->peer_declined = f->notify_qp.reason == RN_NOTIFY_QP_NO_ROOM;
 		RN_PLANE_LOG(INFO, "endpoint %s: the peer has no native "
 			     "notification channel to add (%s)", ep->name,
 			     ep->peer_native_off ? "notifications off" :

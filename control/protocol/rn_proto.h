@@ -57,8 +57,11 @@ enum rn_proto_notify_qp_refusal {
 enum rn_proto_caps {
 	RN_CAP_NATIVE_NOTIFY = 1u << 0,  /* has a notification QP */
 	RN_CAP_TCP_FALLBACK = 1u << 1,   /* accepts NOTIFY frames */
+	RN_CAP_NOTIFY_ENABLED = 1u << 2, /* notifications on: a native
+					  * channel may be added later */
 };
-#define RN_CAP_KNOWN (RN_CAP_NATIVE_NOTIFY | RN_CAP_TCP_FALLBACK)
+#define RN_CAP_KNOWN (RN_CAP_NATIVE_NOTIFY | RN_CAP_TCP_FALLBACK | \
+		      RN_CAP_NOTIFY_ENABLED)
 
 enum rn_proto_refusal {
 	RN_REFUSE_VERSION = 1,

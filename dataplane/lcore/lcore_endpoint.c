@@ -312,8 +312,9 @@ drop_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 }
 
 /*
- * A bay came back: endpoints without a native channel may get one now.
- * after_drop: it was an offer a peer refused.
+ * A bay, or CQ room, came back, and a bay is free: endpoints without a
+ * native channel may get one now. after_drop: it was an offer a peer
+ * refused.
  */
 static void
 bay_returned(struct rn_lcore *lc, bool after_drop)
@@ -684,7 +685,7 @@ rn_lcore_ep_reap(struct rn_lcore *lc)
 {
 	uint64_t now = rte_get_tsc_cycles();
 	struct rn_lcore_ep **link = &lc->closing;
-	bool bays_back = false;
+	bool room_back = false;
 
 	while (*link != NULL) {
 		struct rn_lcore_ep *ep = *link;
@@ -699,13 +700,13 @@ rn_lcore_ep_reap(struct rn_lcore *lc)
 		}
 		*link = ep->next;
 		req->ep = NULL;
-		bays_back |= ep->bay >= 0;
+		room_back = true;   /* its CQ room, and its bay if it had one */
 		unlink_ep(lc, ep);
 		free_ep(lc, ep);
 		post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
 	}
 	open_parked(lc);
-	if (bays_back)
+	if (room_back)
 		bay_returned(lc, false);   /* what the parked ones left */
 }
 

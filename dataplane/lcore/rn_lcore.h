@@ -65,8 +65,8 @@ enum rn_lcore_event_type {
 	RN_LCORE_EVENT_NOTIFY_OPENED,
 	RN_LCORE_EVENT_NOTIFY_CONNECTED,
 	RN_LCORE_EVENT_BAY_FREE,    /* no request: a bay of notification
-				     * buffers came back and is free; arg 1
-				     * after a NOTIFY_DROP */
+				     * buffers is free, and it or CQ room just
+				     * came back; arg 1 after a NOTIFY_DROP */
 };
 
 struct rn_lcore_event {

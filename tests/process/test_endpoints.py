@@ -104,8 +104,9 @@ def test_handshake_and_rdma_probe():
         assert b["peer_session"] == sa["session"], (b, sa)
         assert a["peer_generation"] == b["generation"], (a, b)
         assert b["peer_generation"] == a["generation"], (a, b)
-        # Both advertise a native notification channel and TCP fallback.
-        assert a["peer_caps"] == b["peer_caps"] == 3, (a, b)
+        # Both advertise a native notification channel, TCP fallback and
+        # notifications on.
+        assert a["peer_caps"] == b["peer_caps"] == 7, (a, b)
         # The RDMA READ of the peer's identity keeps succeeding.
         wait_until("two more probes", lambda: p.ep(0)["probes_ok"] >=
                    a["probes_ok"] + 2)
@@ -168,14 +169,14 @@ def test_native_channel_only_where_buffers_allow():
         assert endpoint(hub, off)["peer_caps"] == 2, endpoint(hub, off)
         # The hub had one bay: exactly one of its endpoints got it.
         caps = sorted(endpoint(p, hub)["peer_caps"] for p in (full, off))
-        assert caps == [2, 3] or caps == [2, 2], caps
+        assert caps == [6, 7] or caps == [6, 6], caps
         # 2 data QPs per endpoint, and the notify QP of the one bay unless
         # no endpoint holds it: after crossing calls, the bay can still be
         # draining with the losing call's QPs when the winner opens its own;
         # or the hub's call to `off` held it (and gave it back once
         # connected: `off` has no notify QP) while its endpoint to `full`
         # opened.
-        qps = 2 * 2 + 1 if caps == [2, 3] else 2 * 2
+        qps = 2 * 2 + 1 if caps == [6, 7] else 2 * 2
         assert lcore_counters(hub) == (qps, 2), (caps, lcore_counters(hub))
         assert lcore_counters(off) == (2, 1), lcore_counters(off)
     finally:

@@ -568,9 +568,9 @@ def call(port, name, native=True):
     (socket, the hub's capabilities)."""
     qps = [(rnproto.QP_DATA, 0x700, 1)]
     caps = rnproto.CAP_TCP_FALLBACK
-    if native:
+    if native:   # and notifications on: a channel may be offered later
         qps.append((rnproto.QP_NOTIFY, 0x701, 1, SLOTS, SLOT_SIZE, SLOTS))
-        caps |= rnproto.CAP_NATIVE_NOTIFY
+        caps |= rnproto.CAP_NATIVE_NOTIFY | rnproto.CAP_NOTIFY_ENABLED
     s = rnproto.connect(port)
     s.sendall(rnproto.hello(name, 5, 1, qps, caps=caps))
     try:
@@ -616,7 +616,7 @@ def test_notification_to_self():
         wait_until("probed", lambda: endpoint(me, me)["probes_ok"] > 0)
         e = endpoint(me, me)
         assert e["state"] == "connected" and e["probes_bad"] == 0, e
-        assert e["peer_caps"] == 3, e   # native + fallback
+        assert e["peer_caps"] == 7, e   # native, fallback, notify on
         # Too large for a slot: handed over locally, not natively, and in
         # send order with the native ones around it.
         big = "x" * (SMALL_SLOT - 8)
@@ -661,8 +661,8 @@ def test_cq_capacity_growth_and_failure():
             s, c = call(port, f"f{i}")
             held.append(s)
             caps.append(c)
-        assert caps[:5] == [3] * 5, caps
-        assert caps[5] == 2, caps          # data QP only: TCP fallback
+        assert caps[:5] == [7] * 5, caps
+        assert caps[5] == 6, caps          # data QP only: TCP fallback
         assert caps[6:] == [None] * 2, caps   # no room even for that
         s = status(hub)
         assert s["cqs"][0] == 1 and s["no_cq_room"][0] >= 3, s
@@ -684,7 +684,7 @@ def test_cq_capacity_growth_and_failure():
         def room_again():
             s, c = call(port, "g0")
             held.append(s)
-            return c == 3
+            return c == 7
         wait_until("room again", room_again)
     finally:
         for x in held:
@@ -701,14 +701,14 @@ def test_cq_capacity_growth_and_failure():
         for i in range(8):
             s, c = call(port, f"f{i}")
             held.append(s)
-            assert c == 3, (i, c)
+            assert c == 7, (i, c)
         assert status(hub)["cqs"][0] == 2
         # A caller without a native channel is given no notify QP: its
         # CQEs and a bay stay free for callers that have one.
         qps = status(hub)["qps"][0]
         s, c = call(port, "h0", native=False)
         held.append(s)
-        assert c == 2 and status(hub)["qps"][0] == qps + 1, (c, status(hub))
+        assert c == 6 and status(hub)["qps"][0] == qps + 1, (c, status(hub))
     finally:
         for x in held:
             x.close()
@@ -845,8 +845,8 @@ def test_unused_notify_qp_gives_its_bay_back():
                    lambda: lcore_counters(hub) == (2, 1))
         sent = status(hub)["notify_sent"][0]
         assert first_send(hub, full, "k", "native") == 0
-        assert endpoint(hub, full)["peer_caps"] == 3
-        assert endpoint(full, hub)["peer_caps"] == 3
+        assert endpoint(hub, full)["peer_caps"] == 7
+        assert endpoint(full, hub)["peer_caps"] == 7
         assert status(hub)["notify_sent"][0] == sent + 1   # natively
         assert poll_all(full, 1) == [(hub, "k", "native")]
         assert poll_all(off, 1) == [(hub, "k", "tcp")]
@@ -885,7 +885,7 @@ def test_replacement_waits_for_the_bay_of_the_one_it_replaces():
         assert poll(a) == [(b, "held", "1")]   # and the slot goes back
         wait_until("reconnected", lambda: (lambda e: e["state"] ==
                    "connected" and e["generation"] > gen)(endpoint(a, b)))
-        assert endpoint(b, a)["peer_caps"] == 3, endpoint(b, a)
+        assert endpoint(b, a)["peer_caps"] == 7, endpoint(b, a)
         sent = counters(b)["notify_sent"]
         assert send(b, a, "after", "2") == 0
         assert poll_all(a, 1) == [(b, "after", "2")]
@@ -941,8 +941,8 @@ def test_native_channel_added_when_a_bay_frees():
             assert counters(a)["notify_sent"] == sent[a] + 3, counters(a)
         e = endpoint(hub, y)
         assert e["state"] == "connected" and e["to_failed"] == 0, e
-        # A peer with notifications off refuses the offer, and is not
-        # asked again: y goes, z (off) is the one without a channel.
+        # A peer with notifications off says so in its handshake (no
+        # capability 4), and is offered nothing: y goes, z keeps TCP.
         z, pz = unique("uz"), free_port()
         d[z] = Daemon(z, text=node_text(
             z, pz, [(hub, "127.0.0.1", ph)],
@@ -950,11 +950,13 @@ def test_native_channel_added_when_a_bay_frees():
         d[z].wait_running()
         wait_until("z connected", lambda: endpoint(hub, z)["state"] ==
                    "connected")
+        assert endpoint(hub, z)["peer_caps"] == 2
         assert d[y].stop() == 0, d[y].stderr()
-        wait_until("z refused", lambda: f"endpoint {z}: the peer has no "
-                   "native notification channel to add (notifications off)"
-                   in d[hub].stderr())
+        wait_until("y's endpoint closed", lambda: endpoint(hub, y)[
+            "state"] == "closed")
+        time.sleep(1)
         assert endpoint(hub, z)["native"] == 0
+        assert f"endpoint {z}: the peer has no native" not in d[hub].stderr()
         assert send(hub, z, "k", "over tcp") == 0
         assert poll_all(z, 1) == [(hub, "k", "over tcp")]
     finally:
@@ -969,6 +971,27 @@ def next_notify_qp(sock):
         ftype, body = rnproto.read_frame_skipping_heartbeats(sock)
         if ftype == rnproto.NOTIFY_QP:
             return rnproto.notify_qp_fields(body)
+
+
+def test_offer_to_notifications_off_is_refused():
+    # A node with notifications off refuses an offer (from a peer that
+    # offers anyway), and the connection goes on.
+    off = unique("no")
+    d = Daemon(off, text=node_text(off, 0, [], notify=notify_cfg(
+        "enabled = false\n"), dead_after=FAKE_PEER_DEAD_AFTER_MS,
+        connect_timeout=10000))
+    try:
+        d.wait_running()
+        s, caps = call(status(off)["control_port"], "asker")
+        assert caps == 2, caps
+        s.sendall(rnproto.notify_qp(1, rnproto.QP_OFFER, 0, 9,
+                                    (0x702, 1, SLOTS, SLOT_SIZE, SLOTS)))
+        assert next_notify_qp(s)[1:] == (rnproto.QP_REFUSE,
+                                         rnproto.QP_DISABLED, 9)
+        assert endpoint(off, "asker")["state"] == "connected"
+        s.close()
+    finally:
+        assert d.stop() == 0, d.stderr()
 
 
 def test_crossing_offers_the_first_name_goes_on():
@@ -988,11 +1011,11 @@ def test_crossing_offers_the_first_name_goes_on():
             port = status(hub)["control_port"]
             holder, caps = call(port, "bay-holder")
             held.append(holder)
-            assert caps == 3, caps
+            assert caps == 7, caps
             peer = ("A" if first else "z") + hub   # "A" < "t" < "z"
             s, caps = call(port, peer)
             held.append(s)
-            assert caps == 2, caps   # no bay left for it
+            assert caps == 6, caps   # no bay left for it
             holder.sendall(rnproto.close())
             _, step, _, hub_offer = next_notify_qp(s)
             assert step == rnproto.QP_OFFER, step
@@ -1104,7 +1127,8 @@ for t in [test_native_delivery_in_order,
           test_unused_notify_qp_gives_its_bay_back,
           test_replacement_waits_for_the_bay_of_the_one_it_replaces,
           test_native_channel_added_when_a_bay_frees,
-          test_crossing_offers_the_first_name_goes_on]:
+          test_crossing_offers_the_first_name_goes_on,
+          test_offer_to_notifications_off_is_refused]:
     if os.environ.get("RN_TEST_ONLY") in (None, t.__name__):
         tap(t)
 finish()
