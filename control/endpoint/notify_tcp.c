@@ -146,7 +146,9 @@ notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 		    f->notify.name_len, f->notify.msg, f->notify.msg_len) == 0)
 		return;
 	/* Out of memory: the frame cannot be kept (a full ring never gets
-	 * here: the connection holds the frame back instead). */
+	 * here: the connection holds the frame back instead). Its place is
+	 * taken all the same: the next one is the sender's next. */
+	ep->tcp_received++;
 	pl->tcp_dropped++;
 	RN_PLANE_LOG(ERR, "endpoint %s: notification over TCP dropped: out of "
 		     "memory (%lu so far)", ep->name,

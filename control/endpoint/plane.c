@@ -2,8 +2,8 @@
 /*
  * The plane: its listener, its table of endpoints (by peer name) and the
  * snapshot telemetry and applications read. Control thread only, except
- * rn_plane_snapshot(), rn_plane_lookup() and rn_plane_name(), which any
- * thread may call.
+ * rn_plane_snapshot(), rn_plane_lookup(), rn_plane_name() and
+ * rn_plane_generation(), which any thread may call.
  */
 #include <arpa/inet.h>
 #include <errno.h>

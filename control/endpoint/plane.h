@@ -168,7 +168,8 @@ enum ep_upgrade {
 	EP_UPGRADE_ACCEPTED,          /* ACCEPT sent, waiting for READY */
 };
 struct rn_lcore_event;
-/* A bay came back on that lcore; after_drop: ours, refused by a peer. */
+/* A bay is free on that lcore; after_drop: it is the one of an offer that
+ * a peer refused or did not answer. */
 void upgrade_bay_free(struct rn_plane *pl, uint16_t lcore_id, bool after_drop);
 void upgrade_event(struct rn_plane *pl, struct rn_endpoint *ep,
 		   const struct rn_lcore_event *ev);

@@ -73,8 +73,9 @@ live(const struct rn_endpoint *ep)
 	return ep->state == RN_EP_CONNECTED && ep->conn != NULL;
 }
 
+/* One step, of the offer numbered offer (ours, or the peer's we answer). */
 static void
-send_step(struct rn_endpoint *ep, uint8_t step, uint8_t reason)
+send_step(struct rn_endpoint *ep, uint8_t step, uint8_t reason, uint16_t offer)
 {
 	uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_NOTIFY_QP_FIXED +
 		      RN_PROTO_QP_SIZE];
@@ -86,7 +87,7 @@ send_step(struct rn_endpoint *ep, uint8_t step, uint8_t reason)
 	if (ep->conn != NULL)
 		conn_send(ep->conn, frame, rn_proto_encode_notify_qp(
 			frame, sizeof(frame), ep->generation, step, reason,
-			ep->upgrade_offer, with_qp ? &qp : NULL));
+			offer, with_qp ? &qp : NULL));
 }
 
 /*
@@ -112,15 +113,11 @@ add_peer_qp(struct rn_endpoint *ep, const struct rn_proto_qp *qp)
 	return true;
 }
 
-/* Answer the peer's offer number offer with a refusal, statelessly. */
+/* Answer the peer's offer numbered offer with a refusal. */
 static void
 refuse(struct rn_endpoint *ep, uint16_t offer, uint8_t reason)
 {
-	uint16_t ours = ep->upgrade_offer;
-
-	ep->upgrade_offer = offer;
-	send_step(ep, RN_NOTIFY_QP_REFUSE, reason);
-	ep->upgrade_offer = ours;
+	send_step(ep, RN_NOTIFY_QP_REFUSE, reason, offer);
 }
 
 static void
@@ -186,14 +183,15 @@ opened(struct rn_plane *pl, struct rn_endpoint *ep, int rc)
 		/* No bay or CQ room after all (another took it). */
 		ep->upgrade = EP_UPGRADE_IDLE;
 		if (!ep->upgrade_ours)
-			send_step(ep, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_NO_ROOM);
+			send_step(ep, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_NO_ROOM,
+				  ep->upgrade_offer);
 		return;
 	}
 	if (ep->upgrade_ours) {
 		ep->upgrade = EP_UPGRADE_OFFERED;
 		ep->upgrade_deadline_ms = rn_now_ms() +
 					  pl->cfg->control.connect_timeout_ms;
-		send_step(ep, RN_NOTIFY_QP_OFFER, 0);
+		send_step(ep, RN_NOTIFY_QP_OFFER, 0, ep->upgrade_offer);
 		return;
 	}
 	ep->upgrade = EP_UPGRADE_CONNECTING;
@@ -215,12 +213,12 @@ connected(struct rn_plane *pl, struct rn_endpoint *ep, int rc)
 		ep->upgrade = EP_UPGRADE_ACCEPTED;
 		ep->upgrade_deadline_ms = rn_now_ms() +
 					  pl->cfg->control.connect_timeout_ms;
-		send_step(ep, RN_NOTIFY_QP_ACCEPT, 0);
+		send_step(ep, RN_NOTIFY_QP_ACCEPT, 0, ep->upgrade_offer);
 		return;
 	}
 	/* The peer's QP was connected before it ACCEPTed: send. */
 	ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_ENABLE, ep->req);
-	send_step(ep, RN_NOTIFY_QP_READY, 0);
+	send_step(ep, RN_NOTIFY_QP_READY, 0, ep->upgrade_offer);
 	if (live(ep))
 		done(pl, ep);
 }

@@ -197,8 +197,8 @@ log_overdue(uint64_t n)
 }
 
 /*
- * Parked deliveries whose turn came, oldest first; with rings_dry (every
- * ring was empty), also those that waited in vain.
+ * Parked deliveries whose turn came, oldest first, and those that waited
+ * in vain (sooner with rings_dry: every ring was empty).
  */
 static void
 hand_over_parked(struct rn_notify *nf, uint64_t now_ms, bool rings_dry,
@@ -223,7 +223,7 @@ generation_of(void *plane, uint16_t slot)
 
 /*
  * Take ring's deliveries into the batch, in send order per endpoint.
- * Returns false when it stopped before the ring was empty.
+ * Returns false when the batch filled before the ring was empty.
  */
 static bool
 take_ring(struct rn_notify *nf, struct rte_ring *ring, uint64_t *now_ms,
@@ -233,11 +233,14 @@ take_ring(struct rn_notify *nf, struct rte_ring *ring, uint64_t *now_ms,
 	struct rn_notify_delivery d;
 
 	for (;;) {
-		/* TCP frames parked by the thousand: leave the rest in the
-		 * ring, whose being full holds the connection back. */
-		if (nf->n_held >= max || (ring == nf->tcp_deliveries &&
-					  o->parked_tcp >= RN_NOTIFY_RING_SIZE))
+		if (nf->n_held >= max)
 			return false;
+		/* TCP frames parked by the thousand: leave the rest in the
+		 * ring, whose being full holds the connection back. What
+		 * they wait for is not in it. */
+		if (ring == nf->tcp_deliveries &&
+		    o->parked_tcp >= RN_NOTIFY_RING_SIZE)
+			return true;
 		if (rte_ring_sc_dequeue_elem(ring, &d, sizeof(d)) != 0)
 			return true;
 		if (!notify_order_admit(o, &d, *now_ms)) {

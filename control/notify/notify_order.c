@@ -145,19 +145,19 @@ unlink_parked(struct rn_notify_order *o, struct notify_parked *prev,
 }
 
 /*
- * Whether p has waited its time: since it was parked, and since its
+ * Whether p has waited wait_ms: since it was parked, and since its
  * endpoint last handed one over (what it waits for may be coming slowly).
  */
 static bool
-waited_out(struct rn_notify_order *o, const struct notify_parked *p,
-	   uint64_t now_ms)
+waited(struct rn_notify_order *o, const struct notify_parked *p,
+       uint64_t now_ms, uint64_t wait_ms)
 {
 	const struct notify_order_slot *s = slot_of(o, p->d.ep_slot);
 	uint64_t since = p->parked_ms;
 
 	if (s->generation == p->d.generation && s->progress_ms > since)
 		since = s->progress_ms;
-	return now_ms >= since + RN_NOTIFY_ORDER_WAIT_MS;
+	return now_ms >= since + wait_ms;
 }
 
 /*
@@ -165,9 +165,12 @@ waited_out(struct rn_notify_order *o, const struct notify_parked *p,
  * too (their counts are at least its own), so each channel stays in order.
  */
 bool
-notify_order_next(struct rn_notify_order *o, uint64_t now_ms, bool overdue_too,
+notify_order_next(struct rn_notify_order *o, uint64_t now_ms, bool rings_dry,
 		  struct rn_notify_delivery *d)
 {
+	uint64_t wait_ms = rings_dry ? RN_NOTIFY_ORDER_WAIT_MS :
+				       RN_NOTIFY_ORDER_WAIT_MAX_MS;
+
 	struct notify_parked *prev = NULL;
 
 	for (struct notify_parked *p = o->head; p != NULL; prev = p, p = p->next) {
@@ -175,7 +178,7 @@ notify_order_next(struct rn_notify_order *o, uint64_t now_ms, bool overdue_too,
 			unlink_parked(o, prev, p, d);
 			return true;
 		}
-		if (overdue_too && waited_out(o, p, now_ms)) {
+		if (waited(o, p, now_ms, wait_ms)) {
 			overdue(o, &p->d, now_ms);
 			unlink_parked(o, prev, p, d);
 			return true;

@@ -21,11 +21,12 @@
  *
  * A native notification whose SEND failed with its QP never arrives (nor
  * does one the receiver rejected as malformed), and the TCP one after it
- * would wait for it for ever: a parked delivery whose endpoint has seen no
- * progress on the channel it waits for for RN_NOTIFY_ORDER_WAIT_MS, while
- * nothing more was there to take, goes (counted, overdue), and the counts
- * move past what it waited for; should that arrive after all, it is not
- * counted twice. One polling thread at a time (the poll lock).
+ * would wait for it for ever: a parked delivery whose endpoint handed
+ * nothing over for RN_NOTIFY_ORDER_WAIT_MS while nothing more was there to
+ * take, or for RN_NOTIFY_ORDER_WAIT_MAX_MS whatever there was, goes
+ * (counted, overdue), and the counts move past what it waited for; should
+ * that arrive after all, it is not counted twice. One polling thread at a
+ * time (the poll lock).
  */
 
 #include <stdbool.h>
@@ -35,6 +36,7 @@
 
 #define RN_NOTIFY_ORDER_SLOTS 1024   /* = RN_MAX_ENDPOINTS */
 #define RN_NOTIFY_ORDER_WAIT_MS 1000
+#define RN_NOTIFY_ORDER_WAIT_MAX_MS (4 * RN_NOTIFY_ORDER_WAIT_MS)
 
 struct notify_order_slot {
 	uint32_t generation;      /* the incarnation counted here */
@@ -67,12 +69,13 @@ int notify_order_park(struct rn_notify_order *o,
 		      const struct rn_notify_delivery *d, uint64_t now_ms);
 
 /*
- * The oldest parked delivery that may go now, counted as handed over; with
- * overdue_too, also one whose wait is over (the caller found nothing more
- * to take: what it waits for is not coming). False when none may.
+ * The oldest parked delivery that may go now, counted as handed over; or
+ * one whose wait is over: RN_NOTIFY_ORDER_WAIT_MS with rings_dry (the
+ * caller found nothing more to take: what it waits for is not coming),
+ * RN_NOTIFY_ORDER_WAIT_MAX_MS without. False when none may.
  */
 bool notify_order_next(struct rn_notify_order *o, uint64_t now_ms,
-		       bool overdue_too, struct rn_notify_delivery *d);
+		       bool rings_dry, struct rn_notify_delivery *d);
 
 /*
  * The endpoint in slot is now in incarnation generation (the control

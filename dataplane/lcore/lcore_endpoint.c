@@ -288,9 +288,10 @@ peer_qp(const struct rn_ep_request *req, uint32_t i)
 }
 
 /*
- * The peer has no notify QP, so ours would sit unused for the endpoint's
- * life. Nothing was ever posted on it: it goes now, and its bay and CQEs
- * with it, to the next endpoint that has a use for them.
+ * A notify QP not to be used: the peer has none (handshake), or refused or
+ * left unanswered the offer of this one (added later). Nothing was ever
+ * posted on it: it goes now, and its bay and CQEs with it, to the next
+ * endpoint that has a use for them.
  */
 static void
 drop_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
@@ -522,7 +523,8 @@ bay_draining(const struct rn_lcore *lc)
  * of them by an endpoint still draining (a replaced incarnation, maybe
  * with slots its application has not released yet): its QPs wait for that
  * bay, up to req->bay_wait_ms, rather than open without a native channel
- * for their whole life. Returns whether req was parked.
+ * (one can still be added later, but only once another bay comes back).
+ * Returns whether req was parked.
  */
 static bool
 park(struct rn_lcore *lc, struct rn_ep_request *req)

@@ -42,7 +42,7 @@ struct ep_notify {
 	uint32_t max_inline;     /* the largest that goes inline: also within
 				  * lc->max_inline and the SQ's; 0 like
 				  * max_frame */
-	uint32_t peer_slot_size; /* from its QP record, until enabled */
+	uint32_t peer_slot_size; /* from its QP record; 0: not connected */
 	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */
 	uint64_t credit_raddr;   /* the peer's EP_PROBE_CREDITS word */
 	uint32_t credit_rkey;

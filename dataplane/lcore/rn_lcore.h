@@ -38,7 +38,8 @@ enum rn_lcore_cmd_type {
 				      * the peer's (req->remote), no sends
 				      * yet: NOTIFY_CONNECTED */
 	RN_LCORE_CMD_NOTIFY_ENABLE,  /* both QPs are connected: send */
-	RN_LCORE_CMD_NOTIFY_DROP,    /* not wanted after all (refused) */
+	RN_LCORE_CMD_NOTIFY_DROP,    /* not wanted after all (the offer was
+				      * refused or not answered) */
 };
 
 /* 16 bytes, copied by value through the ring: no allocation per command. */

@@ -112,8 +112,8 @@ rn_credit_count(const struct rn_credit_rx *c)
 }
 
 /*
- * The peer was told count (a credit WRITE carrying it was posted). Only then: a post that failed told nothing, and the update
- * stays due.
+ * The peer was told count (a credit WRITE carrying it was posted). Only
+ * then: a post that failed told nothing, and the update stays due.
  */
 static inline void
 rn_credit_told(struct rn_credit_rx *c, uint32_t count)

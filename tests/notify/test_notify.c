@@ -169,8 +169,8 @@ test_credits_wrap_around(void **state)
 
 /*
  * A sender and a receiver at random, across the 32-bit wrap: counts
- * travel late, out of order and repeated (immediates and credit words race
- * each other). Never more SENDs in flight than the receiver has slots.
+ * travel late, out of order and repeated (credit WRITEs overtake one
+ * another's reads). Never more SENDs in flight than the receiver has slots.
  */
 #define WINDOW 16
 #define SENDS 100000

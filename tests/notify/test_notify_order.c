@@ -188,6 +188,25 @@ test_a_lost_native_one_holds_the_next_for_a_while_only(void **state)
 }
 
 /*
+ * Under steady load the rings are never found empty: a delivery waiting
+ * for a lost one still goes, after RN_NOTIFY_ORDER_WAIT_MAX_MS.
+ */
+static void
+test_a_lost_one_goes_even_while_the_rings_are_busy(void **state)
+{
+	struct sent s[] = { { .native = true }, { .native = false } };
+
+	fresh(state);
+	stamp(s, 2);
+	arrive(delivery(s, 1, 1), 0);            /* native 0 is lost */
+	hand_over_parked(RN_NOTIFY_ORDER_WAIT_MAX_MS - 1, false);
+	assert_int_equal(n_handed, 0);
+	hand_over_parked(RN_NOTIFY_ORDER_WAIT_MAX_MS, false);
+	assert_int_equal(n_handed, 1);
+	assert_int_equal(order.overdue, 1);
+}
+
+/*
  * One that was only late (a stalled worker, say) and comes after the one
  * that waited for it went: counted once, so the order holds for what
  * follows. T0 N0 T1 N1 sent; N0 waits for T0 in vain and goes; T0 comes
@@ -303,6 +322,7 @@ main(void)
 		cmocka_unit_test(test_any_interleaving_comes_out_in_send_order),
 		cmocka_unit_test(test_native_ones_wait_for_the_tcp_one_before_them),
 		cmocka_unit_test(test_a_lost_native_one_holds_the_next_for_a_while_only),
+		cmocka_unit_test(test_a_lost_one_goes_even_while_the_rings_are_busy),
 		cmocka_unit_test(test_a_late_one_is_not_counted_twice),
 		cmocka_unit_test(test_progress_restarts_the_wait),
 		cmocka_unit_test(test_another_incarnation_is_not_held_by_the_last),

@@ -218,7 +218,7 @@ def test_fallback_allowed_and_strict():
 def test_send_order_kept_across_native_and_tcp():
     # Small notifications go natively, those over a slot over TCP: from one
     # sender to one receiver they still arrive in send order, though the
-    # receiver's poll takes the native ones first when both are waiting.
+    # receiver's poll takes one ring before the other when both wait.
     # Each one's name is its place in the send order.
     p = Pair("q", slot_size=SMALL_SLOT)
     try:
