@@ -215,6 +215,14 @@ hand_over_parked(struct rn_notify *nf, uint64_t now_ms, bool rings_dry,
 		log_overdue(o->overdue - overdue);
 }
 
+/* Ring w of the poll: the workers' delivery rings, then the TCP one. */
+static struct rte_ring *
+ring_of(const struct rn_notify *nf, unsigned int w)
+{
+	return w < nf->n_workers ? nf->workers[w]->notify_deliveries :
+				   nf->tcp_deliveries;
+}
+
 static uint32_t
 generation_of(void *plane, uint16_t slot)
 {
@@ -279,13 +287,10 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 	}
 	/* Each poll starts at the next ring (the workers', then TCP's), so
 	 * that a busy one never keeps the others waiting. */
-	for (unsigned int i = 0; i <= nf->n_workers; i++) {
-		unsigned int w = (nf->first_ring + i) % (nf->n_workers + 1);
-		struct rte_ring *ring = w < nf->n_workers ?
-			nf->workers[w]->notify_deliveries : nf->tcp_deliveries;
-
-		rings_dry &= take_ring(nf, ring, &now_ms, out, &n, max);
-	}
+	for (unsigned int i = 0; i <= nf->n_workers; i++)
+		rings_dry &= take_ring(nf, ring_of(nf, (nf->first_ring + i) %
+						   (nf->n_workers + 1)),
+				       &now_ms, out, &n, max);
 	/* Nothing more came: what a parked one waits for may never come. */
 	if (rings_dry && notify_order_waiting(o))
 		hand_over_parked(nf, now_ms, true, out, &n, max);
@@ -318,10 +323,8 @@ rn_notify_discard(struct rn_notify *nf)
 		dropped++;
 	}
 	for (unsigned int w = 0; w <= nf->n_workers; w++) {
-		struct rte_ring *ring = w < nf->n_workers ?
-			nf->workers[w]->notify_deliveries : nf->tcp_deliveries;
-
-		while (rte_ring_sc_dequeue_elem(ring, &d, sizeof(d)) == 0) {
+		while (rte_ring_sc_dequeue_elem(ring_of(nf, w), &d,
+						sizeof(d)) == 0) {
 			release(&d);
 			dropped++;
 		}

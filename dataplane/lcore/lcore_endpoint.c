@@ -614,7 +614,7 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 	case RN_LCORE_CMD_NOTIFY_DROP:
 		/* Refused: only ever before it connected. */
 		if (req->ep != NULL && !req->ep->closing &&
-		    req->ep->n.qp != NULL && req->ep->n.peer_slot_size == 0) {
+		    req->ep->n.qp != NULL && !rn_lcore_notify_attached(req->ep)) {
 			drop_notify(lc, req->ep);
 			bay_returned(lc, true);
 		}

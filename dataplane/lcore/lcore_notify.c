@@ -66,6 +66,12 @@ rn_lcore_notify_attach(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	n->credit_rkey = ep->req->remote.probe_rkey;
 }
 
+bool
+rn_lcore_notify_attached(const struct rn_lcore_ep *ep)
+{
+	return ep->n.peer_slot_size != 0;   /* slot sizes are at least 64 */
+}
+
 void
 rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
