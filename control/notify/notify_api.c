@@ -251,7 +251,7 @@ take_ring(struct rn_notify *nf, struct rte_ring *ring, uint64_t *now_ms,
 			return true;
 		if (rte_ring_sc_dequeue_elem(ring, &d, sizeof(d)) != 0)
 			return true;
-		if (!notify_order_admit(o, &d, *now_ms)) {
+		if (!notify_order_admit_taken(o, &d, *now_ms)) {
 			if (*now_ms == 0)
 				*now_ms = rn_now_ms();
 			if (notify_order_park(o, &d, *now_ms) == 0)

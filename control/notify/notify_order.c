@@ -38,7 +38,7 @@ at_least(uint32_t *count, uint32_t to)
 static struct notify_order_slot *
 slot_of(struct rn_notify_order *o, uint16_t slot)
 {
-	return &o->slot[slot % RN_NOTIFY_ORDER_SLOTS];
+	return &o->slot[slot & (RN_NOTIFY_ORDER_SLOTS - 1)];
 }
 
 void

@@ -34,7 +34,7 @@
 
 #include "notify_engine.h"
 
-#define RN_NOTIFY_ORDER_SLOTS 1024   /* = RN_MAX_ENDPOINTS */
+#define RN_NOTIFY_ORDER_SLOTS 1024   /* = RN_MAX_ENDPOINTS, a power of two */
 #define RN_NOTIFY_ORDER_WAIT_MS 1000
 #define RN_NOTIFY_ORDER_WAIT_MAX_MS (4 * RN_NOTIFY_ORDER_WAIT_MS)
 
@@ -63,6 +63,28 @@ struct rn_notify_order {
  */
 bool notify_order_admit(struct rn_notify_order *o,
 			const struct rn_notify_delivery *d, uint64_t now_ms);
+
+/*
+ * notify_order_admit() for every delivery the poll takes: the common case
+ * (a native one of the incarnation counted, nothing over TCP before it
+ * that is not handed over) inline, the rest by the call.
+ */
+static inline bool
+notify_order_admit_taken(struct rn_notify_order *o,
+			 const struct rn_notify_delivery *d, uint64_t now_ms)
+{
+	struct notify_order_slot *s =
+		&o->slot[d->ep_slot & (RN_NOTIFY_ORDER_SLOTS - 1)];
+
+	if (rn_notify_delivery_native(d) && d->generation == s->generation &&
+	    (int32_t)(s->tcps - d->seq) >= 0 &&
+	    (int32_t)(d->pos + 1 - s->natives) > 0) {
+		s->natives = d->pos + 1;
+		s->progress_ms = now_ms;
+		return true;
+	}
+	return notify_order_admit(o, d, now_ms);
+}
 
 /* Keep d until its turn. -ENOMEM: hand it over now (counted as overdue). */
 int notify_order_park(struct rn_notify_order *o,

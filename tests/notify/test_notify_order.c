@@ -64,7 +64,7 @@ hand_over_parked(uint64_t now_ms, bool rings_dry)
 static void
 arrive(struct rn_notify_delivery d, uint64_t now_ms)
 {
-	if (!notify_order_admit(&order, &d, now_ms)) {
+	if (!notify_order_admit_taken(&order, &d, now_ms)) {
 		assert_int_equal(notify_order_park(&order, &d, now_ms), 0);
 		return;
 	}
