@@ -3,7 +3,8 @@
  * Endpoint QPs on their owning lcore: created on EP_OPEN, connected on
  * EP_CONNECT, probed with an RDMA READ of the peer's identity, and on
  * EP_CLOSE moved to ERR, drained of their completions, then destroyed.
- * Runs on the worker; nothing here is per packet.
+ * The notify QP's own steps are in lcore_channel.c. Runs on the worker;
+ * nothing here is per packet.
  */
 #include <errno.h>
 #include <rte_cycles.h>
@@ -20,8 +21,9 @@
 #define WR_ID_PROBE RN_EP_WR_ID(0, RN_EP_WR_PROBE, 0)
 
 /* Endpoint events must arrive: wait for room rather than drop one. */
-static void
-post(struct rn_lcore *lc, uint16_t type, int32_t arg, struct rn_ep_request *req)
+void
+rn_lcore_ep_post(struct rn_lcore *lc, uint16_t type, int32_t arg,
+		 struct rn_ep_request *req)
 {
 	struct rn_lcore_event ev = { .type = type, .lcore_id = (uint16_t)lc->lcore_id,
 				     .arg = arg, .cookie = (uintptr_t)req };
@@ -33,9 +35,9 @@ post(struct rn_lcore *lc, uint16_t type, int32_t arg, struct rn_ep_request *req)
  * The notify QP carries frames of up to lc->max_inline bytes inline (at
  * least the 8 bytes of an empty one), and the 4-byte credit word.
  */
-static struct rn_qp_caps
-qp_caps(const struct rn_lcore *lc, const struct rn_ep_request *req,
-	uint8_t kind)
+struct rn_qp_caps
+rn_lcore_ep_qp_caps(const struct rn_lcore *lc, const struct rn_ep_request *req,
+		    uint8_t kind)
 {
 	if (kind == RN_EP_QP_NOTIFY)
 		return (struct rn_qp_caps){ .max_send_wr = req->notify_depth,
@@ -108,11 +110,11 @@ unlink_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	rn_lcore_count(&lc->stats.endpoints, -1);
 }
 
-static int
-create_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t kind)
+int
+rn_lcore_ep_create_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t kind)
 {
 	struct rn_ep_request *req = ep->req;
-	struct rn_qp_caps caps = qp_caps(lc, req, kind);
+	struct rn_qp_caps caps = rn_lcore_ep_qp_caps(lc, req, kind);
 	struct rn_qp *qp = &ep->qps[ep->n_qps];
 	struct rn_ep_qp_info *info = &req->local.qps[ep->n_qps];
 	struct rn_cq *cq = &lc->cqs[ep->cq].cq;
@@ -136,49 +138,6 @@ create_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t kind)
 	return rc;
 }
 
-/* Fill every receive slot of the bay: the peer's initial credits. */
-static int
-post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep, struct rn_qp *qp)
-{
-	const struct rn_notify_region *r = &lc->notify;
-
-	for (uint32_t i = 0; i < r->slots; i++) {
-		struct rn_sge sge = {
-			(uintptr_t)rn_notify_recv_slot(r, (uint32_t)ep->bay, i),
-			r->slot_size, r->mr.lkey,
-		};
-		int rc = rn_rq_post(&qp->rq, &sge, 1,
-				    RN_EP_WR_ID(ep->req->local.generation,
-						RN_EP_WR_RECV, i));
-
-		if (rc != 0)
-			return rc;
-	}
-	rn_rq_ring_doorbell(&qp->rq);
-	return 0;
-}
-
-/*
- * The native notification channel: the notify QP on the endpoint's bay of
- * buffers. Its receives are posted when it is connected (connect_ep()),
- * still in INIT, and only if the peer has a notify QP too: the handshake
- * offers one before it knows.
- */
-static int
-open_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
-{
-	uint32_t index = ep->n_qps;
-	int rc = create_qp(lc, ep, RN_EP_QP_NOTIFY);
-
-	if (rc == 0)
-		rc = rn_lcore_notify_open(lc, ep);
-	if (rc == 0) {
-		ep->n.qp = &ep->qps[index];
-		ep->req->local.qps[index].credits = lc->notify.slots;
-	}
-	return rc;
-}
-
 /*
  * Room for the endpoint: CQEs for its data QPs and, with a free bay and
  * room for it too, for a notify QP. Without those it has no native channel
@@ -189,8 +148,9 @@ static int
 reserve(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	const struct rn_ep_request *req = ep->req;
-	struct rn_qp_caps data = qp_caps(lc, req, RN_EP_QP_DATA);
-	struct rn_qp_caps notify = qp_caps(lc, req, RN_EP_QP_NOTIFY);
+	struct rn_qp_caps data = rn_lcore_ep_qp_caps(lc, req, RN_EP_QP_DATA);
+	struct rn_qp_caps notify = rn_lcore_ep_qp_caps(lc, req,
+						       RN_EP_QP_NOTIFY);
 	uint32_t data_need = req->n_data_qps * rn_qp_cqes(&data);
 	uint32_t notify_need = rn_qp_cqes(&notify);
 	int cq = -1;
@@ -249,9 +209,9 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	if (rc == 0)
 		rc = reserve(lc, ep);
 	for (uint32_t i = 0; rc == 0 && i < req->n_data_qps; i++)
-		rc = create_qp(lc, ep, RN_EP_QP_DATA);
+		rc = rn_lcore_ep_create_qp(lc, ep, RN_EP_QP_DATA);
 	if (rc == 0 && ep->bay >= 0)
-		rc = open_notify(lc, ep);
+		rc = rn_lcore_channel_open(lc, ep);
 	if (rc == 0)
 		rc = lc->nic->ops->query_addr(lc->nic, &req->local.addr);
 	if (rc != 0)
@@ -273,8 +233,8 @@ fail:
 }
 
 /* The peer's QP that pairs with our QP i: same kind, same rank. */
-static const struct rn_ep_qp_info *
-peer_qp(const struct rn_ep_request *req, uint32_t i)
+const struct rn_ep_qp_info *
+rn_lcore_ep_peer_qp(const struct rn_ep_request *req, uint32_t i)
 {
 	uint8_t kind = req->local.qps[i].kind;
 	uint32_t rank = 0;
@@ -287,46 +247,9 @@ peer_qp(const struct rn_ep_request *req, uint32_t i)
 	return NULL;
 }
 
-/*
- * A notify QP not to be used: the peer has none (handshake), or refused or
- * left unanswered the offer of this one (added later). Nothing was ever
- * posted on it: it goes now, and its bay and CQEs with it, to the next
- * endpoint that has a use for them.
- */
-static void
-drop_notify(struct rn_lcore *lc, struct rn_lcore_ep *ep)
-{
-	struct rn_qp_caps caps = qp_caps(lc, ep->req, RN_EP_QP_NOTIFY);
-	uint32_t cqes = rn_qp_cqes(&caps);
-
-	rn_nic_qp_destroy(lc->nic, ep->n.qp);
-	ep->n.qp = NULL;
-	ep->n_qps--;
-	ep->req->local.n_qps = ep->n_qps;
-	rn_lcore_count(&lc->stats.qps, -1);
-	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
-	ep->bay = -1;
-	lc->cqs[ep->cq].reserved -= cqes;
-	ep->cq_reserved -= cqes;
-	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)cqes);
-	rn_lcore_notify_free(ep);
-}
-
-/*
- * A bay, or CQ room, came back, and a bay is free: endpoints without a
- * native channel may get one now. after_drop: it was an offer a peer
- * refused.
- */
-static void
-bay_returned(struct rn_lcore *lc, bool after_drop)
-{
-	if (rn_notify_bay_free(&lc->notify))
-		post(lc, RN_LCORE_EVENT_BAY_FREE, after_drop, NULL);
-}
-
 /* RTR, then RTS, QP i toward its peer in req->remote. */
-static int
-connect_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t i,
+int
+rn_lcore_ep_connect_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t i,
 	   const struct rn_ep_qp_info *peer)
 {
 	const struct rn_ep_request *req = ep->req;
@@ -354,115 +277,33 @@ connect_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	struct rn_lcore_ep *ep = req->ep;
 
 	/* The notify QP is the last one, and still in INIT. */
-	if (ep->n.qp != NULL && peer_qp(req, ep->n_qps - 1) == NULL) {
-		drop_notify(lc, ep);
-		bay_returned(lc, false);
+	if (ep->n.qp != NULL &&
+	    rn_lcore_ep_peer_qp(req, ep->n_qps - 1) == NULL) {
+		rn_lcore_channel_drop(lc, ep);
+		rn_lcore_bay_returned(lc, false);
 	}
 	if (ep->n.qp != NULL) {
-		int rc = post_receives(lc, ep, ep->n.qp);
+		int rc = rn_lcore_channel_post_receives(lc, ep, ep->n.qp);
 
 		if (rc != 0)
 			return rc;
 	}
 
 	for (uint32_t i = 0; i < ep->n_qps; i++) {
-		const struct rn_ep_qp_info *peer = peer_qp(req, i);
+		const struct rn_ep_qp_info *peer = rn_lcore_ep_peer_qp(req, i);
 		int rc;
 
 		if (peer == NULL && i == 0)
 			return -EPROTO;   /* data QP 0 carries the probe */
 		if (peer == NULL)
 			continue;   /* the peer has fewer: this one stays unused */
-		rc = connect_qp(lc, ep, i, peer);
+		rc = rn_lcore_ep_connect_qp(lc, ep, i, peer);
 		if (rc != 0)
 			return rc;
 	}
 	rn_lcore_notify_connected(lc, ep, ep->n.qp != NULL ?
-				  peer_qp(req, ep->n_qps - 1) : NULL);
-	return 0;
-}
-
-/*
- * A native channel added to a connected endpoint that has none (every bay
- * was taken when it connected, and one came back): a bay and CQ room on the
- * endpoint's CQ, and the notify QP in INIT. Its receives are posted when it
- * connects, so nothing is outstanding on it should it be dropped.
- */
-static int
-notify_add(struct rn_lcore *lc, struct rn_ep_request *req)
-{
-	struct rn_lcore_ep *ep = req->ep;
-	struct rn_qp_caps caps = qp_caps(lc, req, RN_EP_QP_NOTIFY);
-	uint32_t need = rn_qp_cqes(&caps), index;
-	struct rn_lcore_cq *room;
-	int rc;
-
-	if (ep == NULL || ep->closing || ep->failed)
-		return -ENOTCONN;
-	if (ep->n.qp != NULL || ep->n_qps == RN_EP_MAX_QPS)
-		return -EALREADY;
-	room = &lc->cqs[ep->cq];
-	if (lc->notify.base == NULL || !rn_notify_bay_free(&lc->notify))
-		return -ENOSPC;
-	if (room->cq.cqe_cnt - room->reserved < need) {
-		rn_lcore_count(&lc->stats.no_cq_room, 1);
-		return -ENOSPC;
-	}
-	ep->bay = rn_notify_bay_take(&lc->notify);
-	room->reserved += need;
-	ep->cq_reserved += need;
-	rn_lcore_count(&lc->stats.cq_reserved, need);
-	ep->n = (struct ep_notify){ 0 };
-	index = ep->n_qps;
-	rc = create_qp(lc, ep, RN_EP_QP_NOTIFY);
-	if (ep->n_qps > index)
-		ep->n.qp = &ep->qps[index];
-	if (rc == 0)
-		rc = rn_lcore_notify_open(lc, ep);
-	if (rc == 0) {
-		req->local.qps[index].credits = lc->notify.slots;
-		req->local.n_qps = ep->n_qps;
-		return 0;
-	}
-	if (ep->n.qp != NULL) {
-		drop_notify(lc, ep);   /* its bay and CQ room go with it */
-		return rc;
-	}
-	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
-	ep->bay = -1;
-	room->reserved -= need;
-	ep->cq_reserved -= need;
-	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)need);
-	return rc;
-}
-
-/*
- * The added notify QP toward the peer's (req->remote, as the control thread
- * appended it): its receive slots first, then RTR and RTS. It sends once
- * enabled (RN_LCORE_CMD_NOTIFY_ENABLE): the peer's may not be ready yet.
- */
-static int
-notify_connect(struct rn_lcore *lc, struct rn_ep_request *req)
-{
-	struct rn_lcore_ep *ep = req->ep;
-	const struct rn_ep_qp_info *peer;
-	uint32_t index;
-	int rc;
-
-	if (ep == NULL || ep->closing || ep->failed)
-		return -ENOTCONN;
-	if (ep->n.qp == NULL)
-		return -EINVAL;
-	index = (uint32_t)(ep->n.qp - ep->qps);
-	peer = peer_qp(req, index);
-	if (peer == NULL)
-		return -EPROTO;
-	rc = post_receives(lc, ep, ep->n.qp);
-	if (rc == 0)
-		rc = connect_qp(lc, ep, index, peer);
-	if (rc != 0)
-		return rc;
-	rn_lcore_notify_attach(lc, ep, peer);
+				  rn_lcore_ep_peer_qp(req, ep->n_qps - 1) :
+				  NULL);
 	return 0;
 }
 
@@ -570,7 +411,8 @@ open_parked(struct rn_lcore *lc)
 		struct rn_ep_request *req = lc->parked[0].req;
 
 		unpark(lc, req);
-		post(lc, RN_LCORE_EVENT_EP_OPENED, open_ep(lc, req), req);
+		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_OPENED,
+				 open_ep(lc, req), req);
 	}
 }
 
@@ -583,29 +425,32 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 	switch ((enum rn_lcore_cmd_type)cmd->type) {
 	case RN_LCORE_CMD_EP_OPEN:
 		if (!park(lc, req))
-			post(lc, RN_LCORE_EVENT_EP_OPENED, open_ep(lc, req), req);
+			rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_OPENED,
+					 open_ep(lc, req), req);
 		return;
 	case RN_LCORE_CMD_EP_CONNECT:
-		post(lc, RN_LCORE_EVENT_EP_CONNECTED, connect_ep(lc, req), req);
+		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_CONNECTED,
+				 connect_ep(lc, req), req);
 		return;
 	case RN_LCORE_CMD_EP_PROBE:
 		rc = probe_ep(lc, req);
 		if (rc != 0 && rc != -EBUSY)
-			post(lc, RN_LCORE_EVENT_EP_PROBED, rc, req);
+			rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_PROBED, rc, req);
 		return;
 	case RN_LCORE_CMD_EP_CLOSE:
 		/* Parked: given up before it opened. */
 		if (unpark(lc, req) || req->ep == NULL)
-			post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
+			rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
 		else
 			close_ep(lc, req);
 		return;
 	case RN_LCORE_CMD_NOTIFY_OPEN:
-		post(lc, RN_LCORE_EVENT_NOTIFY_OPENED, notify_add(lc, req), req);
+		rn_lcore_ep_post(lc, RN_LCORE_EVENT_NOTIFY_OPENED,
+				 rn_lcore_channel_add(lc, req), req);
 		return;
 	case RN_LCORE_CMD_NOTIFY_CONNECT:
-		post(lc, RN_LCORE_EVENT_NOTIFY_CONNECTED,
-		     notify_connect(lc, req), req);
+		rn_lcore_ep_post(lc, RN_LCORE_EVENT_NOTIFY_CONNECTED,
+		     rn_lcore_channel_connect(lc, req), req);
 		return;
 	case RN_LCORE_CMD_NOTIFY_ENABLE:
 		if (req->ep != NULL && !req->ep->closing && !req->ep->failed)
@@ -614,9 +459,10 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 	case RN_LCORE_CMD_NOTIFY_DROP:
 		/* Refused: only ever before it connected. */
 		if (req->ep != NULL && !req->ep->closing &&
-		    req->ep->n.qp != NULL && !rn_lcore_notify_attached(req->ep)) {
-			drop_notify(lc, req->ep);
-			bay_returned(lc, true);
+		    req->ep->n.qp != NULL &&
+		    !rn_lcore_notify_attached(req->ep)) {
+			rn_lcore_channel_drop(lc, req->ep);
+			rn_lcore_bay_returned(lc, true);
 		}
 		return;
 	default:
@@ -647,7 +493,8 @@ rn_lcore_ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	if (!ep->closing && !ep->failed) {
 		ep->failed = true;
 		rn_lcore_notify_close(lc, ep);
-		post(lc, RN_LCORE_EVENT_EP_FAILED, syndrome, ep->req);
+		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_FAILED, syndrome,
+				 ep->req);
 	}
 }
 
@@ -666,7 +513,8 @@ rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc)
 	}
 	if (wc->opcode == RN_WC_READ && RN_EP_WR_KIND(wc->wr_id) == RN_EP_WR_PROBE) {
 		ep->probing = false;
-		post(lc, RN_LCORE_EVENT_EP_PROBED, probe_result(ep), ep->req);
+		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_PROBED,
+				 probe_result(ep), ep->req);
 	}
 }
 
@@ -705,11 +553,12 @@ rn_lcore_ep_reap(struct rn_lcore *lc)
 		room_back = true;   /* its CQ room, and its bay if it had one */
 		unlink_ep(lc, ep);
 		free_ep(lc, ep);
-		post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
+		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
 	}
 	open_parked(lc);
 	if (room_back)
-		bay_returned(lc, false);   /* what the parked ones left */
+		/* What the parked ones left. */
+		rn_lcore_bay_returned(lc, false);
 }
 
 void

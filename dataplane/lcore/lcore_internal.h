@@ -99,6 +99,29 @@ void rn_lcore_ep_reap(struct rn_lcore *lc);
 /* At exit: destroy every endpoint still open, without events. */
 void rn_lcore_ep_free_all(struct rn_lcore *lc);
 
+/* Helpers of lcore_endpoint.c that lcore_channel.c shares. */
+void rn_lcore_ep_post(struct rn_lcore *lc, uint16_t type, int32_t arg,
+		      struct rn_ep_request *req);
+struct rn_qp_caps rn_lcore_ep_qp_caps(const struct rn_lcore *lc,
+				      const struct rn_ep_request *req,
+				      uint8_t kind);
+int rn_lcore_ep_create_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			  uint8_t kind);
+/* The peer's QP that pairs with our QP i: same kind, same rank. */
+const struct rn_ep_qp_info *rn_lcore_ep_peer_qp(const struct rn_ep_request *req,
+						uint32_t i);
+int rn_lcore_ep_connect_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			   uint32_t i, const struct rn_ep_qp_info *peer);
+
+/* The endpoint's native notification channel (lcore_channel.c). */
+int rn_lcore_channel_post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+				   struct rn_qp *qp);
+int rn_lcore_channel_open(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+void rn_lcore_channel_drop(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+void rn_lcore_bay_returned(struct rn_lcore *lc, bool after_drop);
+int rn_lcore_channel_add(struct rn_lcore *lc, struct rn_ep_request *req);
+int rn_lcore_channel_connect(struct rn_lcore *lc, struct rn_ep_request *req);
+
 /* Notifications on the owning lcore (lcore_notify.c). */
 int rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 void rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * An endpoint's native notification channel on its owning lcore: the
+ * notify QP on a bay of buffers, made with the endpoint's other QPs or
+ * added to a connected endpoint when a bay came back (the control thread's
+ * NOTIFY_* commands, control/endpoint/upgrade.c); its receive slots posted
+ * before it connects; dropped, bay and CQ room with it, when it is not to
+ * be used.
+ */
+#include <errno.h>
+
+#include "lcore_internal.h"
+#include "rn_rq.h"
+
+/* Fill every receive slot of the bay: the peer's initial credits. */
+int
+rn_lcore_channel_post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			       struct rn_qp *qp)
+{
+	const struct rn_notify_region *r = &lc->notify;
+
+	for (uint32_t i = 0; i < r->slots; i++) {
+		struct rn_sge sge = {
+			(uintptr_t)rn_notify_recv_slot(r, (uint32_t)ep->bay, i),
+			r->slot_size, r->mr.lkey,
+		};
+		int rc = rn_rq_post(&qp->rq, &sge, 1,
+				    RN_EP_WR_ID(ep->req->local.generation,
+						RN_EP_WR_RECV, i));
+
+		if (rc != 0)
+			return rc;
+	}
+	rn_rq_ring_doorbell(&qp->rq);
+	return 0;
+}
+
+/*
+ * The native notification channel: the notify QP on the endpoint's bay of
+ * buffers. Its receives are posted when it is connected (connect_ep()),
+ * still in INIT, and only if the peer has a notify QP too: the handshake
+ * offers one before it knows.
+ */
+int
+rn_lcore_channel_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	uint32_t index = ep->n_qps;
+	int rc = rn_lcore_ep_create_qp(lc, ep, RN_EP_QP_NOTIFY);
+
+	if (rc == 0)
+		rc = rn_lcore_notify_open(lc, ep);
+	if (rc == 0) {
+		ep->n.qp = &ep->qps[index];
+		ep->req->local.qps[index].credits = lc->notify.slots;
+	}
+	return rc;
+}
+
+/*
+ * A notify QP not to be used: the peer has none (handshake), or refused or
+ * left unanswered the offer of this one (added later). Nothing was ever
+ * posted on it: it goes now, and its bay and CQEs with it, to the next
+ * endpoint that has a use for them.
+ */
+void
+rn_lcore_channel_drop(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	struct rn_qp_caps caps = rn_lcore_ep_qp_caps(lc, ep->req,
+						     RN_EP_QP_NOTIFY);
+	uint32_t cqes = rn_qp_cqes(&caps);
+
+	rn_nic_qp_destroy(lc->nic, ep->n.qp);
+	ep->n.qp = NULL;
+	ep->n_qps--;
+	ep->req->local.n_qps = ep->n_qps;
+	rn_lcore_count(&lc->stats.qps, -1);
+	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
+	ep->bay = -1;
+	lc->cqs[ep->cq].reserved -= cqes;
+	ep->cq_reserved -= cqes;
+	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)cqes);
+	rn_lcore_notify_free(ep);
+}
+
+/*
+ * A bay, or CQ room, came back, and a bay is free: endpoints without a
+ * native channel may get one now. after_drop: it was the bay of an
+ * offer a peer refused or left unanswered.
+ */
+void
+rn_lcore_bay_returned(struct rn_lcore *lc, bool after_drop)
+{
+	if (rn_notify_bay_free(&lc->notify))
+		rn_lcore_ep_post(lc, RN_LCORE_EVENT_BAY_FREE, after_drop, NULL);
+}
+
+/*
+ * A native channel added to a connected endpoint that has none (every bay
+ * was taken when it connected, and one came back): a bay and CQ room on the
+ * endpoint's CQ, and the notify QP in INIT. Its receives are posted when it
+ * connects, so nothing is outstanding on it should it be dropped.
+ */
+int
+rn_lcore_channel_add(struct rn_lcore *lc, struct rn_ep_request *req)
+{
+	struct rn_lcore_ep *ep = req->ep;
+	struct rn_qp_caps caps = rn_lcore_ep_qp_caps(lc, req, RN_EP_QP_NOTIFY);
+	uint32_t need = rn_qp_cqes(&caps), index;
+	struct rn_lcore_cq *room;
+	int rc;
+
+	if (ep == NULL || ep->closing || ep->failed)
+		return -ENOTCONN;
+	if (ep->n.qp != NULL || ep->n_qps == RN_EP_MAX_QPS)
+		return -EALREADY;
+	room = &lc->cqs[ep->cq];
+	if (lc->notify.base == NULL || !rn_notify_bay_free(&lc->notify))
+		return -ENOSPC;
+	if (room->cq.cqe_cnt - room->reserved < need) {
+		rn_lcore_count(&lc->stats.no_cq_room, 1);
+		return -ENOSPC;
+	}
+	ep->bay = rn_notify_bay_take(&lc->notify);
+	room->reserved += need;
+	ep->cq_reserved += need;
+	rn_lcore_count(&lc->stats.cq_reserved, need);
+	ep->n = (struct ep_notify){ 0 };
+	index = ep->n_qps;
+	rc = rn_lcore_ep_create_qp(lc, ep, RN_EP_QP_NOTIFY);
+	if (ep->n_qps > index)
+		ep->n.qp = &ep->qps[index];
+	if (rc == 0)
+		rc = rn_lcore_notify_open(lc, ep);
+	if (rc == 0) {
+		req->local.qps[index].credits = lc->notify.slots;
+		req->local.n_qps = ep->n_qps;
+		return 0;
+	}
+	if (ep->n.qp != NULL) {
+		/* Its bay and CQ room go with it. */
+		rn_lcore_channel_drop(lc, ep);
+		return rc;
+	}
+	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
+	ep->bay = -1;
+	room->reserved -= need;
+	ep->cq_reserved -= need;
+	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)need);
+	return rc;
+}
+
+/*
+ * The added notify QP toward the peer's (req->remote, as the control thread
+ * appended it): its receive slots first, then RTR and RTS. It sends once
+ * enabled (RN_LCORE_CMD_NOTIFY_ENABLE): the peer's may not be ready yet.
+ */
+int
+rn_lcore_channel_connect(struct rn_lcore *lc, struct rn_ep_request *req)
+{
+	struct rn_lcore_ep *ep = req->ep;
+	const struct rn_ep_qp_info *peer;
+	uint32_t index;
+	int rc;
+
+	if (ep == NULL || ep->closing || ep->failed)
+		return -ENOTCONN;
+	if (ep->n.qp == NULL)
+		return -EINVAL;
+	index = (uint32_t)(ep->n.qp - ep->qps);
+	peer = rn_lcore_ep_peer_qp(req, index);
+	if (peer == NULL)
+		return -EPROTO;
+	rc = rn_lcore_channel_post_receives(lc, ep, ep->n.qp);
+	if (rc == 0)
+		rc = rn_lcore_ep_connect_qp(lc, ep, index, peer);
+	if (rc != 0)
+		return rc;
+	rn_lcore_notify_attach(lc, ep, peer);
+	return 0;
+}
