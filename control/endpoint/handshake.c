@@ -16,6 +16,26 @@
 
 #include "plane.h"
 
+struct rn_ep_qp_info
+qp_info_of(const struct rn_proto_qp *q)
+{
+	return (struct rn_ep_qp_info){
+		.kind = q->kind, .qpn = q->qpn, .psn = q->psn,
+		.recv_depth = q->recv_depth, .slot_size = q->slot_size,
+		.credits = q->credits,
+	};
+}
+
+struct rn_proto_qp
+qp_record_of(const struct rn_ep_qp_info *q)
+{
+	return (struct rn_proto_qp){
+		.kind = q->kind, .qpn = q->qpn, .psn = q->psn,
+		.recv_depth = q->recv_depth, .slot_size = q->slot_size,
+		.credits = q->credits,
+	};
+}
+
 static void
 side_from_hello(const struct rn_proto_hello *h, struct rn_ep_side *s)
 {
@@ -30,12 +50,7 @@ side_from_hello(const struct rn_proto_hello *h, struct rn_ep_side *s)
 	s->probe_addr = h->probe_addr;
 	s->probe_rkey = h->probe_rkey;
 	for (uint8_t i = 0; i < h->n_qps; i++)
-		s->qps[i] = (struct rn_ep_qp_info){
-			.kind = h->qps[i].kind, .qpn = h->qps[i].qpn,
-			.psn = h->qps[i].psn, .recv_depth = h->qps[i].recv_depth,
-			.slot_size = h->qps[i].slot_size,
-			.credits = h->qps[i].credits,
-		};
+		s->qps[i] = qp_info_of(&h->qps[i]);
 }
 
 void
@@ -60,11 +75,7 @@ handshake_send_hello(struct rn_conn *c, uint8_t type)
 	for (uint32_t i = 0; i < me->n_qps; i++) {
 		const struct rn_ep_qp_info *q = &me->qps[i];
 
-		h.qps[i] = (struct rn_proto_qp){
-			.kind = q->kind, .qpn = q->qpn, .psn = q->psn,
-			.recv_depth = q->recv_depth, .slot_size = q->slot_size,
-			.credits = q->credits,
-		};
+		h.qps[i] = qp_record_of(q);
 		if (q->kind == RN_EP_QP_NOTIFY)
 			h.caps |= RN_CAP_NATIVE_NOTIFY;
 	}

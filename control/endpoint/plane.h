@@ -180,6 +180,11 @@ bool upgrade_native_at_handshake(const struct rn_endpoint *ep);
 /* A step the peer did not answer in connect_timeout_ms. */
 void upgrade_check(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now);
 
+/* handshake.c: a QP record of the protocol, and the lcore's view of it
+ * (the kinds are numbered alike). */
+struct rn_ep_qp_info qp_info_of(const struct rn_proto_qp *q);
+struct rn_proto_qp qp_record_of(const struct rn_ep_qp_info *q);
+
 /* plane.c */
 struct rn_endpoint *plane_find(struct rn_plane *pl, const char *name);
 struct rn_endpoint *plane_add(struct rn_plane *pl, const char *name);

@@ -56,14 +56,7 @@ upgrade_native_at_handshake(const struct rn_endpoint *ep)
 static struct rn_proto_qp
 our_qp(const struct rn_endpoint *ep)
 {
-	const struct rn_ep_qp_info *q =
-		&ep->req->local.qps[ep->req->local.n_qps - 1];
-
-	return (struct rn_proto_qp){
-		.kind = RN_PROTO_QP_NOTIFY, .qpn = q->qpn, .psn = q->psn,
-		.recv_depth = q->recv_depth, .slot_size = q->slot_size,
-		.credits = q->credits,
-	};
+	return qp_record_of(&ep->req->local.qps[ep->req->local.n_qps - 1]);
 }
 
 /* Whether ep is still connected (sending may have failed it). */
@@ -105,11 +98,7 @@ add_peer_qp(struct rn_endpoint *ep, const struct rn_proto_qp *qp)
 		return false;
 	if (slot == NULL)
 		slot = &remote->qps[remote->n_qps++];
-	*slot = (struct rn_ep_qp_info){
-		.kind = RN_EP_QP_NOTIFY, .qpn = qp->qpn, .psn = qp->psn,
-		.recv_depth = qp->recv_depth, .slot_size = qp->slot_size,
-		.credits = qp->credits,
-	};
+	*slot = qp_info_of(qp);
 	return true;
 }
 
