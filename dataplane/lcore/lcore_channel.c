@@ -103,13 +103,13 @@ rn_lcore_bay_returned(struct rn_lcore *lc, bool after_drop)
 int
 rn_lcore_channel_add(struct rn_lcore *lc, struct rn_ep_request *req)
 {
-	struct rn_lcore_ep *ep = req->ep;
+	struct rn_lcore_ep *ep = rn_lcore_ep_live(req);
 	struct rn_qp_caps caps = rn_lcore_ep_qp_caps(lc, req, RN_EP_QP_NOTIFY);
 	uint32_t need = rn_qp_cqes(&caps), index;
 	struct rn_lcore_cq *room;
 	int rc;
 
-	if (ep == NULL || ep->closing || ep->failed)
+	if (ep == NULL)
 		return -ENOTCONN;
 	if (ep->n.qp != NULL || ep->n_qps == RN_EP_MAX_QPS)
 		return -EALREADY;
@@ -157,12 +157,12 @@ rn_lcore_channel_add(struct rn_lcore *lc, struct rn_ep_request *req)
 int
 rn_lcore_channel_connect(struct rn_lcore *lc, struct rn_ep_request *req)
 {
-	struct rn_lcore_ep *ep = req->ep;
+	struct rn_lcore_ep *ep = rn_lcore_ep_live(req);
 	const struct rn_ep_qp_info *peer;
 	uint32_t index;
 	int rc;
 
-	if (ep == NULL || ep->closing || ep->failed)
+	if (ep == NULL)
 		return -ENOTCONN;
 	if (ep->n.qp == NULL)
 		return -EINVAL;

@@ -450,10 +450,10 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 		return;
 	case RN_LCORE_CMD_NOTIFY_CONNECT:
 		rn_lcore_ep_post(lc, RN_LCORE_EVENT_NOTIFY_CONNECTED,
-		     rn_lcore_channel_connect(lc, req), req);
+				 rn_lcore_channel_connect(lc, req), req);
 		return;
 	case RN_LCORE_CMD_NOTIFY_ENABLE:
-		if (req->ep != NULL && !req->ep->closing && !req->ep->failed)
+		if (rn_lcore_ep_live(req) != NULL)
 			rn_lcore_notify_enable(lc, req->ep);
 		return;
 	case RN_LCORE_CMD_NOTIFY_DROP:

@@ -99,6 +99,15 @@ void rn_lcore_ep_reap(struct rn_lcore *lc);
 /* At exit: destroy every endpoint still open, without events. */
 void rn_lcore_ep_free_all(struct rn_lcore *lc);
 
+/* req's endpoint while it is live (neither failed nor closing), or NULL. */
+static inline struct rn_lcore_ep *
+rn_lcore_ep_live(const struct rn_ep_request *req)
+{
+	struct rn_lcore_ep *ep = req->ep;
+
+	return ep != NULL && !ep->closing && !ep->failed ? ep : NULL;
+}
+
 /* Helpers of lcore_endpoint.c that lcore_channel.c shares. */
 void rn_lcore_ep_post(struct rn_lcore *lc, uint16_t type, int32_t arg,
 		      struct rn_ep_request *req);
