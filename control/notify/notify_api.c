@@ -162,7 +162,9 @@ fill(struct rn_notify *nf, const struct rn_notify_delivery *d,
 {
 	struct rn_notify_view v;
 
-	/* Checked by whoever delivered it; read again for the views. */
+	/* Checked by whoever delivered it, and read again for the views. A
+	 * native one its lcore rejected (counted there) fails again here:
+	 * it took its place in send order and goes no further. */
 	if (rn_notify_frame_read(rn_notify_delivery_native(d) ?
 				 rn_lcore_notify_frame(d) : d->frame,
 				 d->len, &v) != 0)

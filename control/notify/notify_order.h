@@ -19,9 +19,10 @@
  * the endpoint (its generation at the receiver): one of an incarnation gone
  * is handed over at once.
  *
- * A native notification whose SEND failed with its QP never arrives (nor
- * does one the receiver rejected as malformed), and the TCP one after it
- * would wait for it for ever: a parked delivery whose endpoint handed
+ * (A native one its receiver rejected as malformed still comes here, to
+ * take its place, and is dropped after.) A native notification whose SEND
+ * failed with its QP never arrives, and the TCP one after it would wait
+ * for it for ever: a parked delivery whose endpoint handed
  * nothing over for RN_NOTIFY_ORDER_WAIT_MS while nothing more was there to
  * take, or for RN_NOTIFY_ORDER_WAIT_MAX_MS whatever there was, goes
  * (counted, overdue), and the counts move past what it waited for; should

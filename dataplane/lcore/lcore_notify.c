@@ -460,6 +460,22 @@ rn_lcore_notify_release(const struct rn_notify_delivery *d)
 	rn_lcore_wake(ep->lc);
 }
 
+/*
+ * A frame whose lengths do not add up: counted and logged here, and still
+ * handed to the poll, which never delivers it (its frame does not read)
+ * but counts its place in send order; a TCP notification sent after it
+ * would otherwise wait for it (control/notify/notify_order.h). Its slot
+ * is reposted when the poll releases it, as any other.
+ */
+static __rte_cold void
+rejected(struct rn_lcore *lc, const struct rn_lcore_ep *ep, uint32_t len)
+{
+	rn_lcore_count(&lc->stats.notify_rejected, 1);
+	RN_LCORE_LOG(WARNING, "lcore %u: notification of %u bytes from %s "
+		     "rejected: lengths do not add up", lc->lcore_id, len,
+		     ep->req->remote.name);
+}
+
 static __rte_noinline void
 received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 {
@@ -476,19 +492,13 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 					.generation = generation(ep) };
 	struct rn_notify_view v;
 
-	if (rn_notify_frame_read(frame, wc->byte_len, &v) != 0) {
-		/* Counted, logged, never delivered; the slot goes back. */
-		rn_lcore_count(&lc->stats.notify_rejected, 1);
-		RN_LCORE_LOG(WARNING, "lcore %u: notification of %u bytes from "
-			     "%s rejected: lengths do not add up", lc->lcore_id,
-			     wc->byte_len, ep->req->remote.name);
-		repost(lc, ep, index);
-		return;
-	}
+	if (unlikely(rn_notify_frame_read(frame, wc->byte_len, &v) != 0))
+		rejected(lc, ep, wc->byte_len);
+	else
+		rn_lcore_count(&lc->stats.notify_received, 1);
 	/* The ring holds every receive slot of the lcore: never full. */
 	rte_ring_sp_enqueue_elem(lc->notify_deliveries, &d, sizeof(d));
 	n->held++;
-	rn_lcore_count(&lc->stats.notify_received, 1);
 }
 
 static bool

@@ -533,6 +533,26 @@ def test_malformed_frame_is_rejected_and_its_slot_reposted():
         p.stop()
 
 
+def test_tcp_notification_after_a_rejected_frame_does_not_wait():
+    # The rejected frame counted in the TCP one's place in send order: the
+    # receiver still counts it, and the TCP one goes at once, in order,
+    # instead of waiting for it (a second, then out of order, overdue).
+    p = Pair("r", slot_size=SMALL_SLOT)
+    try:
+        big = "b" * SMALL_SLOT   # over a slot: over TCP
+        assert send(p.a, p.b, "1", "native") == 0
+        assert telemetry(p.a, f"/rnotify/sim_fault,bad_frame,{p.b}")[
+            "result"] == 0
+        assert send(p.a, p.b, "2", big) == 0
+        assert send(p.a, p.b, "3", "native") == 0
+        got = poll_all(p.b, 3)
+        assert [name for _, name, _ in got] == ["1", "2", "3"], got
+        assert counters(p.b)["notify_rejected"] == 1, counters(p.b)
+        assert status(p.b)["notify_order_overdue"] == 0, status(p.b)
+    finally:
+        p.stop()
+
+
 def test_local_notify_fault_leaves_data_qps_working():
     p = Pair("l")
     try:
@@ -1121,6 +1141,7 @@ for t in [test_native_delivery_in_order,
           test_notification_to_self,
           test_local_notify_fault_leaves_data_qps_working,
           test_malformed_frame_is_rejected_and_its_slot_reposted,
+          test_tcp_notification_after_a_rejected_frame_does_not_wait,
           test_peers_found_by_name_among_many,
           test_full_table_gives_a_closed_slot_a_new_name,
           test_stuck_lcore_never_stops_the_control_thread,
