@@ -3,8 +3,10 @@
 # (repeatable on a noisy machine, unlike time): two rnotify-bench processes
 # under valgrind, native channel, notifications of BYTES (name + msg; the
 # frame adds 8, and frames up to [notify] max_inline, 64, go inline).
-#   send side    send_one(): take a credit and a send slot, build and post
-#                the SEND_IMM, ring the doorbell; plus the completions
+#   send side    send_one() (a request of one notification) and
+#                send_burst() (of several): for each notification take a
+#                credit and a send slot, build and post the SEND_IMM; ring
+#                the doorbell once per request; plus the completions
 #                (rn_lcore_notify_completion) that free the send slots:
 #                only one SEND in up to 16 is signalled and its CQE frees
 #                every slot before it, so their cost is divided by the
@@ -16,7 +18,9 @@
 # (sim_*) runs outside these functions: not counted. CQ polling is per CQE
 # and measured by scripts/bench-datapath.sh; the dequeues of the lcore's
 # request and release rings are not counted either.
-# Usage: scripts/bench-notify-instructions.sh [BYTES]     (default 64)
+# With BURST > 1 the one-way notifications go BURST to a request
+# (rn_notify_send_burst()); the pings, one to a request, stay in the count.
+# Usage: scripts/bench-notify-instructions.sh [BYTES [BURST]]  (64, 1)
 # RN_CALLGRIND_KEEP=DIR keeps both callgrind files there (send.cg,
 # receive.cg), for callgrind_annotate.
 set -euo pipefail
@@ -24,6 +28,7 @@ cd "$(dirname "$0")/.."
 
 command -v valgrind >/dev/null || { echo "bench: valgrind is missing; run scripts/setup.sh" >&2; exit 1; }
 bytes=${1:-64}
+burst=${2:-1}
 source scripts/bench-pair.sh
 # valgrind runs everything some 50 times slower
 pair_configs cg-a cg-b "${RN_BENCH_PORT:-19611}" "connect_timeout_ms = 30000
@@ -40,7 +45,7 @@ grind "$work/receive.cg" -c "$work/cg-b.ini" --peer cg-a --respond \
 responder=$!
 status=0
 grind "$work/send.cg" -c "$work/cg-a.ini" --peer cg-b --sizes "$bytes" \
-  --messages 5000 --round-trips 10 >"$work/table" 2>"$work/initiate.log" ||
+  --messages 5000 --round-trips 10 --burst "$burst" >"$work/table" 2>"$work/initiate.log" ||
   status=$?
 end_pair "$status" "$work/initiate.log" "$work/respond.log"
 if [[ -n "${RN_CALLGRIND_KEEP:-}" ]]; then
@@ -51,20 +56,29 @@ fi
 count() {   # callgrind file, function: prints "calls inclusive"
   scripts/callgrind-calls.py "$1" "$2" | awk '{ print $2, $3 }'
 }
-read -r sends send_ir < <(count "$work/send.cg" send_one)
+count_any() {   # the same, "0 0" for a function never called
+  scripts/callgrind-calls.py "$1" "$2" 2>/dev/null |
+    awk '{ print $2, $3; found = 1 } END { if (!found) print 0, 0 }'
+}
+# Requests and their notifications: every one the receiver took.
+read -r singles single_ir < <(count "$work/send.cg" send_one)
+read -r bursts burst_ir < <(count_any "$work/send.cg" send_burst)
+requests=$((singles + bursts))
+send_ir=$((single_ir + burst_ir))
 read -r cqes cqe_ir < <(count "$work/send.cg" rn_lcore_notify_completion)
 # The sender's completions include its few receives (the echoes): out.
 read -r echoes echo_ir < <(count "$work/send.cg" received)
 read -r recvs recv_ir < <(count "$work/receive.cg" received)
+sends=$recvs
 read -r reposts repost_ir < <(count "$work/receive.cg" repost)
-awk -v sn="$sends" -v si="$send_ir" -v cn="$cqes" -v ci="$cqe_ir" \
+awk -v rq="$requests" -v sn="$sends" -v si="$send_ir" -v cn="$cqes" -v ci="$cqe_ir" \
     -v en="$echoes" -v ei="$echo_ir" -v rn="$recvs" -v ri="$recv_ir" \
     -v pn="$reposts" -v pi="$repost_ir" 'BEGIN {
   send = si / sn; done = (ci - ei) / sn
   recv = ri / rn; repost = pi / pn
   print "| side | step | calls | instructions per notification |"
   print "| --- | --- | ---: | ---: |"
-  printf "| send | send_one: credit, slot, SEND_IMM posted and doorbelled | %d | %.1f |\n", sn, send
+  printf "| send | send_one, send_burst: credit, slot, SEND_IMM posted; a doorbell per request (%d requests) | %d | %.1f |\n", rq, sn, send
   printf "| send | completions: slots freed (rn_lcore_notify_completion) | %d | %.1f |\n", cn - en, done
   printf "| receive | received: frame checked, delivered | %d | %.1f |\n", rn, recv
   printf "| receive | repost: slot back to the RQ, credit count | %d | %.1f |\n", pn, repost

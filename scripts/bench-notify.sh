@@ -9,7 +9,7 @@
 # The bench fails when a notification is lost or arrives altered, or when a
 # run took the other channel than the one it names (the "via" column).
 # Usage: scripts/bench-notify.sh [--messages N] [--round-trips N] [--sizes LIST]
-#                                 [--completions K]
+#                                 [--completions K] [--burst B]
 #   RNOTIFY_BENCH=PATH   use that rnotify-bench, built already (the tests do)
 #   RN_BENCH_PORT=N      control ports N and N+1 (default 19601)
 #   RN_BENCH_STALL_MS=N  the responder stops polling for N ms at the start

@@ -7,7 +7,7 @@
  *   rnotify-bench -c FILE --peer NAME --respond [--stall-ms N]
  *   rnotify-bench -c FILE --peer NAME [--sizes 16,256,4096,65528]
  *                 [--messages N] [--round-trips N] [--label TEXT]
- *                 [--completions K]
+ *                 [--completions K] [--burst B]
  *
  * The initiator prints, per size (name + msg bytes): one-way message rate
  * (N notifications sent back to back, until the responder confirms it got
@@ -15,7 +15,8 @@
  * echoes each). Wall-clock figures: compare them in one run, on one machine.
  * With --completions K, every K-th of the N asks for its completion, and
  * the run fails unless each of those, and no other, is reported once with
- * status 0.
+ * status 0. With --burst B, the N go in bursts of up to B
+ * (rn_notify_send_burst()), cut where asking for a completion changes.
  * --stall-ms makes the responder a slow application: it stops polling for
  * N ms at the first notification of each one-way run, so the sender meets
  * backpressure; the run must still lose nothing.
@@ -34,6 +35,7 @@
 #include "rn_daemon.h"
 
 #define MAX_SIZES 8
+#define MAX_BURST 256
 #define WARM_UP 100
 
 struct bench {
@@ -45,6 +47,7 @@ struct bench {
 	unsigned int round_trips;
 	const char *label;
 	unsigned int completions;   /* ask for every K-th one's; 0: none */
+	unsigned int burst;         /* bulk notifications per send call */
 	unsigned int stall_ms;
 	uint8_t *payload;
 	int result;
@@ -77,6 +80,30 @@ send_all(struct rn_daemon *d, struct bench *b, const char *name,
 			return -ECANCELED;
 		usleep(20);   /* see wait_for() */
 	}
+}
+
+/* Send out[0..n) in order, retrying the rest as send_all() does. */
+static int
+send_burst_all(struct rn_daemon *d, struct bench *b,
+	       const struct rn_notify_out *out, unsigned int n, uint32_t flags)
+{
+	unsigned int done = 0;
+
+	while (done < n) {
+		int rc = rn_notify_send_burst(d->notify, b->peer, out + done,
+					      n - done, flags);
+
+		if (rc > 0) {
+			done += (unsigned int)rc;
+			continue;
+		}
+		if (rc != -EAGAIN)
+			return rc;
+		if (rn_daemon_stopping(d))
+			return -ECANCELED;
+		usleep(20);   /* see wait_for() */
+	}
+	return 0;
 }
 
 /*
@@ -113,10 +140,36 @@ wait_for(struct rn_daemon *d, const char *name, char *msg_out, size_t cap,
 	return -1;
 }
 
-static bool
-asks_completion(const struct bench *b, unsigned int i)
+static uint32_t
+completion_flag(const struct bench *b, unsigned int i)
 {
-	return b->completions != 0 && i % b->completions == 0;
+	return b->completions != 0 && i % b->completions == 0 ?
+	       RN_NOTIFY_WANT_COMPLETION : 0;
+}
+
+/* The one-way run's N "bulk" notifications of msg_len bytes each. */
+static int
+send_bulk(struct rn_daemon *d, struct bench *b, uint32_t msg_len)
+{
+	struct rn_notify_out out[MAX_BURST];
+	int rc = 0;
+
+	for (unsigned int i = 0; i < b->messages && rc == 0;) {
+		uint32_t flags = completion_flag(b, i);
+		unsigned int n = 0;
+
+		while (n < b->burst && i + n < b->messages &&
+		       completion_flag(b, i + n) == flags) {
+			out[n] = (struct rn_notify_out){
+				.name = "bulk", .name_len = 4,
+				.msg = b->payload, .msg_len = msg_len,
+				.cookie = i + n };
+			n++;
+		}
+		rc = send_burst_all(d, b, out, n, flags);
+		i += n;
+	}
+	return rc;
 }
 
 /*
@@ -140,7 +193,7 @@ check_completions(struct rn_daemon *d, struct bench *b)
 
 		for (unsigned int i = 0; i < n && rc == 0; i++) {
 			if (c[i].status != 0 || c[i].cookie >= b->messages ||
-			    !asks_completion(b, (unsigned int)c[i].cookie) ||
+			    completion_flag(b, (unsigned int)c[i].cookie) == 0 ||
 			    seen[c[i].cookie]++ != 0) {
 				fprintf(stderr, "rnotify-bench: completion of "
 					"%llu: status %d, unexpected\n",
@@ -194,10 +247,8 @@ measure(struct rn_daemon *d, struct bench *b, uint32_t size)
 			rtt[i - WARM_UP] = now_ns() - t0;
 	}
 	t0 = now_ns();
-	for (unsigned int i = 0; i < b->messages && rc == 0; i++)
-		rc = send_all(d, b, "bulk", b->payload, msg_len, i,
-			      asks_completion(b, i) ?
-			      RN_NOTIFY_WANT_COMPLETION : 0);
+	if (rc == 0)
+		rc = send_bulk(d, b, msg_len);
 	if (rc == 0)
 		rc = send_all(d, b, "done", "", 0, 0, 0);
 	if (rc == 0 && wait_for(d, "seen", reply, sizeof(reply), &native) < 0)
@@ -350,9 +401,11 @@ main(int argc, char **argv)
 		{ "label", required_argument, NULL, 'l' },
 		{ "completions", required_argument, NULL, 'k' },
 		{ "stall-ms", required_argument, NULL, 'w' },
+		{ "burst", required_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct bench b = { .messages = 20000, .round_trips = 2000,
+				  .burst = 1,
 				  .label = "native", .n_sizes = 4,
 				  .sizes = { 16, 256, 4096, 65528 } };
 	struct rn_config_error err;
@@ -369,6 +422,7 @@ main(int argc, char **argv)
 		case 'l': b.label = optarg; break;
 		case 'k': b.completions = (unsigned int)atoi(optarg); break;
 		case 'w': b.stall_ms = (unsigned int)atoi(optarg); break;
+		case 'b': b.burst = (unsigned int)atoi(optarg); break;
 		case 's':
 			if (parse_sizes(optarg, &b) != 0) {
 				fprintf(stderr, "rnotify-bench: --sizes %s: allowed "
@@ -382,11 +436,11 @@ main(int argc, char **argv)
 		}
 	}
 	if (path == NULL || b.peer == NULL || b.messages == 0 ||
-	    b.round_trips == 0) {
+	    b.round_trips == 0 || b.burst == 0 || b.burst > MAX_BURST) {
 		fprintf(stderr, "usage: rnotify-bench -c FILE --peer NAME "
 			"[--respond [--stall-ms N]] [--sizes LIST] "
 			"[--messages N] [--round-trips N] [--label TEXT] "
-			"[--completions K]\n");
+			"[--completions K] [--burst 1..%u]\n", MAX_BURST);
 		return 2;
 	}
 	if (rn_config_load(path, &daemon_state.cfg, &err) != 0) {

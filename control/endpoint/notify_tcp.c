@@ -72,13 +72,14 @@ static void
 deliver_to_self(struct rn_plane *pl, struct rn_endpoint *ep,
 		struct rn_notify_request *req)
 {
-	int rc = deliver(pl, ep, req->native_before, req->name, req->name_len,
-			 req->msg, req->msg_len);
+	const struct rn_notify_out *o = &req->out[0];
+	int rc = deliver(pl, ep, req->native_before, o->name, o->name_len,
+			 o->msg, o->msg_len);
 
 	if (rc == 0) {
 		queued(ep);
 		if (req->flags & RN_NOTIFY_WANT_COMPLETION)
-			report(pl, req->cookie);
+			report(pl, o->cookie);
 	}
 	rn_notify_answer(req, rc);
 }
@@ -87,6 +88,7 @@ void
 notify_tcp_send(struct rn_plane *pl, void *request)
 {
 	struct rn_notify_request *req = request;
+	const struct rn_notify_out *o = &req->out[0];   /* the only one here */
 	struct rn_endpoint *ep = req->ep_slot < pl->n_eps ?
 				 pl->eps[req->ep_slot] : NULL;
 	size_t n;
@@ -112,8 +114,8 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 		return;
 	}
 	n = rn_proto_encode_notify(pl->notify_frame, RN_CONN_RX_MAX,
-				   req->native_before, req->name,
-				   req->name_len, req->msg, req->msg_len);
+				   req->native_before, o->name, o->name_len,
+				   o->msg, o->msg_len);
 	if (conn_queued(ep->conn) + n > RN_CONN_NOTIFY_TX_MAX) {
 		/* The peer's application is behind: backpressure, as a
 		 * missing credit is on the native channel. */
@@ -128,7 +130,7 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 	/* Queued on the connection, in order: that is all TCP says. */
 	queued(ep);
 	if (req->flags & RN_NOTIFY_WANT_COMPLETION)
-		report(pl, req->cookie);
+		report(pl, o->cookie);
 	rn_notify_answer(req, 0);
 }
 

@@ -98,19 +98,22 @@ not_connected(struct rn_notify *nf, uint32_t slot, enum rn_ep_state state)
 }
 
 int
-rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
-	       uint32_t name_len, const void *msg, uint32_t msg_len,
-	       uint64_t cookie, uint32_t flags)
+rn_notify_send_burst(struct rn_notify *nf, const char *peer,
+		     const struct rn_notify_out *out, unsigned int n,
+		     uint32_t flags)
 {
-	struct rn_notify_request req = {
-		.flags = flags, .name = name, .name_len = name_len, .msg = msg,
-		.msg_len = msg_len, .cookie = cookie,
-	};
+	struct rn_notify_request req = { .flags = flags, .out = out };
 	enum rn_ep_state state;
 	uint32_t worker;
 	struct rn_lcore *lc;
 
-	if ((uint64_t)name_len + msg_len > RN_NOTIFY_MAX_PAYLOAD)
+	if (n == 0)
+		return 0;
+	/* The lcore takes them as they come: those before a bad one go. */
+	while (req.count < n && (uint64_t)out[req.count].name_len +
+				out[req.count].msg_len <= RN_NOTIFY_MAX_PAYLOAD)
+		req.count++;
+	if (req.count == 0)
 		return -E2BIG;
 	if (rn_plane_lookup(nf->plane, peer, &req.ep_slot, &state, &worker) != 0)
 		return -ENOENT;
@@ -124,6 +127,19 @@ rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
 	while (__atomic_load_n(&req.done, __ATOMIC_ACQUIRE) == 0)
 		rte_pause();
 	return req.result;
+}
+
+int
+rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
+	       uint32_t name_len, const void *msg, uint32_t msg_len,
+	       uint64_t cookie, uint32_t flags)
+{
+	struct rn_notify_out one = { .name = name, .msg = msg,
+				     .name_len = name_len, .msg_len = msg_len,
+				     .cookie = cookie };
+	int rc = rn_notify_send_burst(nf, peer, &one, 1, flags);
+
+	return rc > 0 ? 0 : rc;
 }
 
 int

@@ -333,6 +333,54 @@ send_now(const char *params, struct rte_tel_data *out)
 	return 0;
 }
 
+#define BURST_MAX 64
+
+/*
+ * Diagnostics: /rnotify/send_burst,PEER,COUNT,NAME,MSG sends COUNT
+ * (1..64) notifications in one rn_notify_send_burst(): NAME0, NAME1, ...,
+ * each with MSG (which may hold commas). {"result": how many went, or
+ * -errno}.
+ */
+static int
+send_burst_now(const char *params, struct rte_tel_data *out)
+{
+	struct rn_notify_out burst[BURST_MAX];
+	char names[BURST_MAX][48];
+	char buf[1024];
+	char *count, *name, *msg, *end;
+	unsigned long n;
+	int rc;
+
+	if (params == NULL || strlen(params) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, params);
+	count = strchr(buf, ',');
+	name = count != NULL ? strchr(count + 1, ',') : NULL;
+	msg = name != NULL ? strchr(name + 1, ',') : NULL;
+	if (msg == NULL)
+		return -EINVAL;
+	*count++ = '\0';
+	*name++ = '\0';
+	*msg++ = '\0';
+	n = strtoul(count, &end, 10);
+	if (*end != '\0' || n == 0 || n > BURST_MAX ||
+	    strlen(name) + 3 > sizeof(names[0]))
+		return -EINVAL;
+	for (unsigned int i = 0; i < n; i++) {
+		int len = snprintf(names[i], sizeof(names[i]), "%s%u", name, i);
+
+		burst[i] = (struct rn_notify_out){
+			.name = names[i], .name_len = (uint32_t)len,
+			.msg = msg, .msg_len = (uint32_t)strlen(msg) };
+	}
+	rc = rn_notify_send_burst(daemon_seen->notify, buf, burst,
+				  (unsigned int)n, 0);
+	rte_tel_data_start_dict(out);
+	rte_tel_data_add_dict_int(out, "result", rc);
+	rte_tel_data_add_dict_string(out, "error", rc > 0 ? "" : strerror(-rc));
+	return 0;
+}
+
 /* Tests, sim device only: FAULT,PEER with FAULT local_qp (PEER's notify
  * QP fails locally), bad_frame (PEER is sent a frame it must reject) or
  * stall (the lcore that owns PEER's endpoint stops for a while). */
@@ -412,6 +460,13 @@ handle_send(const char *cmd, const char *params, struct rte_tel_data *out)
 }
 
 static int
+handle_send_burst(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	(void)cmd;
+	return act(send_burst_now, params, out);
+}
+
+static int
 handle_sim_fault(const char *cmd, const char *params, struct rte_tel_data *out)
 {
 	(void)cmd;
@@ -440,6 +495,9 @@ rn_telemetry_register(const struct rn_daemon *d)
 		"error. Parameter: the peer's name") |
 	       rte_telemetry_register_cmd("/rnotify/send", handle_send,
 		"Diagnostics: send a notification. Parameters: PEER,NAME,MSG") |
+	       rte_telemetry_register_cmd("/rnotify/send_burst",
+		handle_send_burst, "Diagnostics: send COUNT notifications "
+		"NAME0.. in one burst. Parameters: PEER,COUNT,NAME,MSG") |
 	       rte_telemetry_register_cmd("/rnotify/sim_fault", handle_sim_fault,
 		"Tests, sim only. FAULT,PEER: local_qp (PEER's notify QP fails), "
 		"bad_frame (PEER gets one), stall (its lcore stops 5 s)") |

@@ -155,66 +155,73 @@ credit_at_hand(struct ep_notify *n, const struct rn_lcore_ep *ep)
 }
 
 /*
- * What the next SEND_IMM for req carries, the same whichever way it is
- * posted: its slot's wr_id, whether it asks for a CQE, and in its
- * immediate how many NOTIFY frames went over TCP before it.
+ * What the next SEND_IMM carries besides its immediate, the same whichever
+ * way it is posted: its slot's wr_id, and whether it asks for a CQE.
  */
 struct send_head {
 	uint64_t wr_id;
-	uint32_t tcp_before;
 	uint8_t flags;
 	bool want;
 };
 
 static inline struct send_head
-next_send(const struct rn_lcore_ep *ep, const struct rn_notify_request *req)
+next_send(const struct ep_notify *n, uint32_t req_flags)
 {
-	const struct ep_notify *n = &ep->n;
-	bool want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
+	bool want = (req_flags & RN_NOTIFY_WANT_COMPLETION) != 0;
 
 	return (struct send_head){
 		.wr_id = n->send_wr_id | rn_send_slots_next(&n->sends),
-		.tcp_before = __atomic_load_n(&ep->req->tcp_queued,
-					      __ATOMIC_ACQUIRE),
 		.flags = rn_send_slots_signal(&n->sends, want) ?
 			 RN_WR_SIGNALED : 0,
 		.want = want,
 	};
 }
 
-/* The SEND_IMM h describes was posted for req: record it, ring. */
+/*
+ * The immediate of every SEND_IMM of a request: how many of the endpoint's
+ * NOTIFY frames were queued on TCP before it. The same for all of them: a
+ * request's notifications go one after the other, and only its first may
+ * go over TCP. Relaxed: a TCP one the sender sent before this request was
+ * counted before its answer, which the sender waited for before handing
+ * this one over through the request ring (release, then acquire).
+ */
+static inline __be32
+tcp_before(const struct rn_lcore_ep *ep)
+{
+	return rte_cpu_to_be_32(__atomic_load_n(&ep->req->tcp_queued,
+						__ATOMIC_RELAXED));
+}
+
+/* The SEND_IMM h describes was posted for cookie: record it. The caller
+ * rings the doorbell, once for all it posted. */
 static inline void
-sent(struct rn_lcore *lc, struct ep_notify *n,
-     const struct rn_notify_request *req, const struct send_head *h)
+sent(struct ep_notify *n, uint64_t cookie, const struct send_head *h)
 {
 	n->native_sent++;
-	rn_send_slots_push(&n->sends, req->cookie, h->want);
-	rn_sq_ring_doorbell(&n->qp->sq);
-	rn_lcore_count(&lc->stats.notify_sent, 1);
+	rn_send_slots_push(&n->sends, cookie, h->want);
 }
 
 /*
- * Post the SEND_IMM of req's frame from its send slot, copied from there
- * into the WQE up to max_inline bytes; signalled when the slots say so.
- * What send_one() cannot post inline comes here: frames over max_inline,
- * and inline data that would wrap at the ring's end. Returns 0, -EAGAIN
- * (no room in the SQ) or -EPIPE.
+ * Post the SEND_IMM of o's frame of len bytes from its send slot, copied
+ * from there into the WQE up to max_inline bytes; signalled when the slots
+ * say so. What post_inline() cannot post comes here: frames over
+ * max_inline, and inline data that would wrap at the ring's end. Returns
+ * 0, -EAGAIN (no room in the SQ) or -EPIPE.
  */
 static int
 post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-	       const struct rn_notify_request *req, uint32_t len)
+	       const struct rn_notify_out *o, uint32_t req_flags, __be32 imm,
+	       uint32_t len)
 {
 	struct ep_notify *n = &ep->n;
 	struct rn_sq *sq = &n->qp->sq;
-	struct send_head h = next_send(ep, req);
-	__be32 imm = rte_cpu_to_be_32(h.tcp_before);
+	struct send_head h = next_send(n, req_flags);
 	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay,
 					   rn_send_slots_next(&n->sends));
 	struct rn_sge sge = { (uintptr_t)buf, len, lc->notify.mr.lkey };
 	int rc;
 
-	rn_notify_frame_write(buf, req->name, req->name_len, req->msg,
-			      req->msg_len);
+	rn_notify_frame_write(buf, o->name, o->name_len, o->msg, o->msg_len);
 	if (len <= n->max_inline)
 		rc = rn_sq_post_send_inline(sq, buf, len, RN_WR_SEND_IMM, imm,
 					    h.flags, h.wr_id);
@@ -223,14 +230,36 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 					 h.wr_id);
 	if (rc != 0)
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
-	sent(lc, n, req, &h);
+	sent(n, o->cookie, &h);
 	return 0;
 }
 
 /*
+ * One native send of len bytes (at most max_frame), any size, from its
+ * send slot: a credit and a slot taken, or -EAGAIN without them, or
+ * -EPIPE. The doorbell is the caller's.
+ */
+static __rte_noinline int
+post_native(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+	    const struct rn_notify_out *o, uint32_t req_flags, __be32 imm,
+	    uint32_t len)
+{
+	struct ep_notify *n = &ep->n;
+	int rc;
+
+	if (rn_send_slots_full(&n->sends) || !credit_at_hand(n, ep))
+		return -EAGAIN;
+	rn_credit_take_available(&n->tx);
+	rc = post_from_slot(lc, ep, o, req_flags, imm, len);
+	if (rc != 0)
+		rn_credit_untake(&n->tx);
+	return rc;
+}
+
+/*
  * Hand the request to the control thread, which owns the connection,
- * stamped with the SENDs posted before it: the receiver hands it over
- * after those.
+ * stamped with the SENDs posted before it: the receiver hands its first
+ * notification, the only one that goes, over after those.
  */
 static void
 forward_tcp(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
@@ -323,72 +352,129 @@ usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
 }
 
 /*
- * Any send: every check, the fallbacks, the frame through its send slot.
- * Out of line, so that send_one()'s common case saves no registers for it.
+ * A request's first notification, when send_one() or send_burst() could
+ * not post it: every check, the fallbacks, the frame through its send
+ * slot, and the answer for it alone (the application sends the rest
+ * again).
  */
 static __rte_noinline void
 send_general(struct rn_lcore *lc, struct rn_notify_request *req)
 {
 	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
-	uint64_t len = rn_notify_frame_size(req->name_len, req->msg_len);
-	struct ep_notify *n;
+	const struct rn_notify_out *o = &req->out[0];
+	uint64_t len = rn_notify_frame_size(o->name_len, o->msg_len);
 	int rc;
 
 	if (unlikely(ep == NULL)) {
 		rn_notify_answer(req, -ENOTCONN);
 		return;
 	}
-	n = &ep->n;
-	if (unlikely(len > n->max_frame || (req->flags & RN_NOTIFY_INJECT))) {
+	if (unlikely(len > ep->n.max_frame || (req->flags & RN_NOTIFY_INJECT))) {
 		len = send_other(lc, ep, req, len);
 		if (len == 0)
 			return;
 	}
-	if (rn_send_slots_full(&n->sends) || !credit_at_hand(n, ep)) {
-		rn_notify_answer(req, -EAGAIN);
-		return;
+	rc = post_native(lc, ep, o, req->flags, tcp_before(ep), (uint32_t)len);
+	if (rc == 0) {
+		rn_sq_ring_doorbell(&ep->n.qp->sq);
+		rn_lcore_count(&lc->stats.notify_sent, 1);
 	}
-	rn_credit_take_available(&n->tx);
-	rc = post_from_slot(lc, ep, req, (uint32_t)len);
-	if (rc != 0)
-		rn_credit_untake(&n->tx);
 	rn_notify_answer(req, rc);
 }
 
 /*
- * The common send straight through: a connected native channel, a credit
- * and a send slot at hand, the frame inline in a WQE that fits the SQ as
- * it is. Nothing changes before all of that is known; anything else is
- * send_general()'s (a tail call). Out of line, like received():
- * scripts/bench-notify-instructions.sh counts its instructions.
+ * The common send straight through: a credit and a send slot at hand, the
+ * frame of len bytes (at most max_inline) inline in a WQE that fits the SQ
+ * as it is. Nothing changes before all of that is known. The doorbell is
+ * the caller's. Inlined in both callers: a call here saves and restores
+ * registers for every notification.
+ */
+static __rte_always_inline bool
+post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
+	    __be32 imm, uint64_t len)
+{
+	struct ep_notify *n = &ep->n;
+	uint32_t slot;
+	uint8_t *wqe;
+
+	if (unlikely(len > n->max_inline || rn_send_slots_full(&n->sends) ||
+		     !credit_at_hand(n, ep)))
+		return false;
+	slot = rn_send_slots_next(&n->sends);
+	wqe = rn_sq_post_send_inline_at(&n->qp->sq, (uint32_t)len,
+					RN_WR_SEND_IMM, imm,
+					rn_send_slots_signal(&n->sends, want) ?
+					RN_WR_SIGNALED : 0,
+					n->send_wr_id | slot);
+	if (unlikely(wqe == NULL))
+		return false;
+	rn_credit_take_available(&n->tx);
+	n->native_sent++;
+	rn_send_slots_push(&n->sends, o->cookie, want);
+	/* Last: its byte stores may alias anything, which the compiler would
+	 * read again after them. */
+	rn_notify_frame_write(wqe, o->name, o->name_len, o->msg, o->msg_len);
+	return true;
+}
+
+/*
+ * A request of one notification (rn_notify_send()), inline: straight
+ * through, without send_burst()'s loop, which costs the single send some
+ * twenty instructions more. Anything else is send_general()'s. Out of
+ * line, like received(): scripts/bench-notify-instructions.sh counts its
+ * instructions.
  */
 static __rte_noinline void
 send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 {
 	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
-	uint64_t len = rn_notify_frame_size(req->name_len, req->msg_len);
-	struct ep_notify *n;
-	struct send_head h;
-	uint8_t *wqe;
+	const struct rn_notify_out *o = &req->out[0];
 
-	if (unlikely(ep == NULL))
+	if (unlikely(ep == NULL || (req->flags & RN_NOTIFY_INJECT) ||
+		     !post_inline(ep, o,
+				  (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0,
+				  tcp_before(ep),
+				  rn_notify_frame_size(o->name_len,
+						       o->msg_len))))
 		return send_general(lc, req);
-	n = &ep->n;
-	if (unlikely(len > n->max_inline || (req->flags & RN_NOTIFY_INJECT) ||
-		     rn_send_slots_full(&n->sends) || !credit_at_hand(n, ep)))
+	rn_sq_ring_doorbell(&ep->n.qp->sq);
+	rn_lcore_count(&lc->stats.notify_sent, 1);
+	rn_notify_answer_sent(req, 1);
+}
+
+/*
+ * A request's notifications, natively, in order, under one doorbell, until
+ * one cannot go now: inline while they fit, else from their send slots.
+ * The answer says how many went. When the first cannot go this way,
+ * send_general() takes it (over TCP, or its error). Out of line, like
+ * send_one().
+ */
+static __rte_noinline void
+send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
+{
+	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
+	bool want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
+	uint32_t sent = 0;
+	__be32 imm;
+
+	if (unlikely(ep == NULL || (req->flags & RN_NOTIFY_INJECT)))
 		return send_general(lc, req);
-	h = next_send(ep, req);
-	wqe = rn_sq_post_send_inline_at(&n->qp->sq, (uint32_t)len,
-					RN_WR_SEND_IMM,
-					rte_cpu_to_be_32(h.tcp_before),
-					h.flags, h.wr_id);
-	if (unlikely(wqe == NULL))
+	imm = tcp_before(ep);
+	do {
+		const struct rn_notify_out *o = &req->out[sent];
+		uint64_t len = rn_notify_frame_size(o->name_len, o->msg_len);
+
+		if (!post_inline(ep, o, want, imm, len) &&
+		    (len > ep->n.max_frame ||
+		     post_native(lc, ep, o, req->flags, imm,
+				 (uint32_t)len) != 0))
+			break;
+	} while (++sent < req->count);
+	if (unlikely(sent == 0))
 		return send_general(lc, req);
-	rn_credit_take_available(&n->tx);
-	rn_notify_frame_write(wqe, req->name, req->name_len, req->msg,
-			      req->msg_len);
-	sent(lc, n, req, &h);
-	rn_notify_answer(req, 0);
+	rn_sq_ring_doorbell(&ep->n.qp->sq);
+	rn_lcore_count(&lc->stats.notify_sent, sent);
+	rn_notify_answer_sent(req, (int)sent);
 }
 
 /*
@@ -566,8 +652,12 @@ rn_lcore_notify_poll(struct rn_lcore *lc)
 						   RN_LCORE_BURST, NULL);
 	unsigned int work = n;
 
-	for (unsigned int i = 0; i < n; i++)
-		send_one(lc, reqs[i]);
+	for (unsigned int i = 0; i < n; i++) {
+		if (reqs[i]->count == 1)
+			send_one(lc, reqs[i]);
+		else
+			send_burst(lc, reqs[i]);
+	}
 	do {
 		n = rte_ring_sc_dequeue_burst_elem(lc->notify_releases, d,
 						   sizeof(d[0]), RN_LCORE_BURST,

@@ -33,18 +33,20 @@
 			  RN_NOTIFY_INJECT_BAD_FRAME | RN_NOTIFY_INJECT_STALL)
 #define RN_NOTIFY_STALL_MS 5000
 
-/* One send, on the sending thread's stack while it waits for `done`. */
+/*
+ * One hand-over of out[0..count) (count >= 1), on the sending thread's
+ * stack while it waits for `done`. Only a request's first notification
+ * goes over TCP: the control thread gets the request with it, and answers
+ * for that one alone.
+ */
 struct rn_notify_request {
 	uint32_t ep_slot;
 	uint32_t flags;
-	const void *name;
-	uint32_t name_len;
-	const void *msg;
-	uint32_t msg_len;
-	uint64_t cookie;
+	const struct rn_notify_out *out;
+	uint32_t count;
 	uint32_t native_before;   /* to TCP: native ones posted before it, */
 	uint32_t generation;      /* by this incarnation of the endpoint */
-	int result;
+	int result;               /* how many went, or -errno if none */
 	uint32_t done;            /* release-stored by whoever answers */
 };
 
@@ -111,12 +113,19 @@ struct rn_notify {
 void rn_notify_order_counts(const struct rn_notify *nf, uint64_t *parked,
 			    uint64_t *overdue);
 
-/* Answer a request: the waiting thread returns result. */
+/* Answer a request: sent of its notifications went (>= 1), or -errno. */
 static inline void
-rn_notify_answer(struct rn_notify_request *req, int result)
+rn_notify_answer_sent(struct rn_notify_request *req, int sent)
 {
-	req->result = result;
+	req->result = sent;
 	__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+}
+
+/* Answer a request for its first notification: 0 (it went) or -errno. */
+static inline void
+rn_notify_answer(struct rn_notify_request *req, int rc)
+{
+	rn_notify_answer_sent(req, rc == 0 ? 1 : rc);
 }
 
 /*

@@ -43,6 +43,28 @@ int rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
 		   uint32_t name_len, const void *msg, uint32_t msg_len,
 		   uint64_t cookie, uint32_t flags);
 
+/* One notification of a burst. */
+struct rn_notify_out {
+	const void *name;
+	const void *msg;
+	uint32_t name_len;
+	uint32_t msg_len;
+	uint64_t cookie;          /* reported with RN_NOTIFY_WANT_COMPLETION */
+};
+
+/*
+ * Send out[0..n) to peer, in that order, in one hand-over to its lcore,
+ * which posts them with one doorbell. Returns how many were submitted, the
+ * first ones of out, or when none was, the negative errno rn_notify_send()
+ * gives for out[0]. It stops before the first one that cannot go now (no
+ * credit or send slot, one over E2BIG), and before any that goes over TCP
+ * but the first: send the rest again, as after a short write(2). flags
+ * apply to each.
+ */
+int rn_notify_send_burst(struct rn_notify *nf, const char *peer,
+			 const struct rn_notify_out *out, unsigned int n,
+			 uint32_t flags);
+
 struct rn_notification {
 	char peer[32];
 	const uint8_t *name;      /* valid until the next rn_notify_poll() */

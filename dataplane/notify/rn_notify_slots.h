@@ -24,6 +24,11 @@
  * When the QP fails, every slot in use fails with it, signalled or not:
  * the error CQE names one WQE, the flushes after it may name others, and
  * none says anything about the unsignalled SENDs around them.
+ *
+ * Only a SEND that wants its completion leaves its cookie and flag in its
+ * slot, which its report clears: each is signalled, so each has its own
+ * CQE (or fails with the QP), and a slot reused without them finds its
+ * flag clear. The common SEND writes neither.
  */
 
 #include <stdbool.h>
@@ -36,11 +41,11 @@ struct rn_send_slots {
 	uint32_t head;           /* the slot the next SEND takes */
 	uint32_t used;           /* taken, not freed: the oldest is head - used */
 	uint32_t signal_mask;    /* every - 1: slot k signals when k & mask == mask */
-	uint64_t *cookie;        /* per slot */
+	uint64_t *cookie;        /* per slot, where want is set */
 	uint8_t *want;           /* per slot: report its completion */
 };
 
-/* n slots over the caller's arrays of n cookies and n flags. */
+/* n slots over the caller's arrays of n cookies and n flags, zeroed. */
 static inline void
 rn_send_slots_init(struct rn_send_slots *s, uint32_t n, uint64_t *cookie,
 		   uint8_t *want)
@@ -78,8 +83,10 @@ rn_send_slots_signal(const struct rn_send_slots *s, bool want)
 static inline void
 rn_send_slots_push(struct rn_send_slots *s, uint64_t cookie, bool want)
 {
-	s->cookie[s->head] = cookie;
-	s->want[s->head] = want;
+	if (want) {
+		s->cookie[s->head] = cookie;
+		s->want[s->head] = 1;
+	}
 	s->head = s->head + 1 == s->n ? 0 : s->head + 1;
 	s->used++;
 }
@@ -96,6 +103,18 @@ rn_send_slots_oldest(const struct rn_send_slots *s)
  * reported, with its cookie in *cookie. A slot not in use (its SEND
  * already failed with the QP) frees nothing.
  */
+/* The report slot holds, if any, taken out of it. */
+static inline bool
+rn_send_slots_take_report(struct rn_send_slots *s, uint32_t slot,
+			  uint64_t *cookie)
+{
+	if (s->want[slot] == 0)
+		return false;
+	s->want[slot] = 0;
+	*cookie = s->cookie[slot];
+	return true;
+}
+
 static inline bool
 rn_send_slots_complete(struct rn_send_slots *s, uint32_t slot,
 		       uint64_t *cookie)
@@ -106,8 +125,7 @@ rn_send_slots_complete(struct rn_send_slots *s, uint32_t slot,
 	if (done > s->used)
 		return false;
 	s->used -= done;
-	*cookie = s->cookie[slot];
-	return s->want[slot] != 0;
+	return rn_send_slots_take_report(s, slot, cookie);
 }
 
 /*
@@ -121,8 +139,7 @@ rn_send_slots_fail_oldest(struct rn_send_slots *s, uint64_t *cookie)
 	uint32_t slot = rn_send_slots_oldest(s);
 
 	s->used--;
-	*cookie = s->cookie[slot];
-	return s->want[slot] != 0;
+	return rn_send_slots_take_report(s, slot, cookie);
 }
 
 #endif /* RN_NOTIFY_SLOTS_H */

@@ -233,6 +233,14 @@ test_credits_random_traffic(void **state)
 static uint64_t cookies[MAX_SLOTS];
 static uint8_t wants[MAX_SLOTS];
 
+/* n slots over the arrays above, zeroed as the lcore's are. */
+static void
+init_slots(struct rn_send_slots *s, uint32_t n)
+{
+	memset(wants, 0, sizeof(wants));
+	rn_send_slots_init(s, n, cookies, wants);
+}
+
 /* Post one SEND the way the lcore does; returns whether it was signalled. */
 static bool
 push(struct rn_send_slots *s, uint64_t cookie, bool want)
@@ -257,10 +265,10 @@ test_send_slots_signal_every(void **state)
 
 	(void)state;
 	for (unsigned int c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		rn_send_slots_init(&s, cases[c].n, cookies, wants);
+		init_slots(&s, cases[c].n);
 		assert_int_equal(s.signal_mask + 1, cases[c].every);
 	}
-	rn_send_slots_init(&s, 64, cookies, wants);
+	init_slots(&s, 64);
 	for (uint32_t i = 1; i <= 40; i++) {
 		bool signalled = push(&s, i, i == 20);
 		uint64_t cookie;
@@ -280,7 +288,7 @@ test_send_slots_complete_frees_earlier(void **state)
 	uint64_t cookie = 0;
 
 	(void)state;
-	rn_send_slots_init(&s, 5, cookies, wants);
+	init_slots(&s, 5);
 	for (uint64_t i = 0; i < 5; i++)
 		push(&s, 100 + i, i == 2);
 	assert_true(rn_send_slots_full(&s));
@@ -316,7 +324,7 @@ test_send_slots_fail_all(void **state)
 	unsigned int n_failed = 0;
 
 	(void)state;
-	rn_send_slots_init(&s, 8, cookies, wants);
+	init_slots(&s, 8);
 	for (uint64_t i = 0; i < 7; i++)
 		push(&s, 200 + i, i % 3 == 1);     /* 201 and 204 want one */
 	assert_true(rn_send_slots_complete(&s, 1, &cookie));   /* 200, 201 */
@@ -415,7 +423,7 @@ run_model(uint32_t n, unsigned int seed)
 
 	assert_non_null(m);
 	srand(seed);
-	rn_send_slots_init(&m->s, n, cookies, wants);
+	init_slots(&m->s, n);
 	for (uint32_t i = 0; i < MAX_SLOTS; i++)
 		m->nic_done[i] = true;
 	for (uint64_t c = 0; c < MODEL_ROUNDS; c++)

@@ -189,6 +189,54 @@ def test_slow_receiver_gets_backpressure_not_rnr():
         p.stop()
 
 
+def send_burst(sender, peer, count, name, msg):
+    """COUNT notifications NAME0.. in one rn_notify_send_burst()."""
+    return telemetry(sender, f"/rnotify/send_burst,{peer},{count},{name},"
+                     f"{msg}")["result"]
+
+
+def test_burst_in_order_up_to_the_credits():
+    # One request of many: each goes natively, in order, once; a burst over
+    # the receiver's credits goes as far as they reach and says how far,
+    # and the rest, sent again after the receiver polled, follows in order.
+    p = Pair("u")
+    try:
+        assert send_burst(p.a, p.b, 5, "n", "five") == 5
+        assert poll_all(p.b, 5) == [(p.a, f"n{i}", "five") for i in range(5)]
+        assert counters(p.a)["notify_sent"] == 5, counters(p.a)
+        poll(p.b)   # releases them
+        # Their 5 credits come back only once b reposted half its slots.
+        sent = send_burst(p.a, p.b, SLOTS, "c", "x")
+        assert sent == SLOTS - 5, sent
+        assert send_burst(p.a, p.b, SLOTS, "c", "x") == -errno.EAGAIN
+        got = poll_all(p.b, sent)
+        assert [name for _, name, _ in got] == [f"c{i}" for i in
+                                                range(sent)], got
+        poll(p.b)   # releases them: the credits flow back
+        wait_until("credits back", lambda: send(p.a, p.b, "again", "x") == 0)
+        assert poll_all(p.b, 1) == [(p.a, "again", "x")]
+        # Over max_inline, from send slots, in the same request.
+        assert send_burst(p.a, p.b, 3, "s", "m" * 200) == 3
+        got = poll_all(p.b, 3)
+        assert [(name, len(msg)) for _, name, msg in got] == \
+            [(f"s{i}", 127) for i in range(3)], got   # telemetry: 127 shown
+        assert counters(p.a)["notify_sent"] == SLOTS + 4, counters(p.a)
+    finally:
+        p.stop()
+
+
+def test_burst_unknown_and_failed_peers():
+    p = Pair("v")
+    try:
+        assert send_burst(p.a, "nosuchpeer", 3, "n", "x") == -errno.ENOENT
+        p.d[1].kill()
+        wait_until("failed", lambda: endpoint(p.a, p.b)["state"] != "connected")
+        assert send_burst(p.a, p.b, 3, "n", "x") in (-errno.ENOTCONN,
+                                                     -errno.EAGAIN)
+    finally:
+        p.stop()
+
+
 SMALL_SLOT = 256   # telemetry commands carry at most ~1000 bytes
 
 
@@ -211,6 +259,30 @@ def test_fallback_allowed_and_strict():
         assert r == -errno.EMSGSIZE, r
         assert send(p.a, p.b, "fits", "yes") == 0
         assert poll_all(p.b, 1) == [(p.a, "fits", "yes")]
+    finally:
+        p.stop()
+
+
+def test_burst_over_a_slot_sends_its_first_over_tcp():
+    # Only a request's first notification goes over TCP: a burst of ones
+    # over a slot sends one at a time, each in order; with the fallback
+    # off, the first is refused as a single send would be.
+    big = "b" * SMALL_SLOT
+    p = Pair("z", slot_size=SMALL_SLOT)
+    try:
+        for k in range(3):
+            assert send_burst(p.a, p.b, 3 - k, f"t{k}-", big) == 1, k
+        got = poll_all(p.b, 3)
+        assert [name for _, name, _ in got] == ["t0-0", "t1-0", "t2-0"], got
+        assert counters(p.a)["notify_sent"] == 0, counters(p.a)  # TCP
+    finally:
+        p.stop()
+    strict = dict(os.environ, MC_RDMA_NOTIFY_OOB_FALLBACK="0")
+    p = Pair("y", env=(strict, None), slot_size=SMALL_SLOT)
+    try:
+        assert send_burst(p.a, p.b, 2, "n", big) == -errno.EMSGSIZE
+        assert send_burst(p.a, p.b, 2, "n", "fits") == 2
+        assert [name for _, name, _ in poll_all(p.b, 2)] == ["n0", "n1"]
     finally:
         p.stop()
 
@@ -1140,6 +1212,9 @@ for t in [test_native_delivery_in_order,
           test_cq_capacity_growth_and_failure,
           test_notification_to_self,
           test_local_notify_fault_leaves_data_qps_working,
+          test_burst_in_order_up_to_the_credits,
+          test_burst_unknown_and_failed_peers,
+          test_burst_over_a_slot_sends_its_first_over_tcp,
           test_malformed_frame_is_rejected_and_its_slot_reposted,
           test_tcp_notification_after_a_rejected_frame_does_not_wait,
           test_peers_found_by_name_among_many,
