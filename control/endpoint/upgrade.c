@@ -28,6 +28,9 @@
  * A peer that refused for want of buffers, or did not answer, is offered
  * again only when room came back from elsewhere than such an offer (else
  * the two would offer and refuse for ever), or when it offers itself.
+ * The endpoint to this node itself has no connection and no peer to ask:
+ * its new QP is connected to itself, as loop_back() (lifecycle.c) does
+ * with the others, and it sends at once.
  */
 #include <stdio.h>
 #include <string.h>
@@ -63,7 +66,7 @@ our_qp(const struct rn_endpoint *ep)
 static bool
 live(const struct rn_endpoint *ep)
 {
-	return ep->state == RN_EP_CONNECTED && ep->conn != NULL;
+	return ep->state == RN_EP_CONNECTED && (ep->self || ep->conn != NULL);
 }
 
 /* One step, of the offer numbered offer (ours, or the peer's we answer). */
@@ -109,6 +112,8 @@ refuse(struct rn_endpoint *ep, uint16_t offer, uint8_t reason)
 	send_step(ep, RN_NOTIFY_QP_REFUSE, reason, offer);
 }
 
+static void drop(struct rn_plane *pl, struct rn_endpoint *ep);
+
 static void
 start(struct rn_plane *pl, struct rn_endpoint *ep, bool ours)
 {
@@ -143,11 +148,12 @@ done(struct rn_plane *pl, struct rn_endpoint *ep)
 static bool
 wants_native(const struct rn_plane *pl, const struct rn_endpoint *ep)
 {
-	return pl->cfg->notify.enabled && !ep->self && !ep->native &&
+	return pl->cfg->notify.enabled && !ep->native &&
 	       (ep->peer_caps & RN_CAP_NOTIFY_ENABLED) &&
 	       !ep->peer_native_off && ep->upgrade == EP_UPGRADE_IDLE &&
 	       ep->state == RN_EP_CONNECTED && ep->req != NULL &&
-	       ep->conn != NULL && ep->conn->phase == RN_CONN_ESTABLISHED;
+	       (ep->self || (ep->conn != NULL &&
+			     ep->conn->phase == RN_CONN_ESTABLISHED));
 }
 
 void
@@ -168,12 +174,25 @@ upgrade_bay_free(struct rn_plane *pl, uint16_t lcore_id, bool after_drop)
 static void
 opened(struct rn_plane *pl, struct rn_endpoint *ep, int rc)
 {
+	struct rn_proto_qp ours;
+
 	if (rc != 0) {
 		/* No bay or CQ room after all (another took it). */
 		ep->upgrade = EP_UPGRADE_IDLE;
 		if (!ep->upgrade_ours)
 			send_step(ep, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_NO_ROOM,
 				  ep->upgrade_offer);
+		return;
+	}
+	if (ep->self) {   /* its own peer */
+		ours = our_qp(ep);
+		if (!add_peer_qp(ep, &ours)) {
+			drop(pl, ep);
+			return;
+		}
+		ep->peer_caps |= RN_CAP_NATIVE_NOTIFY;
+		ep->upgrade = EP_UPGRADE_CONNECTING;
+		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CONNECT, ep->req);
 		return;
 	}
 	if (ep->upgrade_ours) {

@@ -739,6 +739,48 @@ def test_notification_to_self():
         assert d.stop() == 0, d.stderr()
 
 
+def test_self_gets_a_native_channel_when_a_bay_frees():
+    # One bay. A peer's endpoint takes it; the endpoint to this node itself,
+    # made next, has none and hands its notifications over locally. The
+    # peer goes: the bay goes to the endpoint to itself, its new QP is
+    # connected to itself, and what follows goes natively, in order.
+    me, x = unique("sm"), unique("sx")
+    pm, px = free_port(), free_port()
+    common = dict(dead_after=NOTIFY_DEAD_AFTER_MS, connect_timeout=10000)
+    d = {me: Daemon(me, text=node_text(
+        me, pm, [], notify=notify_cfg("endpoints_per_lcore = 1\n"),
+        **common))}
+    try:
+        d[me].wait_running()
+        d[x] = Daemon(x, text=node_text(x, px, [(me, "127.0.0.1", pm)],
+                                        notify=notify_cfg(), **common))
+        d[x].wait_running()
+        wait_until("x connected", lambda: endpoint(me, x)["state"] ==
+                   "connected")
+        assert endpoint(me, x)["native"] == 1
+        sent = counters(me)["notify_sent"]
+        assert first_send(me, me, "0", "local") == 0
+        assert send(me, me, "1", "local") == 0
+        assert endpoint(me, me)["native"] == 0
+        assert counters(me)["notify_sent"] == sent   # not by a SEND
+        assert d[x].stop() == 0, d[x].stderr()
+        wait_until("a native channel added", lambda: endpoint(me, me)[
+            "native"] == 1)
+        e = endpoint(me, me)
+        assert e["native_added"] == 1 and e["peer_caps"] == 7, e
+        for i in range(2, 5):
+            assert send(me, me, str(i), "native") == 0
+        got = poll_all(me, 5)
+        assert [name for _, name, _ in got] == [str(i) for i in range(5)], \
+            got
+        assert counters(me)["notify_sent"] == sent + 3, counters(me)
+        assert endpoint(me, me)["state"] == "connected"
+    finally:
+        for n in d.values():
+            if n.proc.poll() is None:
+                assert n.stop() == 0, n.stderr()
+
+
 def test_cq_capacity_growth_and_failure():
     # Without growth: the sixth endpoint has no native channel, the next
     # ones cannot open at all, and the ones already open never notice.
@@ -1211,6 +1253,7 @@ for t in [test_native_delivery_in_order,
           test_senders_on_several_lcores_keep_order_and_lose_nothing,
           test_cq_capacity_growth_and_failure,
           test_notification_to_self,
+          test_self_gets_a_native_channel_when_a_bay_frees,
           test_local_notify_fault_leaves_data_qps_working,
           test_burst_in_order_up_to_the_credits,
           test_burst_unknown_and_failed_peers,
