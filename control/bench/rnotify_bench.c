@@ -97,6 +97,8 @@ send_burst_all(struct rn_daemon *d, struct bench *b,
 			done += (unsigned int)rc;
 			continue;
 		}
+		if (rc == 0)
+			return -EPROTO;   /* none sent, and no reason */
 		if (rc != -EAGAIN)
 			return rc;
 		if (rn_daemon_stopping(d))

@@ -180,7 +180,7 @@ fill(struct rn_notify *nf, const struct rn_notify_delivery *d,
 
 	/* Checked by whoever delivered it, and read again for the views. A
 	 * native one its lcore rejected (counted there) fails again here:
-	 * it took its place in send order and goes no further. */
+	 * it has taken its place in send order and goes no further. */
 	if (rn_notify_frame_read(rn_notify_delivery_native(d) ?
 				 rn_lcore_notify_frame(d) : d->frame,
 				 d->len, &v) != 0)
@@ -194,14 +194,21 @@ fill(struct rn_notify *nf, const struct rn_notify_delivery *d,
 	return true;
 }
 
-/* Hand d to the application: held until the next poll. */
+/*
+ * Hand d to the application: held until the next poll. One that does not
+ * read (its lcore rejected it) goes back at once, taking no place in the
+ * batch.
+ */
 static void
 hand_over(struct rn_notify *nf, const struct rn_notify_delivery *d,
 	  struct rn_notification *out, unsigned int *n)
 {
+	if (!fill(nf, d, &out[*n])) {
+		release(d);
+		return;
+	}
 	nf->held[nf->n_held++] = *d;
-	if (fill(nf, d, &out[*n]))
-		(*n)++;
+	(*n)++;
 }
 
 static void

@@ -334,21 +334,60 @@ send_now(const char *params, struct rte_tel_data *out)
 }
 
 #define BURST_MAX 64
+#define BURST_MSG_MAX 1024
+
+/*
+ * The msg lengths of /rnotify/send_burst: COUNT alike (len, each MSG), or
+ * a list "L0;L1;..." of lengths, each msg that many of MSG's first byte.
+ * Returns how many, or 0 for bad text.
+ */
+static unsigned int
+burst_lengths(const char *text, uint32_t len, uint32_t *lengths,
+	      bool *listed)
+{
+	unsigned int n = 0;
+	char *end;
+
+	*listed = strchr(text, ';') != NULL;
+	if (!*listed) {
+		unsigned long count = strtoul(text, &end, 10);
+
+		if (*end != '\0' || count == 0 || count > BURST_MAX)
+			return 0;
+		for (n = 0; n < count; n++)
+			lengths[n] = len;
+		return n;
+	}
+	do {
+		unsigned long l = strtoul(text, &end, 10);
+
+		if (end == text || (*end != ';' && *end != '\0') ||
+		    l > BURST_MSG_MAX || n == BURST_MAX)
+			return 0;
+		lengths[n++] = (uint32_t)l;
+		text = end + 1;
+	} while (*end == ';');
+	return n;
+}
 
 /*
  * Diagnostics: /rnotify/send_burst,PEER,COUNT,NAME,MSG sends COUNT
  * (1..64) notifications in one rn_notify_send_burst(): NAME0, NAME1, ...,
- * each with MSG (which may hold commas). {"result": how many went, or
- * -errno}.
+ * each with MSG (which may hold commas). COUNT may be a list of msg
+ * lengths instead, "L0;L1;..." (up to 1,024 each): then msg i is Li
+ * times MSG's first byte. {"result": how many went, or -errno}.
  */
 static int
 send_burst_now(const char *params, struct rte_tel_data *out)
 {
 	struct rn_notify_out burst[BURST_MAX];
+	char fill[BURST_MSG_MAX];
+	uint32_t lengths[BURST_MAX];
 	char names[BURST_MAX][48];
 	char buf[1024];
-	char *count, *name, *msg, *end;
-	unsigned long n;
+	char *count, *name, *msg;
+	unsigned int n;
+	bool listed;
 	int rc;
 
 	if (params == NULL || strlen(params) >= sizeof(buf))
@@ -362,19 +401,20 @@ send_burst_now(const char *params, struct rte_tel_data *out)
 	*count++ = '\0';
 	*name++ = '\0';
 	*msg++ = '\0';
-	n = strtoul(count, &end, 10);
-	if (*end != '\0' || n == 0 || n > BURST_MAX ||
-	    strlen(name) + 3 > sizeof(names[0]))
+	n = burst_lengths(count, (uint32_t)strlen(msg), lengths, &listed);
+	if (n == 0 || strlen(name) + 3 > sizeof(names[0]) ||
+	    (listed && *msg == '\0'))
 		return -EINVAL;
+	if (listed)
+		memset(fill, *msg, sizeof(fill));
 	for (unsigned int i = 0; i < n; i++) {
 		int len = snprintf(names[i], sizeof(names[i]), "%s%u", name, i);
 
 		burst[i] = (struct rn_notify_out){
 			.name = names[i], .name_len = (uint32_t)len,
-			.msg = msg, .msg_len = (uint32_t)strlen(msg) };
+			.msg = listed ? fill : msg, .msg_len = lengths[i] };
 	}
-	rc = rn_notify_send_burst(daemon_seen->notify, buf, burst,
-				  (unsigned int)n, 0);
+	rc = rn_notify_send_burst(daemon_seen->notify, buf, burst, n, 0);
 	rte_tel_data_start_dict(out);
 	rte_tel_data_add_dict_int(out, "result", rc);
 	rte_tel_data_add_dict_string(out, "error", rc > 0 ? "" : strerror(-rc));

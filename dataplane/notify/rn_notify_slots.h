@@ -97,12 +97,6 @@ rn_send_slots_oldest(const struct rn_send_slots *s)
 	return s->head >= s->used ? s->head - s->used : s->head + s->n - s->used;
 }
 
-/*
- * The SEND in slot completed (a CQE with status 0): free it and every
- * earlier slot. Returns true when it asked for its completion to be
- * reported, with its cookie in *cookie. A slot not in use (its SEND
- * already failed with the QP) frees nothing.
- */
 /* The report slot holds, if any, taken out of it. */
 static inline bool
 rn_send_slots_take_report(struct rn_send_slots *s, uint32_t slot,
@@ -115,6 +109,12 @@ rn_send_slots_take_report(struct rn_send_slots *s, uint32_t slot,
 	return true;
 }
 
+/*
+ * The SEND in slot completed (a CQE with status 0): free it and every
+ * earlier slot. Returns true when it asked for its completion to be
+ * reported, with its cookie in *cookie. A slot not in use (its SEND
+ * already failed with the QP) frees nothing.
+ */
 static inline bool
 rn_send_slots_complete(struct rn_send_slots *s, uint32_t slot,
 		       uint64_t *cookie)

@@ -201,26 +201,28 @@ def test_burst_in_order_up_to_the_credits():
     # and the rest, sent again after the receiver polled, follows in order.
     p = Pair("u")
     try:
-        assert send_burst(p.a, p.b, 5, "n", "five") == 5
-        assert poll_all(p.b, 5) == [(p.a, f"n{i}", "five") for i in range(5)]
-        assert counters(p.a)["notify_sent"] == 5, counters(p.a)
-        poll(p.b)   # releases them
-        # Their 5 credits come back only once b reposted half its slots.
-        sent = send_burst(p.a, p.b, SLOTS, "c", "x")
-        assert sent == SLOTS - 5, sent
+        cqes = status(p.a)["completions"][0]
+        assert send_burst(p.a, p.b, 10, "n", "ten") == 10
+        # The 8th SEND's CQE (one in SLOTS / 2 is signalled) frees 8 send
+        # slots: 14 are free, but b, not polling, has 6 credits left.
+        wait_until("a CQE", lambda: status(p.a)["completions"][0] > cqes)
+        assert send_burst(p.a, p.b, SLOTS, "c", "x") == 6
         assert send_burst(p.a, p.b, SLOTS, "c", "x") == -errno.EAGAIN
-        got = poll_all(p.b, sent)
-        assert [name for _, name, _ in got] == [f"c{i}" for i in
-                                                range(sent)], got
-        poll(p.b)   # releases them: the credits flow back
-        wait_until("credits back", lambda: send(p.a, p.b, "again", "x") == 0)
-        assert poll_all(p.b, 1) == [(p.a, "again", "x")]
+        got = poll_all(p.b, 16)   # and releases them: credits flow back
+        assert [name for _, name, _ in got] == \
+            [f"n{i}" for i in range(10)] + [f"c{i}" for i in range(6)], got
+        results = []
+        wait_until("credits back", lambda: results.append(send_burst(
+            p.a, p.b, 10, "r", "x")) or results[-1] != -errno.EAGAIN)
+        assert results[-1] == 10, results
+        got = poll_all(p.b, 10)
+        assert [name for _, name, _ in got] == [f"r{i}" for i in range(10)]
         # Over max_inline, from send slots, in the same request.
         assert send_burst(p.a, p.b, 3, "s", "m" * 200) == 3
         got = poll_all(p.b, 3)
         assert [(name, len(msg)) for _, name, msg in got] == \
             [(f"s{i}", 127) for i in range(3)], got   # telemetry: 127 shown
-        assert counters(p.a)["notify_sent"] == SLOTS + 4, counters(p.a)
+        assert counters(p.a)["notify_sent"] == 29, counters(p.a)
     finally:
         p.stop()
 
@@ -265,8 +267,9 @@ def test_fallback_allowed_and_strict():
 
 def test_burst_over_a_slot_sends_its_first_over_tcp():
     # Only a request's first notification goes over TCP: a burst of ones
-    # over a slot sends one at a time, each in order; with the fallback
-    # off, the first is refused as a single send would be.
+    # over a slot sends one at a time, each in order, and one among others
+    # stops the burst before it; with the fallback off, the first is
+    # refused as a single send would be.
     big = "b" * SMALL_SLOT
     p = Pair("z", slot_size=SMALL_SLOT)
     try:
@@ -275,6 +278,22 @@ def test_burst_over_a_slot_sends_its_first_over_tcp():
         got = poll_all(p.b, 3)
         assert [name for _, name, _ in got] == ["t0-0", "t1-0", "t2-0"], got
         assert counters(p.a)["notify_sent"] == 0, counters(p.a)  # TCP
+    finally:
+        p.stop()
+    # Mixed: inline, from a send slot, inline go in one request; one over a
+    # slot stops it there, and goes first in the next, over TCP, alone.
+    p = Pair("w", slot_size=SMALL_SLOT)
+    try:
+        r = [send_burst(p.a, p.b, "8;100;8;300", "a", "m"),
+             send_burst(p.a, p.b, "300;8", "b", "m"),
+             send_burst(p.a, p.b, "8;8", "c", "m")]
+        assert r == [3, 1, 2], r
+        got = poll_all(p.b, 6)
+        assert [(name, len(msg)) for _, name, msg in got] == \
+            [("a0", 8), ("a1", 100), ("a2", 8), ("b0", 127), ("c0", 8),
+             ("c1", 8)], got
+        assert counters(p.a)["notify_sent"] == 5, counters(p.a)
+        assert status(p.b)["notify_order_overdue"] == 0, status(p.b)
     finally:
         p.stop()
     strict = dict(os.environ, MC_RDMA_NOTIFY_OOB_FALLBACK="0")
