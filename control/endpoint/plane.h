@@ -57,7 +57,7 @@ struct rn_conn {
 	struct rn_endpoint *ep;       /* NULL until a HELLO names the peer */
 	int fd;
 	bool outbound;
-	bool dead;                    /* closed; freed by the next tick */
+	bool dead;                    /* closed; freed on a tick or an accept */
 	enum rn_conn_phase phase;
 	char peer[64];                /* "address port", for log lines */
 	uint64_t deadline_ms;         /* of the current handshake phase */
