@@ -13,6 +13,7 @@
  * and dropped.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <rte_cycles.h>
 #include <rte_malloc.h>
 #include <rte_pause.h>
@@ -551,15 +552,26 @@ rn_lcore_notify_release(const struct rn_notify_delivery *d)
  * handed to the poll, which never delivers it (its frame does not read)
  * but counts its place in send order; a TCP notification sent after it
  * would otherwise wait for it (control/notify/notify_order.h). Its slot
- * is reposted when the poll releases it, as any other.
+ * is reposted when the poll releases it, as any other. At most one line a
+ * second: each is a write (and DPDK's syslog copy) on the worker.
  */
 static __rte_cold void
 rejected(struct rn_lcore *lc, const struct rn_lcore_ep *ep, uint32_t len)
 {
+	uint64_t now = rte_get_tsc_cycles();
+
 	rn_lcore_count(&lc->stats.notify_rejected, 1);
+	if (lc->rejected_logged_tsc != 0 &&
+	    now - lc->rejected_logged_tsc < lc->tsc_hz) {
+		lc->rejected_unlogged++;
+		return;
+	}
 	RN_LCORE_LOG(WARNING, "lcore %u: notification of %u bytes from %s "
-		     "rejected: lengths do not add up", lc->lcore_id, len,
-		     ep->req->remote.name);
+		     "rejected: lengths do not add up (and %" PRIu64 " more "
+		     "since the last such line)", lc->lcore_id, len,
+		     ep->req->remote.name, lc->rejected_unlogged);
+	lc->rejected_logged_tsc = now;
+	lc->rejected_unlogged = 0;
 }
 
 static __rte_noinline void
