@@ -587,6 +587,50 @@ def test_senders_on_several_lcores_keep_order_and_lose_nothing():
             assert x.stop() == 0, x.stderr()
 
 
+def test_poll_takes_every_ring_in_turn():
+    # A worker whose ring always holds a full batch must not keep another's
+    # waiting: each poll starts at the next ring. Node a has two workers,
+    # its endpoint to b on one, to itself on the other. One stream floods
+    # its ring with three batches (the poll takes 64); the other's single
+    # notification comes within three polls (three rings: two workers',
+    # TCP's). Both ways round, so that the flooded ring is once the first.
+    two = "lcores = 0-2\ncpus = 0,1,1\n"
+    a, b = unique("ra"), unique("rb")
+    pa, pb = free_port(), free_port()
+    d = [Daemon(x, text=node_text(x, port, [(y, "127.0.0.1", peer_port)],
+                                  notify="slots = 256\nslot_size = 4096\n",
+                                  dataplane=two,
+                                  dead_after=NOTIFY_DEAD_AFTER_MS))
+         for x, port, y, peer_port in ((a, pa, b, pb), (b, pb, a, pa))]
+
+    def received():
+        return sum(status(a)["notify_received"])
+    try:
+        for x in d:
+            x.wait_running()
+        first_send(b, a, "warm", "up")
+        first_send(a, a, "warm", "up")
+        poll_all(a, 2)
+        assert endpoint(a, b)["lcore"] != endpoint(a, a)["lcore"]
+        for flood, single in ((b, a), (a, b)):
+            base = received()
+            for k in range(3):
+                assert send_burst(flood, a, 64, f"f{k}-", "x") == 64
+            assert send(single, a, "single", "x") == 0
+            wait_until("all in the rings", lambda: received() == base + 193)
+            got = []
+            for _ in range(3):
+                got += poll(a)
+                if (single, "single", "x") in got:
+                    break
+            assert (single, "single", "x") in got, (flood, len(got))
+            got += poll_all(a, 193 - len(got))
+            assert len(got) == 193, len(got)
+    finally:
+        for x in d:
+            assert x.stop() == 0, x.stderr()
+
+
 def assert_same_incarnation(p, before):
     """a's endpoint to b is still the one it was: connected, never reset."""
     after = endpoint(p.a, p.b)
@@ -1298,6 +1342,7 @@ for t in [test_native_delivery_in_order,
           test_retired_incarnation_never_touches_its_replacement,
           test_concurrent_senders_keep_order_and_lose_nothing,
           test_senders_on_several_lcores_keep_order_and_lose_nothing,
+          test_poll_takes_every_ring_in_turn,
           test_cq_capacity_growth_and_failure,
           test_notification_to_self,
           test_self_gets_a_native_channel_when_a_bay_frees,
