@@ -59,7 +59,7 @@ struct rn_notify_out {
  * gives for out[0]. It stops before the first one that cannot go now (no
  * credit or send slot, one over E2BIG), and before any that goes over TCP
  * but the first: send the rest again, as after a short write(2). flags
- * apply to each.
+ * apply to each. n = 0 sends nothing and returns 0.
  */
 int rn_notify_send_burst(struct rn_notify *nf, const char *peer,
 			 const struct rn_notify_out *out, unsigned int n,
