@@ -190,7 +190,6 @@ opened(struct rn_plane *pl, struct rn_endpoint *ep, int rc)
 			drop(pl, ep);
 			return;
 		}
-		ep->peer_caps |= RN_CAP_NATIVE_NOTIFY;
 		ep->upgrade = EP_UPGRADE_CONNECTING;
 		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CONNECT, ep->req);
 		return;

@@ -62,7 +62,9 @@ rn_eal_start(const struct rn_config *cfg, const char *prog, bool *hugepages,
 	/* stderr only, not EAL's stream, which also sends each line to
 	 * syslog: on a full /dev/log (a journald behind) that send blocks
 	 * the thread that logs, a worker lcore included. Supervisors take
-	 * stderr into their journal anyway. */
+	 * stderr into their journal anyway (a full pipe there can block a
+	 * write too, later: workers log little, and per frame at most once a
+	 * second). */
 	rte_openlog_stream(stderr);
 	if (args.hugepages)
 		RN_EAL_LOG(INFO, "memory: %u MiB of %" PRIu64 " KiB hugepages",

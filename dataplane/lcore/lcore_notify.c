@@ -553,7 +553,7 @@ rn_lcore_notify_release(const struct rn_notify_delivery *d)
  * but counts its place in send order; a TCP notification sent after it
  * would otherwise wait for it (control/notify/notify_order.h). Its slot
  * is reposted when the poll releases it, as any other. At most one line a
- * second: each is a write (and DPDK's syslog copy) on the worker.
+ * second: each is a write(2) on the worker.
  */
 static __rte_cold void
 rejected(struct rn_lcore *lc, const struct rn_lcore_ep *ep, uint32_t len)
@@ -568,7 +568,7 @@ rejected(struct rn_lcore *lc, const struct rn_lcore_ep *ep, uint32_t len)
 	}
 	RN_LCORE_LOG(WARNING, "lcore %u: notification of %u bytes from %s "
 		     "rejected: lengths do not add up (and %" PRIu64 " more "
-		     "since the last such line)", lc->lcore_id, len,
+		     "on this lcore since its last such line)", lc->lcore_id, len,
 		     ep->req->remote.name, lc->rejected_unlogged);
 	lc->rejected_logged_tsc = now;
 	lc->rejected_unlogged = 0;

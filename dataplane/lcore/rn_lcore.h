@@ -136,6 +136,11 @@ struct rn_lcore {
 	uint32_t idle_polls_left;
 	bool running;
 	struct rn_lcore_stats stats;
+	/* Rejected frames (the worker's, rare): logged at most once a second,
+	 * so that a peer sending them by the million does not make the
+	 * worker write as many lines; the rest counted for the next line. */
+	uint64_t rejected_logged_tsc;
+	uint64_t rejected_unlogged;
 
 	/* Cold: set up by the control thread before launch. */
 	RTE_MARKER cold __rte_cache_aligned;
@@ -156,11 +161,6 @@ struct rn_lcore {
 	uint64_t tsc_hz;
 	uint32_t cq_size;
 	uint32_t max_cqs;
-	/* Rejected frames: logged at most once a second (a peer sending
-	 * them by the million must not make the worker write as many lines),
-	 * the rest counted for the next line. */
-	uint64_t rejected_logged_tsc;
-	uint64_t rejected_unlogged;
 } __rte_cache_aligned;
 
 

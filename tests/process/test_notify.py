@@ -218,10 +218,13 @@ def test_burst_in_order_up_to_the_credits():
         def send_rest():
             k = len(rest)
             r = send_burst(p.a, p.b, 10 - k, f"r{k}-", "x")
-            assert r > 0 or r == -errno.EAGAIN, r
+            if r <= 0 and r != -errno.EAGAIN:
+                rest.append(r)   # unexpected: stop waiting, fail below
+                return True
             rest.extend(f"r{k}-{i}" for i in range(max(r, 0)))
             return len(rest) == 10
         wait_until("the rest sent", send_rest)
+        assert all(isinstance(x, str) for x in rest), rest
         got = poll_all(p.b, 10)
         assert [name for _, name, _ in got] == rest, got
         # Over max_inline, from send slots, in the same request.
@@ -709,7 +712,8 @@ def test_rejected_frames_logged_at_most_once_a_second():
         wait_until("rejected", lambda: counters(p.b)["notify_rejected"] == 10)
         lines = p.d[1].stderr().count("rejected: lengths do not add up")
         assert 1 <= lines <= 1 + math.ceil(elapsed), (lines, elapsed)
-        assert "(and 0 more since the last such line)" in p.d[1].stderr()
+        assert "(and 0 more on this lcore since its last such line)" in \
+            p.d[1].stderr()
         assert send(p.a, p.b, "k", "after") == 0
         assert poll_all(p.b, 1) == [(p.a, "k", "after")]
     finally:
@@ -858,7 +862,9 @@ def test_self_gets_a_native_channel_when_a_bay_frees():
         wait_until("a native channel added", lambda: endpoint(me, me)[
             "native"] == 1)
         e = endpoint(me, me)
-        assert e["native_added"] == 1 and e["peer_caps"] == 7, e
+        # peer_caps stays what the start said (6: no notify QP then), as
+        # for a peer's endpoint given a channel later.
+        assert e["native_added"] == 1 and e["peer_caps"] == 6, e
         for i in range(2, 5):
             assert send(me, me, str(i), "native") == 0
         got = poll_all(me, 5)
