@@ -112,6 +112,25 @@ rn_sq_fm_ce_se(struct rn_sq *sq, uint32_t nbb, uint8_t flags)
 	return fm_ce_se;
 }
 
+/*
+ * The ctrl segment of the WQE at sq->pi, all 16 bytes: what
+ * mlx5dv_set_ctrl_seg() writes, and the reserved dci_stream_channel_id it
+ * leaves alone, which the ring's last lap may have filled with inline
+ * data (rdma-core zeroes it as well).
+ */
+static inline void
+rn_sq_set_ctrl(const struct rn_sq *sq, struct mlx5_wqe_ctrl_seg *ctrl,
+	       uint8_t opcode, uint8_t ds, uint8_t fm_ce_se, __be32 imm)
+{
+	ctrl->opmod_idx_opcode =
+		rte_cpu_to_be_32(((uint32_t)(uint16_t)sq->pi << 8) | opcode);
+	ctrl->qpn_ds = rte_cpu_to_be_32(sq->qpn_shifted | ds);
+	ctrl->signature = 0;
+	ctrl->dci_stream_channel_id = 0;
+	ctrl->fm_ce_se = fm_ce_se;
+	ctrl->imm = imm;
+}
+
 /* Record the WQE at ring offset off and move the producer past it. */
 static inline void
 rn_sq_commit(struct rn_sq *sq, uint32_t off, uint32_t nbb, uint64_t wr_id,
@@ -185,9 +204,8 @@ rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 		ds = head + rn_sq_set_data(sq, off + head * RN_WQE_SEG, wr);
 		nbb = (ds + 3) / 4;
 	}
-	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, wr->opcode, 0,
-			    sq->qpn_shifted >> 8, rn_sq_fm_ce_se(sq, nbb, wr->flags),
-			    (uint8_t)ds, 0, wr->imm);
+	rn_sq_set_ctrl(sq, ctrl, wr->opcode, (uint8_t)ds,
+		       rn_sq_fm_ce_se(sq, nbb, wr->flags), wr->imm);
 	rn_sq_commit(sq, off, nbb, wr->wr_id, ctrl);
 	return 0;
 }
@@ -211,9 +229,8 @@ rn_sq_send_inline_finish(struct rn_sq *sq, uint32_t off, uint32_t ds,
 	uint32_t nbb = (ds + 3) / 4;
 
 	inl->byte_count = rte_cpu_to_be_32(len | MLX5_INLINE_SEG);
-	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, opcode, 0,
-			    sq->qpn_shifted >> 8, rn_sq_fm_ce_se(sq, nbb, flags),
-			    (uint8_t)ds, 0, imm);
+	rn_sq_set_ctrl(sq, ctrl, opcode, (uint8_t)ds,
+		       rn_sq_fm_ce_se(sq, nbb, flags), imm);
 	rn_sq_commit(sq, off, nbb, wr_id, ctrl);
 }
 
@@ -256,9 +273,8 @@ rn_sq_post_send_sge(struct rn_sq *sq, const struct rn_sge *sge,
 	/* ctrl + data: 2 units, one BB, never wrapping. */
 	mlx5dv_set_data_seg((struct mlx5_wqe_data_seg *)(ctrl + 1), sge->length,
 			    sge->lkey, sge->addr);
-	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, opcode, 0,
-			    sq->qpn_shifted >> 8, rn_sq_fm_ce_se(sq, 1, flags),
-			    2, 0, imm);
+	rn_sq_set_ctrl(sq, ctrl, opcode, 2,
+		       rn_sq_fm_ce_se(sq, 1, flags), imm);
 	rn_sq_commit(sq, off, 1, wr_id, ctrl);
 	return 0;
 }
@@ -286,9 +302,8 @@ rn_sq_post_write_word(struct rn_sq *sq, uint32_t word, uint64_t raddr,
 	rseg->reserved = 0;
 	inl->byte_count = rte_cpu_to_be_32(sizeof(word) | MLX5_INLINE_SEG);
 	memcpy(inl + 1, &word, sizeof(word));
-	mlx5dv_set_ctrl_seg(ctrl, (uint16_t)sq->pi, RN_WR_WRITE, 0,
-			    sq->qpn_shifted >> 8, rn_sq_fm_ce_se(sq, 1, flags),
-			    3, 0, 0);
+	rn_sq_set_ctrl(sq, ctrl, RN_WR_WRITE, 3,
+		       rn_sq_fm_ce_se(sq, 1, flags), 0);
 	rn_sq_commit(sq, off, 1, wr_id, ctrl);
 	return 0;
 }

@@ -64,6 +64,8 @@ check_ctrl(uint32_t bb, uint8_t opcode, uint32_t ds, uint8_t fm_ce_se,
 	assert_int_equal(be32toh(c->qpn_ds), (QPN << 8) | ds);
 	assert_int_equal(c->fm_ce_se, fm_ce_se);
 	assert_int_equal(c->signature, 0);
+	/* Reserved: the ring holds 0xee bytes before each test. */
+	assert_int_equal(c->dci_stream_channel_id, 0);
 	assert_int_equal(c->imm, imm);
 }
 
