@@ -14,7 +14,11 @@
 
 RTE_LOG_REGISTER_SUFFIX(rn_lcore_logtype, lcore, INFO);
 
-/* Let the NIC's descriptors (the sim's wires) end an adaptive sleep. */
+/*
+ * Let the NIC's descriptors (the sim's wires) end an adaptive sleep. A NIC
+ * without them (mlx5: no completion channel is armed) cannot: a completion
+ * that comes while the worker sleeps waits for the end of the sleep.
+ */
 static int
 watch_nic(struct rn_lcore *lc)
 {
@@ -22,6 +26,12 @@ watch_nic(struct rn_lcore *lc)
 	int n = lc->nic->ops->wait_fds != NULL ?
 		lc->nic->ops->wait_fds(lc->nic, fds, RTE_DIM(fds)) : 0;
 
+	if (n == 0 && lc->idle == RN_IDLE_ADAPTIVE)
+		RN_LCORE_LOG(WARNING, "lcore %u: idle = adaptive, and the NIC "
+			     "cannot wake a sleeping worker: what arrives "
+			     "meanwhile waits up to idle_sleep_us = %u us; "
+			     "idle = busy never sleeps", lc->lcore_id,
+			     lc->idle_sleep_us);
 	for (int i = 0; i < n; i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
 

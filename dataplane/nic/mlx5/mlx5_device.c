@@ -25,6 +25,56 @@ find_device(struct ibv_device **list, int n, const char *want)
 	return NULL;
 }
 
+/*
+ * On Ethernet, the GID at [nic] gid_index must be a RoCE v2 entry (UDP/IP,
+ * routable; RoCE v1 frames are not) and populated. Index 0 is often the
+ * RoCE v1 fe80:: entry: with it, or with a peer on the other type, packets
+ * are dropped and the QPs fail much later, retries exhausted. Names the
+ * RoCE v2 entries the port has.
+ */
+static int
+check_gid(struct mlx5_ctx *ctx, const struct rn_nic_config *cfg,
+	  const struct ibv_port_attr *port, char *why, size_t why_len)
+{
+	static const uint8_t unset[sizeof(union ibv_gid)];
+	struct ibv_gid_entry e;
+	char v2[96] = "";
+	size_t used = 0;
+
+	if (port->link_layer != IBV_LINK_LAYER_ETHERNET)
+		return 0;
+	if (ibv_query_gid_ex(ctx->verbs, cfg->port, cfg->gid_index, &e, 0) == 0 &&
+	    e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+	    memcmp(e.gid.raw, unset, sizeof(unset)) != 0)
+		return 0;
+	for (int i = 0; i < port->gid_tbl_len && used + 8 < sizeof(v2); i++)
+		if (ibv_query_gid_ex(ctx->verbs, cfg->port, (uint32_t)i, &e,
+				     0) == 0 &&
+		    e.gid_type == IBV_GID_TYPE_ROCE_V2)
+			used += (size_t)snprintf(v2 + used, sizeof(v2) - used,
+						 "%s%d", used != 0 ? " " : "", i);
+	snprintf(why, why_len, "%s port %u: [nic] gid_index = %u is not a "
+		 "populated RoCE v2 GID (RoCE v1 does not route); RoCE v2 "
+		 "entries: %s (show_gids lists them)",
+		 ibv_get_device_name(ctx->verbs->device), cfg->port,
+		 cfg->gid_index, used != 0 ? v2 : "none");
+	return -EINVAL;
+}
+
+/* At most 16 READs in flight per QP, within what the device allows. */
+static int
+read_limits(struct mlx5_ctx *ctx)
+{
+	struct ibv_device_attr attr;
+	int rc = ibv_query_device(ctx->verbs, &attr);
+
+	if (rc != 0)
+		return -rc;   /* ibv_query_device returns the errno */
+	ctx->max_rd_atomic = (uint8_t)RTE_MIN(16, attr.max_qp_init_rd_atom);
+	ctx->max_dest_rd_atomic = (uint8_t)RTE_MIN(16, attr.max_qp_rd_atom);
+	return 0;
+}
+
 static int
 open_port(struct mlx5_ctx *ctx, const struct rn_nic_config *cfg, char *why,
 	  size_t why_len)
@@ -39,6 +89,9 @@ open_port(struct mlx5_ctx *ctx, const struct rn_nic_config *cfg, char *why,
 			 ibv_get_device_name(ctx->verbs->device), cfg->port);
 		return -ENETDOWN;
 	}
+	rc = check_gid(ctx, cfg, &port, why, why_len);
+	if (rc != 0)
+		return rc;
 	if (ibv_query_gid(ctx->verbs, (uint8_t)cfg->port, (int)cfg->gid_index,
 			  &ctx->gid) != 0)
 		return -errno;
@@ -89,6 +142,8 @@ mlx5_open(const struct rn_nic_config *cfg, const char *listen,
 		goto free_ctx;
 	}
 	rc = open_port(ctx, cfg, why, why_len);
+	if (rc == 0)
+		rc = read_limits(ctx);
 	if (rc != 0)
 		goto close_device;
 	ctx->pd = ibv_alloc_pd(ctx->verbs);

@@ -70,8 +70,16 @@ rn_mlx5_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
 			.max_recv_sge = caps->max_recv_sge,
 			.max_inline_data = caps->max_inline,
 		},
-		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		/* The operations we post: without them rdma-core sizes each
+		 * WQE for UMR and memory windows too (192 bytes of room). */
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.pd = ctx->parent,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND |
+				  IBV_QP_EX_WITH_SEND_WITH_IMM |
+				  IBV_QP_EX_WITH_RDMA_WRITE |
+				  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+				  IBV_QP_EX_WITH_RDMA_READ,
 	};
 	struct mlx5dv_qp_init_attr dv_attr = {
 		.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS,
@@ -135,7 +143,7 @@ to_rtr(struct mlx5_ctx *ctx, struct ibv_qp *iqp,
 		.path_mtu = RTE_MIN(ctx->mtu, (enum ibv_mtu)c->remote.mtu),
 		.dest_qp_num = c->remote_qpn,
 		.rq_psn = c->remote_psn & 0xffffff,
-		.max_dest_rd_atomic = 16,
+		.max_dest_rd_atomic = ctx->max_dest_rd_atomic,
 		.min_rnr_timer = c->min_rnr_timer,
 		.ah_attr = {
 			.is_global = 1,
@@ -153,7 +161,8 @@ to_rtr(struct mlx5_ctx *ctx, struct ibv_qp *iqp,
 }
 
 static int
-to_rts(struct ibv_qp *iqp, const struct rn_qp_connect *c, bool from_rts)
+to_rts(struct mlx5_ctx *ctx, struct ibv_qp *iqp, const struct rn_qp_connect *c,
+       bool from_rts)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTS,
@@ -161,7 +170,7 @@ to_rts(struct ibv_qp *iqp, const struct rn_qp_connect *c, bool from_rts)
 		.timeout = c->timeout,
 		.retry_cnt = c->retry_cnt,
 		.rnr_retry = c->rnr_retry,
-		.max_rd_atomic = 16,
+		.max_rd_atomic = ctx->max_rd_atomic,
 	};
 
 	/* RTS -> RTS may change the responder's RNR timer and rights only. */
@@ -192,7 +201,7 @@ rn_mlx5_qp_modify(struct rn_nic *nic, struct rn_qp *qp, enum rn_qp_state state,
 		rc = to_rtr(ctx, qp->priv, conn);
 		break;
 	case RN_QP_RTS:
-		rc = to_rts(qp->priv, conn, qp->state == RN_QP_RTS);
+		rc = to_rts(ctx, qp->priv, conn, qp->state == RN_QP_RTS);
 		break;
 	case RN_QP_ERR:
 		a.qp_state = IBV_QPS_ERR;
