@@ -45,6 +45,8 @@ static const struct rn_config_key nic_keys[] = {
 	{ "device", RN_CFG_TEXT, NIC(device), 0, 0, NULL, "auto" },
 	{ "port", RN_CFG_UINT, NIC(port), 1, 255, NULL, "1" },
 	{ "gid_index", RN_CFG_UINT, NIC(gid_index), 0, 255, NULL, "0" },
+	{ "traffic_class", RN_CFG_UINT, NIC(traffic_class), 0, 255, NULL, "0" },
+	{ "service_level", RN_CFG_UINT, NIC(service_level), 0, 15, NULL, "0" },
 	{ "data_qps", RN_CFG_UINT, NIC(data_qps), 1, 16, NULL, "2" },
 	{ "qp_timeout", RN_CFG_UINT, NIC(qp_timeout), 1, 31, NULL, "14" },
 	{ "qp_retry_cnt", RN_CFG_UINT, NIC(qp_retry_cnt), 0, 7, NULL, "7" },

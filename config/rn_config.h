@@ -59,6 +59,9 @@ struct rn_nic_config {
 	char device[RN_CONFIG_TEXT_MAX];
 	uint32_t port;
 	uint32_t gid_index;
+	uint32_t traffic_class; /* RoCE v2: the IP header's DSCP << 2 | ECN */
+	uint32_t service_level; /* the priority (VLAN PCP) where the port
+				 * maps it from the SL */
 	uint32_t data_qps;      /* RDMA READ/WRITE QPs per endpoint */
 	uint32_t qp_timeout;    /* IB ACK timeout code: 4.096 us * 2^n */
 	uint32_t qp_retry_cnt;  /* transport retries before a QP fails */

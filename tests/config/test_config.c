@@ -69,7 +69,8 @@ static const struct bad_case bad_cases[] = {
 	  "[notify], [control], [peer NAME], [telemetry]" },
 	{ "unknown key", "[nic]\nprovider = sim\ndevce = mlx5_0\n",
 	  "%s:3: [nic] unknown key 'devce'; allowed provider, device, port, "
-	  "gid_index, data_qps, qp_timeout, qp_retry_cnt, cq_size, cqs_per_lcore" },
+	  "gid_index, traffic_class, service_level, data_qps, qp_timeout, "
+	  "qp_retry_cnt, cq_size, cqs_per_lcore" },
 	{ "duplicate key", "[nic]\nport = 1\n\nport = 2\n",
 	  "%s:4: [nic] duplicate key 'port' (first at line 2)" },
 	{ "duplicate section", "[nic]\nport = 1\n[notify]\n[nic]\n",
@@ -257,6 +258,8 @@ test_every_key(void **state)
 		"device = mlx5_bond_0\n"
 		"port = 255\n"
 		"gid_index = 3\n"
+		"traffic_class = 106\n"
+		"service_level = 15\n"
 		"[notify]\n"
 		"enabled = off\n"
 		"oob_fallback = 0\n"
@@ -292,6 +295,8 @@ test_every_key(void **state)
 	assert_string_equal(cfg.nic.device, "mlx5_bond_0");
 	assert_int_equal(cfg.nic.port, 255);
 	assert_int_equal(cfg.nic.gid_index, 3);
+	assert_int_equal(cfg.nic.traffic_class, 106);
+	assert_int_equal(cfg.nic.service_level, 15);
 	assert_false(cfg.notify.enabled);
 	assert_false(cfg.notify.oob_fallback);
 	assert_int_equal(cfg.notify.slots, 4096);

@@ -97,6 +97,8 @@ open_port(struct mlx5_ctx *ctx, const struct rn_nic_config *cfg, char *why,
 		return -errno;
 	ctx->port = (uint8_t)cfg->port;
 	ctx->gid_index = (uint8_t)cfg->gid_index;
+	ctx->traffic_class = (uint8_t)cfg->traffic_class;
+	ctx->service_level = (uint8_t)cfg->service_level;
 	ctx->lid = port.lid;
 	ctx->mtu = port.active_mtu;
 	return 0;

@@ -19,6 +19,8 @@ struct mlx5_ctx {
 	uint8_t port;
 	uint8_t gid_index;
 	enum ibv_mtu mtu;
+	uint8_t traffic_class;      /* [nic] traffic_class, service_level */
+	uint8_t service_level;
 	uint8_t max_rd_atomic;      /* READs a QP may have out, at most 16 */
 	uint8_t max_dest_rd_atomic; /* and take in, as the device allows */
 };

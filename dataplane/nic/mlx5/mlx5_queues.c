@@ -148,8 +148,10 @@ to_rtr(struct mlx5_ctx *ctx, struct ibv_qp *iqp,
 		.ah_attr = {
 			.is_global = 1,
 			.dlid = c->remote.lid,
+			.sl = ctx->service_level,
 			.port_num = ctx->port,
-			.grh = { .hop_limit = 64, .sgid_index = ctx->gid_index },
+			.grh = { .hop_limit = 64, .sgid_index = ctx->gid_index,
+				 .traffic_class = ctx->traffic_class },
 		},
 	};
 
