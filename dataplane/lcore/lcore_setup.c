@@ -53,10 +53,13 @@ open_notify_region(struct rn_lcore *lc, const struct rn_notify_config *nc)
 
 	if (rc != 0)
 		RN_LCORE_LOG(WARNING, "lcore %u: no notification buffers (%u x "
-			     "2 x %u slots of %u bytes: %s): its endpoints get "
-			     "no native channel", lc->lcore_id,
+			     "2 x %u slots of %u bytes: %s%s): its endpoints "
+			     "get no native channel", lc->lcore_id,
 			     nc->endpoints_per_lcore, nc->slots, nc->slot_size,
-			     strerror(-rc));
+			     strerror(-rc), rc == -ENOMEM ?
+			     "; they come from [dataplane] memory_mb, and "
+			     "registering them pins them within the memlock "
+			     "limit, ulimit -l, unless root" : "");
 }
 
 int
