@@ -197,6 +197,49 @@ close_endpoints(struct rn_daemon *d)
 			      rn_plane_requests_out(d->plane), RN_DAEMON_DRAIN_S);
 }
 
+/*
+ * A worker's NIC raised asynchronous events (a port down, a CQ overrun, a
+ * fatal device error), which no CQE reports: each is logged and counted
+ * (device_events). A fatal one stopped the worker's queues on that CQ or
+ * device: its endpoints stall until rnotifyd restarts.
+ */
+static void
+on_device_event(struct rn_control *ctl, void *arg, uint32_t revents)
+{
+	struct rn_lcore *lc = arg;
+	char text[128];
+	bool fatal;
+
+	(void)ctl;
+	(void)revents;
+	while (lc->nic->ops->take_event(lc->nic, text, sizeof(text),
+					&fatal) == 1) {
+		/* Its only writer; telemetry reads it relaxed. */
+		__atomic_store_n(&lc->stats.device_events,
+				 lc->stats.device_events + 1,
+				 __ATOMIC_RELAXED);
+		if (fatal)
+			RN_DAEMON_LOG(ERR, "lcore %u: device event: %s: the "
+				      "worker's queues on it stopped; restart "
+				      "rnotifyd", lc->lcore_id, text);
+		else
+			RN_DAEMON_LOG(WARNING, "lcore %u: device event: %s",
+				      lc->lcore_id, text);
+	}
+}
+
+/* Hear lc's NIC's asynchronous events, if it has any to tell. */
+static int
+watch_device(struct rn_daemon *d, struct rn_lcore *lc)
+{
+	const struct rn_nic_ops *ops = lc->nic->ops;
+
+	if (ops->event_fd == NULL)
+		return 0;
+	return rn_control_watch(d->ctl, ops->event_fd(lc->nic), EPOLLIN,
+				on_device_event, lc);
+}
+
 static int
 start_workers(struct rn_daemon *d)
 {
@@ -210,6 +253,12 @@ start_workers(struct rn_daemon *d)
 				   d->events_fd, why, sizeof(why));
 		if (rc != 0) {
 			RN_DAEMON_LOG(ERR, "lcore %u: %s", id, why);
+			return rc;
+		}
+		rc = watch_device(d, &rn_workers[id]);
+		if (rc != 0) {
+			RN_DAEMON_LOG(ERR, "lcore %u: device events: %s", id,
+				      strerror(-rc));
 			return rc;
 		}
 		d->worker_ptrs[d->n_workers] = &rn_workers[id];

@@ -20,6 +20,7 @@
 
 #include "notify_engine.h"
 #include "rn_daemon.h"
+#include "rn_sim.h"
 #include "rn_version.h"
 
 static const struct rn_daemon *daemon_seen;
@@ -47,6 +48,7 @@ static const struct {
 	{ "cqs", offsetof(struct rn_lcore_stats, cqs) },
 	{ "cq_reserved", offsetof(struct rn_lcore_stats, cq_reserved) },
 	{ "no_cq_room", offsetof(struct rn_lcore_stats, no_cq_room) },
+	{ "device_events", offsetof(struct rn_lcore_stats, device_events) },
 };
 
 /* Add an array container under name; arrays of scalars are what 22.11 nests. */
@@ -421,9 +423,29 @@ send_burst_now(const char *params, struct rte_tel_data *out)
 	return 0;
 }
 
+/* The sim device of the worker that owns peer's endpoint raises the event
+ * of its port going down (no more than that: the wires stay up). */
+static int
+raise_port_event(const char *peer)
+{
+	enum rn_ep_state state;
+	uint32_t slot, worker;
+	struct rn_nic *nic;
+
+	if (rn_plane_lookup(daemon_seen->plane, peer, &slot, &state,
+			    &worker) != 0)
+		return -ENOENT;
+	nic = daemon_seen->worker_ptrs[worker]->nic;
+	if (nic->provider != RN_NIC_SIM)
+		return -ENOTSUP;
+	rn_sim_raise_port_event(nic);
+	return 0;
+}
+
 /* Tests, sim device only: FAULT,PEER with FAULT local_qp (PEER's notify
- * QP fails locally), bad_frame (PEER is sent a frame it must reject) or
- * stall (the lcore that owns PEER's endpoint stops for a while). */
+ * QP fails locally), bad_frame (PEER is sent a frame it must reject),
+ * stall (the lcore that owns PEER's endpoint stops for a while) or
+ * port_event (that lcore's device says its port went down). */
 static int
 inject_now(const char *params, struct rte_tel_data *out)
 {
@@ -439,6 +461,8 @@ inject_now(const char *params, struct rte_tel_data *out)
 		rc = rn_notify_inject_bad_frame(daemon_seen->notify, peer);
 	else if (strncmp(params, "stall,", 6) == 0)
 		rc = rn_notify_inject_stall(daemon_seen->notify, peer);
+	else if (strncmp(params, "port_event,", 11) == 0)
+		rc = raise_port_event(peer);
 	else
 		return -EINVAL;
 	rte_tel_data_start_dict(out);
@@ -539,8 +563,8 @@ rn_telemetry_register(const struct rn_daemon *d)
 		handle_send_burst, "Diagnostics: send COUNT notifications "
 		"NAME0.. in one burst. Parameters: PEER,COUNT,NAME,MSG") |
 	       rte_telemetry_register_cmd("/rnotify/sim_fault", handle_sim_fault,
-		"Tests, sim only. FAULT,PEER: local_qp (PEER's notify QP fails), "
-		"bad_frame (PEER gets one), stall (its lcore stops 5 s)") |
+		"Tests, sim only. FAULT,PEER: local_qp, bad_frame, stall (5 s), "
+		"port_event (operations.md)") |
 	       rte_telemetry_register_cmd("/rnotify/poll", handle_poll,
 		"Diagnostics: take delivered notifications (peer, name, msg). "
 		"No parameters");

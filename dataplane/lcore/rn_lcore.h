@@ -98,6 +98,8 @@ struct rn_lcore_stats {
 	uint64_t cqs;           /* CQs in use */
 	uint64_t cq_reserved;   /* CQEs reserved by live endpoints, all CQs */
 	uint64_t no_cq_room;    /* endpoints or native channels refused */
+	/* Written by the control thread alone, as it takes them: */
+	uint64_t device_events; /* asynchronous events of the worker's NIC */
 };
 _Static_assert(sizeof(struct rn_lcore_stats) % sizeof(uint64_t) == 0,
 	       "counters only");

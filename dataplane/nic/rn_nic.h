@@ -98,6 +98,16 @@ struct rn_nic_ops {
 	unsigned int (*progress)(struct rn_nic *nic);
 	/* Descriptors a sleeping lcore must wake on; returns their count. */
 	int (*wait_fds)(struct rn_nic *nic, int *fds, int max);
+	/*
+	 * Asynchronous device events (a port down, a CQ overrun, a fatal
+	 * device error), which no CQE reports: a descriptor that is readable
+	 * while one is pending (NULL: none), and one taken, from any thread:
+	 * 1 with a line for the log and *fatal when the context's queues
+	 * stopped with it, 0 when none is pending.
+	 */
+	int (*event_fd)(struct rn_nic *nic);
+	int (*take_event)(struct rn_nic *nic, char *text, size_t len,
+			  bool *fatal);
 };
 
 /* A QPN no QP has (24 bits): what scrubbed CQEs carry. */

@@ -5,6 +5,7 @@
  * and every error path with its syndrome and the QP/CQ state after it.
  * Two device contexts in this process, joined by the loopback wire.
  */
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -538,7 +539,19 @@ test_send_to_destroyed_qpn_never_reaches_its_reuser(void **state)
 	assert_true(stats.dropped_no_qp >= 1);
 }
 
-/* The consumer index never advances: the device detects the overrun. */
+static bool
+fd_readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/*
+ * The consumer index never advances: the device detects the overrun, and
+ * raises it as an asynchronous event (no CQE could say it), as a ConnectX
+ * raises IBV_EVENT_CQ_ERR.
+ */
 static void
 test_cq_overrun_puts_cq_in_error(void **state)
 {
@@ -549,6 +562,8 @@ test_cq_overrun_puts_cq_in_error(void **state)
 			    .rkey = p->bmr.rkey };
 	struct rn_sim_stats stats;
 	uint64_t deadline = now_ms() + WAIT_MS;
+	char text[64];
+	bool fatal;
 
 	/* 300 signalled WRITEs (no receives needed) into a 256-entry CQ
 	 * that nobody polls. */
@@ -564,6 +579,17 @@ test_cq_overrun_puts_cq_in_error(void **state)
 	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
 	rn_sim_stats(p->a.nic, &stats);
 	assert_int_equal(stats.cq_overruns, 1);
+	assert_true(fd_readable(p->a.nic->ops->event_fd(p->a.nic)));
+	assert_int_equal(p->a.nic->ops->take_event(p->a.nic, text,
+						   sizeof(text), &fatal), 1);
+	assert_true(fatal);
+	assert_string_equal(text, "CQ error (overrun)");
+	assert_int_equal(p->a.nic->ops->take_event(p->a.nic, text,
+						   sizeof(text), &fatal), 0);
+	assert_false(fd_readable(p->a.nic->ops->event_fd(p->a.nic)));
+	/* b saw nothing of it. */
+	assert_int_equal(p->b.nic->ops->take_event(p->b.nic, text,
+						   sizeof(text), &fatal), 0);
 }
 
 /* Completions of a QP's earlier life never reach it after RESET. */

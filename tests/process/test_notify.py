@@ -720,6 +720,24 @@ def test_rejected_frames_logged_at_most_once_a_second():
         p.stop()
 
 
+def test_device_events_are_logged_and_counted():
+    # An asynchronous event of a worker's NIC, which no CQE reports (here
+    # the sim's port going down; a CQ overrun or a fatal device error on a
+    # ConnectX), is logged and counted by the control thread.
+    p = Pair("v")
+    try:
+        assert sum(status(p.a)["device_events"]) == 0, status(p.a)
+        assert telemetry(p.a, f"/rnotify/sim_fault,port_event,{p.b}")[
+            "result"] == 0
+        wait_until("counted", lambda: sum(status(p.a)["device_events"]) == 1)
+        assert "device event: port error, port 1" in p.d[0].stderr()
+        assert sum(status(p.b)["device_events"]) == 0, status(p.b)
+        assert send(p.a, p.b, "k", "after") == 0
+        assert poll_all(p.b, 1) == [(p.a, "k", "after")]
+    finally:
+        p.stop()
+
+
 def test_local_notify_fault_leaves_data_qps_working():
     p = Pair("l")
     try:
@@ -1359,6 +1377,7 @@ for t in [test_native_delivery_in_order,
           test_malformed_frame_is_rejected_and_its_slot_reposted,
           test_tcp_notification_after_a_rejected_frame_does_not_wait,
           test_rejected_frames_logged_at_most_once_a_second,
+          test_device_events_are_logged_and_counted,
           test_peers_found_by_name_among_many,
           test_full_table_gives_a_closed_slot_a_new_name,
           test_stuck_lcore_never_stops_the_control_thread,

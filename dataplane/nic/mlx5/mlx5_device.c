@@ -5,6 +5,7 @@
  * needs no lock), memory registration. Queues are in mlx5_queues.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,11 @@ mlx5_open(const struct rn_nic_config *cfg, const char *listen,
 	rc = open_port(ctx, cfg, why, why_len);
 	if (rc == 0)
 		rc = read_limits(ctx);
+	/* Async events are taken without blocking (mlx5_take_event). */
+	if (rc == 0 && fcntl(ctx->verbs->async_fd, F_SETFL,
+			     fcntl(ctx->verbs->async_fd, F_GETFL) |
+			     O_NONBLOCK) != 0)
+		rc = -errno;
 	if (rc != 0)
 		goto close_device;
 	ctx->pd = ibv_alloc_pd(ctx->verbs);
@@ -254,6 +260,60 @@ mlx5_mr_dereg(struct rn_nic *nic, struct rn_mr *mr)
 	return -ibv_dereg_mr(mr->priv);
 }
 
+static int
+mlx5_event_fd(struct rn_nic *nic)
+{
+	return mlx5_ctx_of(nic)->verbs->async_fd;
+}
+
+/* What an event is about: its port, QP or CQ. */
+static void
+describe(const struct ibv_async_event *ev, char *text, size_t len)
+{
+	const char *what = ibv_event_type_str(ev->event_type);
+
+	switch (ev->event_type) {
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+	case IBV_EVENT_GID_CHANGE:
+	case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE:
+		snprintf(text, len, "%s, port %d", what, ev->element.port_num);
+		return;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		snprintf(text, len, "%s, QP 0x%x", what, ev->element.qp->qp_num);
+		return;
+	default:
+		snprintf(text, len, "%s", what);
+	}
+}
+
+/*
+ * A CQ overrun stops the CQ without a CQE, and a fatal device error every
+ * queue: the worker's endpoints stall. A QP's own errors also complete its
+ * WQEs in error, which fails its endpoint as usual.
+ */
+static int
+mlx5_take_event(struct rn_nic *nic, char *text, size_t len, bool *fatal)
+{
+	struct ibv_async_event ev;
+
+	if (ibv_get_async_event(mlx5_ctx_of(nic)->verbs, &ev) != 0)
+		return errno == EAGAIN ? 0 : -errno;
+	describe(&ev, text, len);
+	*fatal = ev.event_type == IBV_EVENT_CQ_ERR ||
+		 ev.event_type == IBV_EVENT_DEVICE_FATAL;
+	ibv_ack_async_event(&ev);
+	return 1;
+}
+
 const struct rn_nic_ops rn_nic_mlx5_ops = {
 	.name = "mlx5",
 	.open = mlx5_open,
@@ -269,4 +329,6 @@ const struct rn_nic_ops rn_nic_mlx5_ops = {
 	.qp_destroy = rn_mlx5_qp_destroy,
 	.progress = NULL,        /* the NIC runs itself */
 	.wait_fds = NULL,        /* hardware lcores poll: [dataplane] idle = busy */
+	.event_fd = mlx5_event_fd,
+	.take_event = mlx5_take_event,
 };

@@ -23,6 +23,7 @@ struct rn_sim_stats {
 	uint64_t rnr_naks_sent;
 	uint64_t retransmits;         /* go-back-N resends (RNR or timeout) */
 	uint64_t cq_overruns;
+	uint64_t events_dropped;  /* asynchronous ones, the queue full */
 };
 
 /* Break every wire to remote and refuse new ones until restored. */
@@ -39,6 +40,9 @@ int rn_sim_qp_fail(struct rn_nic *nic, struct rn_qp *qp);
 enum rn_qp_state rn_sim_qp_state(const struct rn_qp *qp);
 bool rn_sim_cq_in_error(const struct rn_cq *cq);
 void rn_sim_stats(struct rn_nic *nic, struct rn_sim_stats *out);
+
+/* Tests: raise the asynchronous event of a port going down (not fatal). */
+void rn_sim_raise_port_event(struct rn_nic *nic);
 
 /* The listening port of nic's wire (its LID). */
 uint16_t rn_sim_port(struct rn_nic *nic);

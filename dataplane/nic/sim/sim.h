@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <rte_byteorder.h>
 #include <rte_common.h>
+#include <rte_spinlock.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -119,6 +120,11 @@ struct sim_cut {
 	struct sim_cut *next;
 };
 
+enum sim_event {
+	SIM_EVENT_CQ_ERR,         /* fatal: the CQ stopped */
+	SIM_EVENT_PORT_ERR,       /* tests: rn_sim_raise_port_event() */
+};
+
 struct sim_ctx {
 	struct rn_nic nic;
 	struct sim_addr self;
@@ -134,6 +140,12 @@ struct sim_ctx {
 	struct rn_sim_stats stats;
 	uint8_t *scratch;         /* gathered payloads */
 	size_t scratch_cap;
+	/* Asynchronous events, raised here, taken by another thread
+	 * (sim_event.c). */
+	rte_spinlock_t events_lock;
+	enum sim_event events[8];
+	uint32_t n_events;
+	int event_fd;
 	uint8_t doorbell[2 * SIM_BF_SIZE] __rte_cache_aligned;
 };
 
@@ -207,5 +219,12 @@ const struct sim_addr *sim_wire_remote(const struct sim_wire *wire);
 struct sim_cut *sim_fault_find(struct sim_ctx *ctx, const struct sim_addr *a);
 
 void sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out);
+
+/* Asynchronous events (sim_event.c). */
+int sim_events_open(struct sim_ctx *ctx);
+void sim_events_close(struct sim_ctx *ctx);
+void sim_event_raise(struct sim_ctx *ctx, enum sim_event kind);
+int sim_event_fd(struct rn_nic *nic);
+int sim_take_event(struct rn_nic *nic, char *text, size_t len, bool *fatal);
 
 #endif /* RN_SIM_INTERNAL_H */

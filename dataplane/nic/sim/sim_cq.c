@@ -74,6 +74,7 @@ sim_cq_push(struct sim_cq *scq, struct mlx5_cqe64 *src)
 
 		scq->error = true;
 		ctx->stats.cq_overruns++;
+		sim_event_raise(ctx, SIM_EVENT_CQ_ERR);
 		/* Every QP completing to it fails with it; their flushes to a
 		 * healthy CQ still arrive, those to this one are lost. */
 		for (struct sim_qp *q = ctx->live; q != NULL; q = q->next)

@@ -34,11 +34,18 @@ sim_open(const struct rn_nic_config *cfg, const char *listen,
 		free(ctx);
 		return rc;
 	}
+	rc = sim_events_open(ctx);
+	if (rc != 0) {
+		close(ctx->epoll_fd);
+		free(ctx);
+		return rc;
+	}
 	rc = sim_wire_listen(ctx, listen);
 	if (rc != 0) {
 		snprintf(why, why_len, "sim device: cannot listen on %s: %s%s",
 			 listen, strerror(-rc), rc == -EAFNOSUPPORT ?
 			 " (the sim's wire is IPv4 only)" : "");
+		sim_events_close(ctx);
 		close(ctx->epoll_fd);
 		free(ctx);
 		return rc;
@@ -63,6 +70,7 @@ sim_close(struct rn_nic *nic)
 		sim_qp_destroy(ctx, ctx->live);
 	close(ctx->listen_fd);
 	close(ctx->epoll_fd);
+	sim_events_close(ctx);
 	free(ctx->scratch);
 	free(ctx);
 }
@@ -239,6 +247,8 @@ const struct rn_nic_ops rn_nic_sim_ops = {
 	.qp_destroy = sim_qp_destroy_op,
 	.progress = sim_progress,
 	.wait_fds = sim_wait_fds,
+	.event_fd = sim_event_fd,
+	.take_event = sim_take_event,
 };
 
 int

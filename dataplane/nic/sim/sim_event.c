@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The sim device's asynchronous events, as a ConnectX raises them: a CQ
+ * overrun (the CQ stops without a CQE) and, for tests, a port going down.
+ * Raised on the owning lcore (or a test's thread), taken by the control
+ * thread: a short queue under a lock, and an eventfd readable while it
+ * holds any.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+int
+sim_events_open(struct sim_ctx *ctx)
+{
+	rte_spinlock_init(&ctx->events_lock);
+	ctx->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	return ctx->event_fd < 0 ? -errno : 0;
+}
+
+void
+sim_events_close(struct sim_ctx *ctx)
+{
+	if (ctx->event_fd >= 0)
+		close(ctx->event_fd);
+}
+
+void
+sim_event_raise(struct sim_ctx *ctx, enum sim_event kind)
+{
+	rte_spinlock_lock(&ctx->events_lock);
+	if (ctx->n_events < RTE_DIM(ctx->events))
+		ctx->events[ctx->n_events++] = kind;
+	else
+		ctx->stats.events_dropped++;   /* a flood of them: the first stay */
+	rte_spinlock_unlock(&ctx->events_lock);
+	eventfd_write(ctx->event_fd, 1);
+}
+
+int
+sim_event_fd(struct rn_nic *nic)
+{
+	return sim_ctx_of(nic)->event_fd;
+}
+
+int
+sim_take_event(struct rn_nic *nic, char *text, size_t len, bool *fatal)
+{
+	struct sim_ctx *ctx = sim_ctx_of(nic);
+	enum sim_event kind;
+	eventfd_t count;
+
+	rte_spinlock_lock(&ctx->events_lock);
+	if (ctx->n_events == 0) {
+		/* Readable no more, until the next raise writes it again. */
+		eventfd_read(ctx->event_fd, &count);
+		rte_spinlock_unlock(&ctx->events_lock);
+		return 0;
+	}
+	kind = ctx->events[0];
+	ctx->n_events--;
+	for (uint32_t i = 0; i < ctx->n_events; i++)
+		ctx->events[i] = ctx->events[i + 1];
+	rte_spinlock_unlock(&ctx->events_lock);
+	*fatal = kind == SIM_EVENT_CQ_ERR;
+	snprintf(text, len, "%s", kind == SIM_EVENT_CQ_ERR ?
+		 "CQ error (overrun)" : "port error, port 1");
+	return 1;
+}
+
+void
+rn_sim_raise_port_event(struct rn_nic *nic)
+{
+	sim_event_raise(sim_ctx_of(nic), SIM_EVENT_PORT_ERR);
+}
