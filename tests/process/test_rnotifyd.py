@@ -41,6 +41,9 @@ def test_start_status_stop():
     err = d.stderr()
     assert "SIGTERM received: stopping" in err, err
     assert "rnotifyd: stopped cleanly" in err, err
+    # Every /rnotify command registered (a help text over 127 characters
+    # is refused, and the command with it).
+    assert "telemetry commands not registered" not in err, err
 
 
 def test_sigint_and_ordinary_memory():
