@@ -209,11 +209,11 @@ on_device_event(struct rn_control *ctl, void *arg, uint32_t revents)
 	struct rn_lcore *lc = arg;
 	char text[128];
 	bool fatal;
+	int rc;
 
-	(void)ctl;
 	(void)revents;
-	while (lc->nic->ops->take_event(lc->nic, text, sizeof(text),
-					&fatal) == 1) {
+	while ((rc = lc->nic->ops->take_event(lc->nic, text, sizeof(text),
+					      &fatal)) == 1) {
 		/* Its only writer; telemetry reads it relaxed. */
 		__atomic_store_n(&lc->stats.device_events,
 				 lc->stats.device_events + 1,
@@ -225,6 +225,14 @@ on_device_event(struct rn_control *ctl, void *arg, uint32_t revents)
 		else
 			RN_DAEMON_LOG(WARNING, "lcore %u: device event: %s",
 				      lc->lcore_id, text);
+	}
+	if (rc < 0) {
+		/* Still readable, and unreadable: not heard any more, or the
+		 * loop would spin on it. */
+		RN_DAEMON_LOG(ERR, "lcore %u: device events cannot be read "
+			      "(%s): no longer watched", lc->lcore_id,
+			      strerror(-rc));
+		rn_control_unwatch(ctl, lc->nic->ops->event_fd(lc->nic));
 	}
 }
 
