@@ -198,33 +198,35 @@ close_endpoints(struct rn_daemon *d)
 }
 
 /*
- * A worker's NIC raised asynchronous events (a port down, a CQ overrun, a
+ * Worker i's NIC raised asynchronous events (a port down, a CQ overrun, a
  * fatal device error), which no CQE reports: each is logged and counted
- * (device_events). A fatal one stopped the worker's queues on that CQ or
- * device: its endpoints stall until rnotifyd restarts.
+ * (device_events). A fatal one stopped the worker's queues: its endpoints
+ * fail, and open none there again (rn_plane_worker_failed()).
  */
 static void
-on_device_event(struct rn_control *ctl, void *arg, uint32_t revents)
+take_device_events(struct rn_daemon *d, unsigned int i)
 {
-	struct rn_lcore *lc = arg;
+	struct rn_lcore *lc = d->worker_ptrs[i];
 	char text[128];
 	bool fatal;
 	int rc;
 
-	(void)revents;
 	while ((rc = lc->nic->ops->take_event(lc->nic, text, sizeof(text),
 					      &fatal)) == 1) {
 		/* Its only writer; telemetry reads it relaxed. */
 		__atomic_store_n(&lc->stats.device_events,
 				 lc->stats.device_events + 1,
 				 __ATOMIC_RELAXED);
-		if (fatal)
-			RN_DAEMON_LOG(ERR, "lcore %u: device event: %s: the "
-				      "worker's queues on it stopped; restart "
-				      "rnotifyd", lc->lcore_id, text);
-		else
+		if (!fatal) {
 			RN_DAEMON_LOG(WARNING, "lcore %u: device event: %s",
 				      lc->lcore_id, text);
+			continue;
+		}
+		RN_DAEMON_LOG(ERR, "lcore %u: device event: %s: the worker's "
+			      "queues stopped; its endpoints fail until "
+			      "rnotifyd restarts", lc->lcore_id, text);
+		if (d->plane != NULL)
+			rn_plane_worker_failed(d->plane, i, text);
 	}
 	if (rc < 0) {
 		/* Still readable, and unreadable: not heard any more, or the
@@ -232,8 +234,21 @@ on_device_event(struct rn_control *ctl, void *arg, uint32_t revents)
 		RN_DAEMON_LOG(ERR, "lcore %u: device events cannot be read "
 			      "(%s): no longer watched", lc->lcore_id,
 			      strerror(-rc));
-		rn_control_unwatch(ctl, lc->nic->ops->event_fd(lc->nic));
+		rn_control_unwatch(d->ctl, lc->nic->ops->event_fd(lc->nic));
 	}
+}
+
+/* A NIC's event descriptor is readable: which one is not said. */
+static void
+on_device_event(struct rn_control *ctl, void *arg, uint32_t revents)
+{
+	struct rn_daemon *d = arg;
+
+	(void)ctl;
+	(void)revents;
+	for (unsigned int i = 0; i < d->n_workers; i++)
+		if (d->worker_ptrs[i]->nic->ops->take_event != NULL)
+			take_device_events(d, i);
 }
 
 /* Hear lc's NIC's asynchronous events, if it has any to tell. */
@@ -245,7 +260,7 @@ watch_device(struct rn_daemon *d, struct rn_lcore *lc)
 	if (ops->event_fd == NULL)
 		return 0;
 	return rn_control_watch(d->ctl, ops->event_fd(lc->nic), EPOLLIN,
-				on_device_event, lc);
+				on_device_event, d);
 }
 
 static int

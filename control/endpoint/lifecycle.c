@@ -31,8 +31,13 @@ void
 ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 {
 	const struct rn_config *cfg = pl->cfg;
-	struct rn_ep_request *req = calloc(1, sizeof(*req));
+	struct rn_ep_request *req;
 
+	if (pl->worker_failed[ep->lcore]) {
+		ep_fail(pl, ep, "its worker's device failed; restart rnotifyd");
+		return;
+	}
+	req = calloc(1, sizeof(*req));
 	if (req == NULL) {
 		ep_fail(pl, ep, "out of memory");
 		return;
@@ -338,5 +343,25 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 		return;
 	default:
 		return;
+	}
+}
+
+void
+rn_plane_worker_failed(struct rn_plane *pl, unsigned int worker,
+		       const char *what)
+{
+	char why[160];
+
+	if (worker >= pl->n_workers || pl->worker_failed[worker])
+		return;
+	pl->worker_failed[worker] = true;
+	snprintf(why, sizeof(why), "its worker's device failed (%s); restart "
+		 "rnotifyd", what);
+	for (unsigned int i = 0; i < pl->n_eps; i++) {
+		struct rn_endpoint *ep = pl->eps[i];
+
+		if (ep->lcore == worker && ep->req != NULL &&
+		    ep->state != RN_EP_CLOSING && ep->state != RN_EP_CLOSED)
+			ep_fail(pl, ep, why);
 	}
 }

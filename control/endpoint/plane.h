@@ -135,6 +135,9 @@ struct rn_plane {
 	struct rn_control *ctl;
 	struct rn_lcore **workers;
 	unsigned int n_workers;
+	/* A fatal device event stopped the worker's queues: its endpoints
+	 * fail and open no QPs until rnotifyd restarts. */
+	bool worker_failed[RTE_MAX_LCORE];
 	uint64_t session_id;
 	int listen_fd;
 	uint16_t port;

@@ -68,6 +68,14 @@ int rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 /* An endpoint event from an lcore (RN_LCORE_EVENT_EP_*). */
 void rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev);
 
+/*
+ * Worker index worker's device stopped its queues (a fatal asynchronous
+ * event, what): every endpoint of it with QPs fails, and none opens QPs
+ * there again (each fails at once, why in its last_error).
+ */
+void rn_plane_worker_failed(struct rn_plane *pl, unsigned int worker,
+			    const char *what);
+
 /* Timers: handshakes, heartbeats, liveness, reconnection. Call often. */
 void rn_plane_tick(struct rn_plane *pl);
 

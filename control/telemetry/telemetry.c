@@ -424,9 +424,10 @@ send_burst_now(const char *params, struct rte_tel_data *out)
 }
 
 /* The sim device of the worker that owns peer's endpoint raises the event
- * of its port going down (no more than that: the wires stay up). */
+ * of its port going down, or (fatal) of a CQ error: the event alone, the
+ * wires and CQs stay up. */
 static int
-raise_port_event(const char *peer)
+raise_device_event(const char *peer, bool fatal)
 {
 	enum rn_ep_state state;
 	uint32_t slot, worker;
@@ -438,14 +439,15 @@ raise_port_event(const char *peer)
 	nic = daemon_seen->worker_ptrs[worker]->nic;
 	if (nic->provider != RN_NIC_SIM)
 		return -ENOTSUP;
-	rn_sim_raise_port_event(nic);
+	rn_sim_raise_event(nic, fatal);
 	return 0;
 }
 
 /* Tests, sim device only: FAULT,PEER with FAULT local_qp (PEER's notify
  * QP fails locally), bad_frame (PEER is sent a frame it must reject),
- * stall (the lcore that owns PEER's endpoint stops for a while) or
- * port_event (that lcore's device says its port went down). */
+ * stall (the lcore that owns PEER's endpoint stops for a while),
+ * port_event or cq_event (that lcore's device says its port went down, or
+ * one of its CQs stopped: fatal). */
 static int
 inject_now(const char *params, struct rte_tel_data *out)
 {
@@ -462,7 +464,9 @@ inject_now(const char *params, struct rte_tel_data *out)
 	else if (strncmp(params, "stall,", 6) == 0)
 		rc = rn_notify_inject_stall(daemon_seen->notify, peer);
 	else if (strncmp(params, "port_event,", 11) == 0)
-		rc = raise_port_event(peer);
+		rc = raise_device_event(peer, false);
+	else if (strncmp(params, "cq_event,", 9) == 0)
+		rc = raise_device_event(peer, true);
 	else
 		return -EINVAL;
 	rte_tel_data_start_dict(out);
@@ -563,8 +567,8 @@ rn_telemetry_register(const struct rn_daemon *d)
 		handle_send_burst, "Diagnostics: send COUNT notifications "
 		"NAME0.. in one burst. Parameters: PEER,COUNT,NAME,MSG") |
 	       rte_telemetry_register_cmd("/rnotify/sim_fault", handle_sim_fault,
-		"Tests, sim only. FAULT,PEER: local_qp, bad_frame, stall (5 s), "
-		"port_event (operations.md)") |
+		"Tests, sim only. FAULT,PEER: local_qp, bad_frame, stall, "
+		"port_event, cq_event (operations.md)") |
 	       rte_telemetry_register_cmd("/rnotify/poll", handle_poll,
 		"Diagnostics: take delivered notifications (peer, name, msg). "
 		"No parameters");

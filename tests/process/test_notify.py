@@ -738,6 +738,30 @@ def test_device_events_are_logged_and_counted():
         p.stop()
 
 
+def test_fatal_device_event_fails_the_workers_endpoints():
+    # A fatal device event (a CQ that stopped, or the whole device) leaves
+    # the worker's queues dead: its endpoints fail, saying why, and open no
+    # QPs there again, so that sends say so instead of vanishing into
+    # queues that never complete. (The sim raises the event alone.)
+    p = Pair("w")
+    try:
+        assert telemetry(p.a, f"/rnotify/sim_fault,cq_event,{p.b}")[
+            "result"] == 0
+        wait_until("failed", lambda: endpoint(p.a, p.b)["state"] !=
+                   "connected")
+        assert "its worker's device failed" in \
+            endpoint(p.a, p.b)["last_error"], endpoint(p.a, p.b)
+        assert "device event: CQ error (overrun)" in p.d[0].stderr()
+        time.sleep(1.5)   # retries, and b's calls, meanwhile
+        e = endpoint(p.a, p.b)
+        assert e["state"] != "connected" and e["to_failed"] >= 2, e
+        assert send(p.a, p.b, "k", "v") in (-errno.ENOTCONN,
+                                             -errno.EAGAIN)
+        assert sum(status(p.a)["device_events"]) == 1
+    finally:
+        p.stop()
+
+
 def test_local_notify_fault_leaves_data_qps_working():
     p = Pair("l")
     try:
@@ -1378,6 +1402,7 @@ for t in [test_native_delivery_in_order,
           test_tcp_notification_after_a_rejected_frame_does_not_wait,
           test_rejected_frames_logged_at_most_once_a_second,
           test_device_events_are_logged_and_counted,
+          test_fatal_device_event_fails_the_workers_endpoints,
           test_peers_found_by_name_among_many,
           test_full_table_gives_a_closed_slot_a_new_name,
           test_stuck_lcore_never_stops_the_control_thread,

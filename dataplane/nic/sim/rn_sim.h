@@ -41,8 +41,9 @@ enum rn_qp_state rn_sim_qp_state(const struct rn_qp *qp);
 bool rn_sim_cq_in_error(const struct rn_cq *cq);
 void rn_sim_stats(struct rn_nic *nic, struct rn_sim_stats *out);
 
-/* Tests: raise the asynchronous event of a port going down (not fatal). */
-void rn_sim_raise_port_event(struct rn_nic *nic);
+/* Tests: raise the asynchronous event of a port going down, or (fatal)
+ * of a CQ error, without stopping anything. */
+void rn_sim_raise_event(struct rn_nic *nic, bool fatal);
 
 /* The listening port of nic's wire (its LID). */
 uint16_t rn_sim_port(struct rn_nic *nic);

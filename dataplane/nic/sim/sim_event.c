@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The sim device's asynchronous events, as a ConnectX raises them: a CQ
- * overrun (the CQ stops without a CQE) and, for tests, a port going down.
+ * overrun (the CQ stops without a CQE) and, for tests, either of a port
+ * going down and a CQ error (the event alone).
  * Raised on the owning lcore (or a test's thread), taken by the control
  * thread: a short queue under a lock, and an eventfd readable while it
  * holds any.
@@ -72,7 +73,8 @@ sim_take_event(struct rn_nic *nic, char *text, size_t len, bool *fatal)
 }
 
 void
-rn_sim_raise_port_event(struct rn_nic *nic)
+rn_sim_raise_event(struct rn_nic *nic, bool fatal)
 {
-	sim_event_raise(sim_ctx_of(nic), SIM_EVENT_PORT_ERR);
+	sim_event_raise(sim_ctx_of(nic), fatal ? SIM_EVENT_CQ_ERR :
+						 SIM_EVENT_PORT_ERR);
 }
