@@ -198,19 +198,22 @@ close_endpoints(struct rn_daemon *d)
 }
 
 /*
- * Worker i's NIC raised asynchronous events (a port down, a CQ overrun, a
+ * A worker's NIC raised asynchronous events (a port down, a CQ overrun, a
  * fatal device error), which no CQE reports: each is logged and counted
- * (device_events). A fatal one stopped the worker's queues: its endpoints
- * fail, and open none there again (rn_plane_worker_failed()).
+ * (device_events). A fatal one stopped the worker's queues, and so does a
+ * descriptor that cannot be read any more (the device is gone): the worker
+ * is taken out of service (rn_plane_worker_failed()).
  */
 static void
-take_device_events(struct rn_daemon *d, unsigned int i)
+on_device_event(struct rn_control *ctl, void *arg, uint32_t revents)
 {
-	struct rn_lcore *lc = d->worker_ptrs[i];
+	struct rn_device_watch *w = arg;
+	struct rn_lcore *lc = w->d->worker_ptrs[w->worker];
 	char text[128];
 	bool fatal;
 	int rc;
 
+	(void)revents;
 	while ((rc = lc->nic->ops->take_event(lc->nic, text, sizeof(text),
 					      &fatal)) == 1) {
 		/* Its only writer; telemetry reads it relaxed. */
@@ -225,42 +228,32 @@ take_device_events(struct rn_daemon *d, unsigned int i)
 		RN_DAEMON_LOG(ERR, "lcore %u: device event: %s: the worker's "
 			      "queues stopped; its endpoints fail until "
 			      "rnotifyd restarts", lc->lcore_id, text);
-		if (d->plane != NULL)
-			rn_plane_worker_failed(d->plane, i, text);
+		rn_plane_worker_failed(w->d->plane, w->worker, text);
 	}
 	if (rc < 0) {
-		/* Still readable, and unreadable: not heard any more, or the
-		 * loop would spin on it. */
-		RN_DAEMON_LOG(ERR, "lcore %u: device events cannot be read "
-			      "(%s): no longer watched", lc->lcore_id,
-			      strerror(-rc));
-		rn_control_unwatch(d->ctl, lc->nic->ops->event_fd(lc->nic));
+		/* Still readable, and unreadable: not watched any more, or
+		 * the loop would spin on it. */
+		snprintf(text, sizeof(text), "device events unreadable: %s",
+			 strerror(-rc));
+		RN_DAEMON_LOG(ERR, "lcore %u: %s: its endpoints fail until "
+			      "rnotifyd restarts", lc->lcore_id, text);
+		rn_control_unwatch(ctl, lc->nic->ops->event_fd(lc->nic));
+		rn_plane_worker_failed(w->d->plane, w->worker, text);
 	}
 }
 
-/* A NIC's event descriptor is readable: which one is not said. */
-static void
-on_device_event(struct rn_control *ctl, void *arg, uint32_t revents)
-{
-	struct rn_daemon *d = arg;
-
-	(void)ctl;
-	(void)revents;
-	for (unsigned int i = 0; i < d->n_workers; i++)
-		if (d->worker_ptrs[i]->nic->ops->take_event != NULL)
-			take_device_events(d, i);
-}
-
-/* Hear lc's NIC's asynchronous events, if it has any to tell. */
+/* Hear worker i's NIC's asynchronous events, if it has any to tell. */
 static int
-watch_device(struct rn_daemon *d, struct rn_lcore *lc)
+watch_device(struct rn_daemon *d, unsigned int i)
 {
+	struct rn_lcore *lc = d->worker_ptrs[i];
 	const struct rn_nic_ops *ops = lc->nic->ops;
 
-	if (ops->event_fd == NULL)
+	if (ops->event_fd == NULL || ops->take_event == NULL)
 		return 0;
+	d->device_watches[i] = (struct rn_device_watch){ .d = d, .worker = i };
 	return rn_control_watch(d->ctl, ops->event_fd(lc->nic), EPOLLIN,
-				on_device_event, d);
+				on_device_event, &d->device_watches[i]);
 }
 
 static int
@@ -278,14 +271,14 @@ start_workers(struct rn_daemon *d)
 			RN_DAEMON_LOG(ERR, "lcore %u: %s", id, why);
 			return rc;
 		}
-		rc = watch_device(d, &rn_workers[id]);
+		d->worker_ptrs[d->n_workers] = &rn_workers[id];
+		d->worker_ids[d->n_workers++] = id;
+		rc = watch_device(d, d->n_workers - 1);
 		if (rc != 0) {
 			RN_DAEMON_LOG(ERR, "lcore %u: device events: %s", id,
 				      strerror(-rc));
-			return rc;
+			return rc;   /* stop_workers() finishes it too */
 		}
-		d->worker_ptrs[d->n_workers] = &rn_workers[id];
-		d->worker_ids[d->n_workers++] = id;
 	}
 	for (unsigned int i = 0; i < d->n_workers; i++) {
 		struct rn_lcore *lc = &rn_workers[d->worker_ids[i]];

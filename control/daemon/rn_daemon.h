@@ -30,6 +30,12 @@ enum rn_daemon_state {
 #define RN_DAEMON_DRAIN_S 2       /* at exit, lcores get this to drain QPs */
 #define RN_DAEMON_EVENT_RING_SIZE 4096
 
+/* What the control thread watches a worker's NIC events for. */
+struct rn_device_watch {
+	struct rn_daemon *d;
+	unsigned int worker;          /* its index in worker_ptrs */
+};
+
 struct rn_daemon {
 	struct rn_config cfg;
 	char config_path[PATH_MAX];
@@ -54,6 +60,7 @@ struct rn_daemon {
 	pthread_t app_thread;
 	bool app_started;
 	struct rn_lcore *worker_ptrs[RTE_MAX_LCORE];
+	struct rn_device_watch device_watches[RTE_MAX_LCORE];
 };
 
 /* Per-lcore worker state, indexed by lcore id, alive for the whole process. */

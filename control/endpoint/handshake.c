@@ -214,6 +214,12 @@ on_hello(struct rn_conn *c, const struct rn_proto_hello *h)
 		refuse(c, RN_REFUSE_RESOURCES, "endpoint table full");
 		return;
 	}
+	if (plane_worker_failed(pl, ep)) {
+		/* Said once to the caller, who stops calling for a while. */
+		refuse(c, RN_REFUSE_RESOURCES, "this node's worker for it "
+		       "failed; it needs a restart");
+		return;
+	}
 	if (lost_the_race(c, ep))
 		return;
 	if (ep->conn != NULL) {

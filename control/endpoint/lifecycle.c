@@ -33,8 +33,8 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 	const struct rn_config *cfg = pl->cfg;
 	struct rn_ep_request *req;
 
-	if (pl->worker_failed[ep->lcore]) {
-		ep_fail(pl, ep, "its worker's device failed; restart rnotifyd");
+	if (plane_worker_failed(pl, ep)) {
+		ep_fail(pl, ep, pl->worker_failed[ep->lcore]);
 		return;
 	}
 	req = calloc(1, sizeof(*req));
@@ -123,6 +123,11 @@ ep_connect(struct rn_plane *pl, struct rn_endpoint *ep)
 	if (pl->shutting_down || ep->conn != NULL ||
 	    (ep->self && ep->req != NULL))
 		return;
+	if (plane_worker_failed(pl, ep)) {   /* failed it stays: no call */
+		if (ep->state != RN_EP_FAILED)
+			ep_fail(pl, ep, pl->worker_failed[ep->lcore]);
+		return;
+	}
 	ep->retry_at_ms = 0;
 	ep_set_state(pl, ep, ep->state == RN_EP_IDLE || ep->state == RN_EP_CLOSED ?
 			 RN_EP_CONNECTING : RN_EP_RECONNECTING,
@@ -170,7 +175,10 @@ ep_fail(struct rn_plane *pl, struct rn_endpoint *ep, const char *why)
 	}
 	ep_retire_qps(pl, ep);
 	ep_set_state(pl, ep, RN_EP_FAILED, why);
-	if (ep->configured && ep->in_use && !pl->shutting_down) {
+	if (plane_worker_failed(pl, ep)) {
+		/* Nothing to retry until rnotifyd restarts: failed it stays,
+		 * and sends answer -ENOTCONN. */
+	} else if (ep->configured && ep->in_use && !pl->shutting_down) {
 		ep_set_state(pl, ep, RN_EP_RECONNECTING, "backoff");
 		schedule_retry(pl, ep);
 	} else {
@@ -350,13 +358,13 @@ void
 rn_plane_worker_failed(struct rn_plane *pl, unsigned int worker,
 		       const char *what)
 {
-	char why[160];
+	char *why;
 
-	if (worker >= pl->n_workers || pl->worker_failed[worker])
+	if (worker >= pl->n_workers || pl->worker_failed[worker][0] != '\0')
 		return;
-	pl->worker_failed[worker] = true;
-	snprintf(why, sizeof(why), "its worker's device failed (%s); restart "
-		 "rnotifyd", what);
+	why = pl->worker_failed[worker];
+	snprintf(why, sizeof(pl->worker_failed[0]), "its worker's device "
+		 "failed (%s); restart rnotifyd", what);
 	for (unsigned int i = 0; i < pl->n_eps; i++) {
 		struct rn_endpoint *ep = pl->eps[i];
 

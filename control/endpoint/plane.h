@@ -136,8 +136,9 @@ struct rn_plane {
 	struct rn_lcore **workers;
 	unsigned int n_workers;
 	/* A fatal device event stopped the worker's queues: its endpoints
-	 * fail and open no QPs until rnotifyd restarts. */
-	bool worker_failed[RTE_MAX_LCORE];
+	 * fail, stay failed, and open no QPs until rnotifyd restarts; why
+	 * is their last_error. Empty: the worker is in service. */
+	char worker_failed[RTE_MAX_LCORE][128];
 	uint64_t session_id;
 	int listen_fd;
 	uint16_t port;
@@ -161,6 +162,13 @@ struct rn_plane {
 	struct rn_ep_info snapshot[RN_MAX_ENDPOINTS];
 	unsigned int n_snapshot;
 };
+
+/* Whether ep's worker was taken out of service (rn_plane_worker_failed). */
+static inline bool
+plane_worker_failed(const struct rn_plane *pl, const struct rn_endpoint *ep)
+{
+	return pl->worker_failed[ep->lcore][0] != '\0';
+}
 
 /* Adding a native channel to a connected endpoint (upgrade.c). */
 enum ep_upgrade {

@@ -79,7 +79,7 @@ rn_lcore_channel_drop(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	lc->cqs[ep->cq].reserved -= cqes;
 	ep->cq_reserved -= cqes;
 	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)cqes);
-	rn_lcore_notify_free(ep);
+	rn_lcore_notify_free(lc, ep);
 }
 
 /*

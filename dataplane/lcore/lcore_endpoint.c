@@ -93,7 +93,7 @@ free_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 		rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
 	if (ep->probe_mr.priv != NULL)
 		lc->nic->ops->mr_dereg(lc->nic, &ep->probe_mr);
-	rn_lcore_notify_free(ep);
+	rn_lcore_notify_free(lc, ep);
 	rte_free(ep->probe);
 	rte_free(ep);
 }

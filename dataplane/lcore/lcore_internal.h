@@ -143,7 +143,7 @@ void rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 /* Whether ep's notify QP was connected to the peer's (attached). */
 bool rn_lcore_notify_attached(const struct rn_lcore_ep *ep);
 void rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep);
-void rn_lcore_notify_free(struct rn_lcore_ep *ep);
+void rn_lcore_notify_free(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 /* A QP of ep completed in error: tell the control thread, once. */
 void rn_lcore_ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			uint8_t syndrome);

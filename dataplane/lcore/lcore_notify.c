@@ -132,8 +132,12 @@ rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 }
 
 void
-rn_lcore_notify_free(struct rn_lcore_ep *ep)
+rn_lcore_notify_free(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
+	/* Freed before every CQE came (a CQ that stopped, a drain that
+	 * timed out): what is still in flight failed, as with the QP. */
+	if (ep->n.sends.cookie != NULL)
+		fail_pending(lc, &ep->n);
 	rte_free(ep->n.sends.cookie);
 	rte_free(ep->n.sends.want);
 	ep->n.sends.cookie = NULL;

@@ -101,9 +101,10 @@ struct rn_nic_ops {
 	/*
 	 * Asynchronous device events (a port down, a CQ overrun, a fatal
 	 * device error), which no CQE reports: a descriptor that is readable
-	 * while one is pending (NULL: none), and one taken, from any thread:
-	 * 1 with a line for the log and *fatal when the context's queues
-	 * stopped with it, 0 when none is pending.
+	 * while one is pending, and one taken, from any thread: 1 with a line
+	 * for the log and *fatal when the context's queues stopped with it,
+	 * 0 when none is pending, -errno when they cannot be read (the device
+	 * is gone). Both or neither (NULL: no events).
 	 */
 	int (*event_fd)(struct rn_nic *nic);
 	int (*take_event)(struct rn_nic *nic, char *text, size_t len,

@@ -740,23 +740,26 @@ def test_device_events_are_logged_and_counted():
 
 def test_fatal_device_event_fails_the_workers_endpoints():
     # A fatal device event (a CQ that stopped, or the whole device) leaves
-    # the worker's queues dead: its endpoints fail, saying why, and open no
-    # QPs there again, so that sends say so instead of vanishing into
-    # queues that never complete. (The sim raises the event alone.)
+    # the worker's queues dead: its endpoints fail, saying why, and stay
+    # failed, so that sends say so instead of vanishing into queues that
+    # never complete; a peer calling in is refused, told why. (The sim
+    # raises the event alone.)
     p = Pair("w")
     try:
         assert telemetry(p.a, f"/rnotify/sim_fault,cq_event,{p.b}")[
             "result"] == 0
-        wait_until("failed", lambda: endpoint(p.a, p.b)["state"] !=
-                   "connected")
-        assert "its worker's device failed" in \
-            endpoint(p.a, p.b)["last_error"], endpoint(p.a, p.b)
-        assert "device event: CQ error (overrun)" in p.d[0].stderr()
-        time.sleep(1.5)   # retries, and b's calls, meanwhile
+        wait_until("failed", lambda: endpoint(p.a, p.b)["state"] ==
+                   "failed")
         e = endpoint(p.a, p.b)
-        assert e["state"] != "connected" and e["to_failed"] >= 2, e
-        assert send(p.a, p.b, "k", "v") in (-errno.ENOTCONN,
-                                             -errno.EAGAIN)
+        assert e["last_error"] == "its worker's device failed (CQ error " \
+            "(overrun)); restart rnotifyd", e
+        assert "device event: CQ error (overrun)" in p.d[0].stderr()
+        failures = e["to_failed"]
+        wait_until("b refused", lambda: "worker for it failed" in
+                   endpoint(p.b, p.a)["last_error"])
+        e = endpoint(p.a, p.b)   # no retry, none of b's calls taken
+        assert e["state"] == "failed" and e["to_failed"] == failures, e
+        assert send(p.a, p.b, "k", "v") == -errno.ENOTCONN
         assert sum(status(p.a)["device_events"]) == 1
     finally:
         p.stop()

@@ -23,7 +23,6 @@ struct rn_sim_stats {
 	uint64_t rnr_naks_sent;
 	uint64_t retransmits;         /* go-back-N resends (RNR or timeout) */
 	uint64_t cq_overruns;
-	uint64_t events_dropped;  /* asynchronous ones, the queue full */
 };
 
 /* Break every wire to remote and refuse new ones until restored. */

@@ -122,7 +122,7 @@ struct sim_cut {
 
 enum sim_event {
 	SIM_EVENT_CQ_ERR,         /* fatal: the CQ stopped */
-	SIM_EVENT_PORT_ERR,       /* tests: rn_sim_raise_port_event() */
+	SIM_EVENT_PORT_ERR,       /* tests: rn_sim_raise_event() */
 };
 
 struct sim_ctx {
@@ -141,10 +141,10 @@ struct sim_ctx {
 	uint8_t *scratch;         /* gathered payloads */
 	size_t scratch_cap;
 	/* Asynchronous events, raised here, taken by another thread
-	 * (sim_event.c). */
+	 * (sim_event.c): a CQ error (sticky: told once), port events. */
 	rte_spinlock_t events_lock;
-	enum sim_event events[8];
-	uint32_t n_events;
+	bool cq_error_raised, cq_error_told;
+	uint32_t port_events;
 	int event_fd;
 	uint8_t doorbell[2 * SIM_BF_SIZE] __rte_cache_aligned;
 };

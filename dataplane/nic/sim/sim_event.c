@@ -4,8 +4,9 @@
  * overrun (the CQ stops without a CQE) and, for tests, either of a port
  * going down and a CQ error (the event alone).
  * Raised on the owning lcore (or a test's thread), taken by the control
- * thread: a short queue under a lock, and an eventfd readable while it
- * holds any.
+ * thread: under a lock, a CQ error told once however often raised (the
+ * first one stops the worker anyway) and a count of port events; an
+ * eventfd readable while any is untold.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,10 +34,10 @@ void
 sim_event_raise(struct sim_ctx *ctx, enum sim_event kind)
 {
 	rte_spinlock_lock(&ctx->events_lock);
-	if (ctx->n_events < RTE_DIM(ctx->events))
-		ctx->events[ctx->n_events++] = kind;
+	if (kind == SIM_EVENT_CQ_ERR)
+		ctx->cq_error_raised = true;
 	else
-		ctx->stats.events_dropped++;   /* a flood of them: the first stay */
+		ctx->port_events++;
 	rte_spinlock_unlock(&ctx->events_lock);
 	eventfd_write(ctx->event_fd, 1);
 }
@@ -51,24 +52,23 @@ int
 sim_take_event(struct rn_nic *nic, char *text, size_t len, bool *fatal)
 {
 	struct sim_ctx *ctx = sim_ctx_of(nic);
-	enum sim_event kind;
 	eventfd_t count;
 
 	rte_spinlock_lock(&ctx->events_lock);
-	if (ctx->n_events == 0) {
+	*fatal = ctx->cq_error_raised && !ctx->cq_error_told;
+	if (*fatal) {
+		ctx->cq_error_told = true;
+	} else if (ctx->port_events != 0) {
+		ctx->port_events--;
+	} else {
 		/* Readable no more, until the next raise writes it again. */
 		eventfd_read(ctx->event_fd, &count);
 		rte_spinlock_unlock(&ctx->events_lock);
 		return 0;
 	}
-	kind = ctx->events[0];
-	ctx->n_events--;
-	for (uint32_t i = 0; i < ctx->n_events; i++)
-		ctx->events[i] = ctx->events[i + 1];
 	rte_spinlock_unlock(&ctx->events_lock);
-	*fatal = kind == SIM_EVENT_CQ_ERR;
-	snprintf(text, len, "%s", kind == SIM_EVENT_CQ_ERR ?
-		 "CQ error (overrun)" : "port error, port 1");
+	snprintf(text, len, "%s", *fatal ? "CQ error (overrun)" :
+		 "port error, port 1");
 	return 1;
 }
 
