@@ -760,6 +760,11 @@ def test_fatal_device_event_fails_the_workers_endpoints():
         e = endpoint(p.a, p.b)   # no retry, none of b's calls taken
         assert e["state"] == "failed" and e["to_failed"] == failures, e
         assert send(p.a, p.b, "k", "v") == -errno.ENOTCONN
+        # An endpoint first used there (to itself: the same one worker)
+        # fails at once instead of connecting for ever.
+        assert first_send(p.a, p.a, "k", "v") == -errno.ENOTCONN
+        assert "its worker's device failed" in \
+            endpoint(p.a, p.a)["last_error"]
         assert sum(status(p.a)["device_events"]) == 1
     finally:
         p.stop()
