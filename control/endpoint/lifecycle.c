@@ -365,6 +365,7 @@ rn_plane_worker_failed(struct rn_plane *pl, unsigned int worker,
 	why = pl->worker_failed[worker];
 	snprintf(why, sizeof(pl->worker_failed[0]), "its worker's device "
 		 "failed (%s); restart rnotifyd", what);
+	__atomic_store_n(&pl->worker_out[worker], true, __ATOMIC_RELEASE);
 	for (unsigned int i = 0; i < pl->n_eps; i++) {
 		struct rn_endpoint *ep = pl->eps[i];
 
@@ -372,4 +373,11 @@ rn_plane_worker_failed(struct rn_plane *pl, unsigned int worker,
 		    ep->state != RN_EP_CLOSING && ep->state != RN_EP_CLOSED)
 			ep_fail(pl, ep, why);
 	}
+}
+
+bool
+rn_plane_worker_out(const struct rn_plane *pl, unsigned int worker)
+{
+	return worker < pl->n_workers &&
+	       __atomic_load_n(&pl->worker_out[worker], __ATOMIC_ACQUIRE);
 }

@@ -139,6 +139,7 @@ struct rn_plane {
 	 * fail, stay failed, and open no QPs until rnotifyd restarts; why
 	 * is their last_error. Empty: the worker is in service. */
 	char worker_failed[RTE_MAX_LCORE][128];
+	bool worker_out[RTE_MAX_LCORE];   /* the same, for other threads */
 	uint64_t session_id;
 	int listen_fd;
 	uint16_t port;

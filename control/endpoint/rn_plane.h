@@ -76,6 +76,9 @@ void rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev);
 void rn_plane_worker_failed(struct rn_plane *pl, unsigned int worker,
 			    const char *what);
 
+/* From any thread: whether worker index worker is out of service. */
+bool rn_plane_worker_out(const struct rn_plane *pl, unsigned int worker);
+
 /* Timers: handshakes, heartbeats, liveness, reconnection. Call often. */
 void rn_plane_tick(struct rn_plane *pl);
 

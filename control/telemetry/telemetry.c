@@ -82,6 +82,11 @@ add_workers(struct rte_tel_data *out, const struct rn_daemon *d)
 		values[i] = d->worker_ids[i];
 	}
 	add_array(out, "worker_lcores", RTE_TEL_INT_VAL, values, d->n_workers);
+	for (unsigned int i = 0; i < d->n_workers; i++)
+		values[i] = d->plane != NULL &&
+			    rn_plane_worker_out(d->plane, i);
+	add_array(out, "out_of_service", RTE_TEL_INT_VAL, values,
+		  d->n_workers);
 	for (unsigned int c = 0; c < RTE_DIM(worker_counters); c++) {
 		for (unsigned int i = 0; i < d->n_workers; i++)
 			values[i] = *(const uint64_t *)((const char *)&stats[i] +

@@ -766,6 +766,8 @@ def test_fatal_device_event_fails_the_workers_endpoints():
         assert "its worker's device failed" in \
             endpoint(p.a, p.a)["last_error"]
         assert sum(status(p.a)["device_events"]) == 1
+        assert status(p.a)["out_of_service"] == [1], status(p.a)
+        assert status(p.b)["out_of_service"] == [0], status(p.b)
     finally:
         p.stop()
 
