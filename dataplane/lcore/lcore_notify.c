@@ -170,10 +170,8 @@ struct send_head {
 };
 
 static inline struct send_head
-next_send(const struct ep_notify *n, uint32_t req_flags)
+next_send(const struct ep_notify *n, bool want)
 {
-	bool want = (req_flags & RN_NOTIFY_WANT_COMPLETION) != 0;
-
 	return (struct send_head){
 		.wr_id = n->send_wr_id | rn_send_slots_next(&n->sends),
 		.flags = rn_send_slots_signal(&n->sends, want) ?
@@ -220,7 +218,8 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 {
 	struct ep_notify *n = &ep->n;
 	struct rn_sq *sq = &n->qp->sq;
-	struct send_head h = next_send(n, req_flags);
+	struct send_head h = next_send(n, (req_flags &
+					    RN_NOTIFY_WANT_COMPLETION) != 0);
 	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay,
 					   rn_send_slots_next(&n->sends));
 	struct rn_sge sge = { (uintptr_t)buf, len, lc->notify.mr.lkey };
@@ -399,23 +398,19 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
 	    __be32 imm, uint64_t len)
 {
 	struct ep_notify *n = &ep->n;
-	uint32_t slot;
+	struct send_head h;
 	uint8_t *wqe;
 
 	if (unlikely(len > n->max_inline || rn_send_slots_full(&n->sends) ||
 		     !credit_at_hand(n, ep)))
 		return false;
-	slot = rn_send_slots_next(&n->sends);
+	h = next_send(n, want);
 	wqe = rn_sq_post_send_inline_at(&n->qp->sq, (uint32_t)len,
-					RN_WR_SEND_IMM, imm,
-					rn_send_slots_signal(&n->sends, want) ?
-					RN_WR_SIGNALED : 0,
-					n->send_wr_id | slot);
+					RN_WR_SEND_IMM, imm, h.flags, h.wr_id);
 	if (unlikely(wqe == NULL))
 		return false;
 	rn_credit_take_available(&n->tx);
-	n->native_sent++;
-	rn_send_slots_push(&n->sends, o->cookie, want);
+	sent(n, o->cookie, &h);
 	/* Last: its byte stores may alias anything, which the compiler would
 	 * read again after them. */
 	rn_notify_frame_write(wqe, o->name, o->name_len, o->msg, o->msg_len);
