@@ -312,6 +312,30 @@ rn_telemetry_acting(void)
 }
 
 /*
+ * Copy params (under 1,024 bytes) into buf and cut it at its first n - 1
+ * commas into fields[0..n), the last keeping any commas. Returns 0, or
+ * -EINVAL with fewer fields.
+ */
+static int
+split_params(const char *params, char (*buf)[1024], char **fields,
+	     unsigned int n)
+{
+	if (params == NULL || strlen(params) >= sizeof(*buf))
+		return -EINVAL;
+	strcpy(*buf, params);
+	fields[0] = *buf;
+	for (unsigned int i = 1; i < n; i++) {
+		char *comma = strchr(fields[i - 1], ',');
+
+		if (comma == NULL)
+			return -EINVAL;
+		*comma = '\0';
+		fields[i] = comma + 1;
+	}
+	return 0;
+}
+
+/*
  * Diagnostics: send a notification, /rnotify/send,PEER,NAME,MSG (MSG may
  * hold commas), as an application would. {"result": 0 or -errno}.
  */
@@ -319,20 +343,13 @@ static int
 send_now(const char *params, struct rte_tel_data *out)
 {
 	char buf[1024];
-	char *name, *msg;
+	char *f[3];   /* peer, name, msg */
 	int rc;
 
-	if (params == NULL || strlen(params) >= sizeof(buf))
+	if (split_params(params, &buf, f, 3) != 0)
 		return -EINVAL;
-	strcpy(buf, params);
-	name = strchr(buf, ',');
-	msg = name != NULL ? strchr(name + 1, ',') : NULL;
-	if (msg == NULL)
-		return -EINVAL;
-	*name++ = '\0';
-	*msg++ = '\0';
-	rc = rn_notify_send(daemon_seen->notify, buf, name,
-			    (uint32_t)strlen(name), msg, (uint32_t)strlen(msg),
+	rc = rn_notify_send(daemon_seen->notify, f[0], f[1],
+			    (uint32_t)strlen(f[1]), f[2], (uint32_t)strlen(f[2]),
 			    0, 0);
 	rte_tel_data_start_dict(out);
 	rte_tel_data_add_dict_int(out, "result", rc);
@@ -392,22 +409,17 @@ send_burst_now(const char *params, struct rte_tel_data *out)
 	uint32_t lengths[BURST_MAX];
 	char names[BURST_MAX][48];
 	char buf[1024];
+	char *f[4];   /* peer, count, name, msg */
 	char *count, *name, *msg;
 	unsigned int n;
 	bool listed;
 	int rc;
 
-	if (params == NULL || strlen(params) >= sizeof(buf))
+	if (split_params(params, &buf, f, 4) != 0)
 		return -EINVAL;
-	strcpy(buf, params);
-	count = strchr(buf, ',');
-	name = count != NULL ? strchr(count + 1, ',') : NULL;
-	msg = name != NULL ? strchr(name + 1, ',') : NULL;
-	if (msg == NULL)
-		return -EINVAL;
-	*count++ = '\0';
-	*name++ = '\0';
-	*msg++ = '\0';
+	count = f[1];
+	name = f[2];
+	msg = f[3];
 	n = burst_lengths(count, (uint32_t)strlen(msg), lengths, &listed);
 	if (n == 0 || strlen(name) + 3 > sizeof(names[0]) ||
 	    (listed && *msg == '\0'))
@@ -421,7 +433,7 @@ send_burst_now(const char *params, struct rte_tel_data *out)
 			.name = names[i], .name_len = (uint32_t)len,
 			.msg = listed ? fill : msg, .msg_len = lengths[i] };
 	}
-	rc = rn_notify_send_burst(daemon_seen->notify, buf, burst, n, 0);
+	rc = rn_notify_send_burst(daemon_seen->notify, f[0], burst, n, 0);
 	rte_tel_data_start_dict(out);
 	rte_tel_data_add_dict_int(out, "result", rc);
 	rte_tel_data_add_dict_string(out, "error", rc > 0 ? "" : strerror(-rc));
