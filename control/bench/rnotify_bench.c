@@ -64,25 +64,10 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Send, retrying while the peer has no credit (or is connecting). */
-static int
-send_all(struct rn_daemon *d, struct bench *b, const char *name,
-	 const void *msg, uint32_t msg_len, uint64_t cookie, uint32_t flags)
-{
-	for (;;) {
-		int rc = rn_notify_send(d->notify, b->peer, name,
-					(uint32_t)strlen(name), msg, msg_len,
-					cookie, flags);
-
-		if (rc != -EAGAIN)
-			return rc;
-		if (rn_daemon_stopping(d))
-			return -ECANCELED;
-		usleep(20);   /* see wait_for() */
-	}
-}
-
-/* Send out[0..n) in order, retrying the rest as send_all() does. */
+/*
+ * Send out[0..n) in order, retrying the rest while the peer has no credit
+ * (or is connecting).
+ */
 static int
 send_burst_all(struct rn_daemon *d, struct bench *b,
 	       const struct rn_notify_out *out, unsigned int n, uint32_t flags)
@@ -106,6 +91,18 @@ send_burst_all(struct rn_daemon *d, struct bench *b,
 		usleep(20);   /* see wait_for() */
 	}
 	return 0;
+}
+
+/* One notification, as send_burst_all() sends them. */
+static int
+send_all(struct rn_daemon *d, struct bench *b, const char *name,
+	 const void *msg, uint32_t msg_len, uint64_t cookie, uint32_t flags)
+{
+	struct rn_notify_out one = { .name = name, .msg = msg,
+				     .name_len = (uint32_t)strlen(name),
+				     .msg_len = msg_len, .cookie = cookie };
+
+	return send_burst_all(d, b, &one, 1, flags);
 }
 
 /*
