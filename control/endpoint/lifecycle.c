@@ -360,7 +360,7 @@ rn_plane_worker_failed(struct rn_plane *pl, unsigned int worker,
 {
 	char *why;
 
-	if (worker >= pl->n_workers || pl->worker_failed[worker][0] != '\0')
+	if (worker >= pl->n_workers || pl->worker_out[worker])
 		return;
 	why = pl->worker_failed[worker];
 	snprintf(why, sizeof(pl->worker_failed[0]), "its worker's device "

@@ -136,10 +136,10 @@ struct rn_plane {
 	struct rn_lcore **workers;
 	unsigned int n_workers;
 	/* A fatal device event stopped the worker's queues: its endpoints
-	 * fail, stay failed, and open no QPs until rnotifyd restarts; why
-	 * is their last_error. Empty: the worker is in service. */
+	 * fail, stay failed, and open no QPs until rnotifyd restarts
+	 * (worker_out, read by other threads too); why is their last_error. */
+	bool worker_out[RTE_MAX_LCORE];
 	char worker_failed[RTE_MAX_LCORE][128];
-	bool worker_out[RTE_MAX_LCORE];   /* the same, for other threads */
 	uint64_t session_id;
 	int listen_fd;
 	uint16_t port;
@@ -168,7 +168,7 @@ struct rn_plane {
 static inline bool
 plane_worker_failed(const struct rn_plane *pl, const struct rn_endpoint *ep)
 {
-	return pl->worker_failed[ep->lcore][0] != '\0';
+	return pl->worker_out[ep->lcore];   /* written by this thread */
 }
 
 /* Adding a native channel to a connected endpoint (upgrade.c). */
