@@ -437,7 +437,7 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 				  rn_notify_frame_size(o->name_len,
 						       o->msg_len))))
 		return send_general(lc, req);
-	rn_sq_ring_doorbell(&ep->n.qp->sq);
+	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);
 	rn_lcore_count(&lc->stats.notify_sent, 1);
 	rn_notify_answer_sent(req, 1);
 }
@@ -472,7 +472,7 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 	} while (++sent < req->count);
 	if (unlikely(sent == 0))
 		return send_general(lc, req);
-	rn_sq_ring_doorbell(&ep->n.qp->sq);
+	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);
 	rn_lcore_count(&lc->stats.notify_sent, sent);
 	rn_notify_answer_sent(req, (int)sent);
 }

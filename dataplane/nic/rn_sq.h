@@ -122,12 +122,14 @@ static inline void
 rn_sq_set_ctrl(const struct rn_sq *sq, struct mlx5_wqe_ctrl_seg *ctrl,
 	       uint8_t opcode, uint8_t ds, uint8_t fm_ce_se, __be32 imm)
 {
+	/* signature, dci_stream_channel_id and fm_ce_se: bytes 8 to 11, in
+	 * one store rather than three. */
+	uint32_t flags_word = rte_cpu_to_le_32((uint32_t)fm_ce_se << 24);
+
 	ctrl->opmod_idx_opcode =
 		rte_cpu_to_be_32(((uint32_t)(uint16_t)sq->pi << 8) | opcode);
 	ctrl->qpn_ds = rte_cpu_to_be_32(sq->qpn_shifted | ds);
-	ctrl->signature = 0;
-	ctrl->dci_stream_channel_id = 0;
-	ctrl->fm_ce_se = fm_ce_se;
+	memcpy(&ctrl->signature, &flags_word, sizeof(flags_word));
 	ctrl->imm = imm;
 }
 
@@ -334,14 +336,13 @@ rn_sq_post_send_inline_at(struct rn_sq *sq, uint32_t len, uint8_t opcode,
 }
 
 /*
- * Make every WQE posted since the last doorbell visible to the NIC: one
- * doorbell covers a burst. Order: WQE stores, doorbell record, MMIO.
+ * Make the WQEs posted since the last doorbell visible to the NIC, at
+ * least one of them: one doorbell covers a burst. Order: WQE stores,
+ * doorbell record, MMIO.
  */
 static inline void
-rn_sq_ring_doorbell(struct rn_sq *sq)
+rn_sq_ring_doorbell_posted(struct rn_sq *sq)
 {
-	if (sq->last_ctrl == NULL)
-		return;
 	rte_io_wmb();          /* WQEs before the doorbell record */
 	*sq->dbrec = rte_cpu_to_be_32(sq->pi & 0xffff);
 	rte_wmb();             /* doorbell record before the doorbell */
@@ -350,6 +351,14 @@ rn_sq_ring_doorbell(struct rn_sq *sq)
 	rte_wmb();             /* flush the write-combining buffer */
 	sq->bf_offset ^= sq->bf_size;
 	sq->last_ctrl = NULL;
+}
+
+/* The same when there may be nothing to make visible. */
+static inline void
+rn_sq_ring_doorbell(struct rn_sq *sq)
+{
+	if (sq->last_ctrl != NULL)
+		rn_sq_ring_doorbell_posted(sq);
 }
 
 #endif /* RN_SQ_H */
