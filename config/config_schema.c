@@ -59,7 +59,7 @@ static const struct rn_config_key notify_keys[] = {
 	{ "enabled", RN_CFG_BOOL, NOTIFY(enabled), 0, 0, NULL, "true" },
 	{ "oob_fallback", RN_CFG_BOOL, NOTIFY(oob_fallback), 0, 0, NULL,
 	  "true" },
-	{ "slots", RN_CFG_UINT, NOTIFY(slots), 1, 4096, NULL, "256" },
+	{ "slots", RN_CFG_POW2, NOTIFY(slots), 1, 4096, NULL, "256" },
 	{ "slot_size", RN_CFG_UINT, NOTIFY(slot_size), 64, 65536, NULL,
 	  "65536" },
 	{ "max_inline", RN_CFG_UINT, NOTIFY(max_inline), 0, 504, NULL, "64" },

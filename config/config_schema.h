@@ -14,6 +14,7 @@
 
 enum rn_config_type {
 	RN_CFG_UINT,     /* decimal uint32_t in [min, max] */
+	RN_CFG_POW2,     /* the same, and a power of two */
 	RN_CFG_BOOL,     /* bool: 0, 1, true, false, on, off */
 	RN_CFG_ENUM,     /* int: index into names */
 	RN_CFG_NAME,     /* char[RN_CONFIG_NAME_MAX]: [A-Za-z0-9_-]+ */
@@ -27,7 +28,7 @@ struct rn_config_key {
 	const char *name;
 	enum rn_config_type type;
 	size_t offset;                /* of the field in its section's struct */
-	uint32_t min, max;            /* RN_CFG_UINT */
+	uint32_t min, max;            /* RN_CFG_UINT, RN_CFG_POW2 */
 	const char *const *names;     /* RN_CFG_ENUM, NULL-terminated */
 	const char *default_value;    /* parsed like file input; NULL: required */
 };

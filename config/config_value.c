@@ -60,6 +60,29 @@ parse_uint(const struct rn_config_key *key, const char *text, uint32_t *field,
 	return 0;
 }
 
+static int
+parse_pow2(const struct rn_config_key *key, const char *text,
+	   uint32_t *field, char *why, size_t len)
+{
+	uint64_t v;
+	int rc = parse_decimal(text, key->max, &v);
+
+	if (rc == 0 && v < key->min)
+		rc = -ERANGE;
+	if (rc == 0 && (v & (v - 1)) != 0)
+		rc = -EDOM;
+	if (rc != 0) {
+		snprintf(why, len, "%s; allowed %u, %u, %u, .., %u",
+			 rc == -ERANGE ? "out of range" :
+			 rc == -EDOM ? "not a power of two" :
+				       "not a decimal number",
+			 key->min, 2 * key->min, 4 * key->min, key->max);
+		return -EINVAL;
+	}
+	*field = (uint32_t)v;
+	return 0;
+}
+
 int
 rn_config_bool_parse(const char *text, bool *out)
 {
@@ -203,6 +226,8 @@ rn_config_value_parse(const struct rn_config_key *key, const char *text,
 	switch (key->type) {
 	case RN_CFG_UINT:
 		return parse_uint(key, text, field, why, why_len);
+	case RN_CFG_POW2:
+		return parse_pow2(key, text, field, why, why_len);
 	case RN_CFG_BOOL:
 		if (rn_config_bool_parse(text, field) == 0)
 			return 0;
@@ -262,6 +287,7 @@ rn_config_value_format(const struct rn_config_key *key, const void *field,
 {
 	switch (key->type) {
 	case RN_CFG_UINT:
+	case RN_CFG_POW2:
 		snprintf(buf, len, "%u", *(const uint32_t *)field);
 		return;
 	case RN_CFG_BOOL:

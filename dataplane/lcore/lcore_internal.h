@@ -52,7 +52,6 @@ struct ep_notify {
 	uint8_t *recv_slots;     /* its bay's receive slot 0 */
 	uint64_t recv_wr_id;     /* RN_EP_WR_ID(generation, RECV, 0) */
 	uint32_t held;           /* delivered, not released by the app yet */
-	uint32_t native_sent;    /* SENDs posted: NOTIFY frames carry it */
 	uint32_t native_received; /* SENDs received, rejected ones too */
 };
 

@@ -62,6 +62,7 @@ rn_lcore_notify_attach(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	n->peer_slot_size = peer->slot_size;
 	n->send_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, 0);
 	rn_credit_tx_init(&n->tx, peer->credits);
+	rn_send_slots_allow(&n->sends, n->tx.allowed);
 	n->credit_raddr = ep->req->remote.probe_addr +
 			  EP_PROBE_CREDITS * RN_EP_PROBE_SIZE;
 	n->credit_rkey = ep->req->remote.probe_rkey;
@@ -119,7 +120,7 @@ fail_pending(struct rn_lcore *lc, struct ep_notify *n)
 {
 	uint64_t cookie;
 
-	while (n->sends.used != 0)
+	while (rn_send_slots_used(&n->sends) != 0)
 		if (rn_send_slots_fail_oldest(&n->sends, &cookie))
 			report(lc, cookie, -EPIPE);
 }
@@ -145,18 +146,19 @@ rn_lcore_notify_free(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 }
 
 /*
- * Whether a credit for one SEND is at hand. The peer's count of reposted
- * slots, as it RDMA WROTE it to us, is read only when the counts heard so
- * far leave none.
+ * Whether a send slot and a credit for one SEND are at hand. The peer's
+ * count of reposted slots, as it RDMA WROTE it to us, is read only when
+ * the counts heard so far leave none.
  */
 static bool
-credit_at_hand(struct ep_notify *n, const struct rn_lcore_ep *ep)
+slot_and_credit(struct ep_notify *n, const struct rn_lcore_ep *ep)
 {
-	if (likely(rn_credit_available(&n->tx) != 0))
+	if (likely(rn_send_slots_open(&n->sends)))
 		return true;
 	rn_credit_returned(&n->tx, __atomic_load_n(
 		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE));
-	return rn_credit_available(&n->tx) != 0;
+	rn_send_slots_allow(&n->sends, n->tx.allowed);
+	return rn_send_slots_open(&n->sends);
 }
 
 /*
@@ -200,7 +202,6 @@ tcp_before(const struct rn_lcore_ep *ep)
 static inline void
 sent(struct ep_notify *n, uint64_t cookie, const struct send_head *h)
 {
-	n->native_sent++;
 	rn_send_slots_push(&n->sends, cookie, h->want);
 }
 
@@ -249,15 +250,10 @@ post_native(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	    uint32_t len)
 {
 	struct ep_notify *n = &ep->n;
-	int rc;
 
-	if (rn_send_slots_full(&n->sends) || !credit_at_hand(n, ep))
+	if (!slot_and_credit(n, ep))
 		return -EAGAIN;
-	rn_credit_take_available(&n->tx);
-	rc = post_from_slot(lc, ep, o, req_flags, imm, len);
-	if (rc != 0)
-		rn_credit_untake(&n->tx);
-	return rc;
+	return post_from_slot(lc, ep, o, req_flags, imm, len);
 }
 
 /*
@@ -273,7 +269,7 @@ forward_tcp(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
 				     .lcore_id = (uint16_t)lc->lcore_id,
 				     .cookie = (uintptr_t)req };
 
-	req->native_before = ep->n.native_sent;
+	req->native_before = ep->n.sends.posted;
 	req->generation = generation(ep);
 	rn_lcore_post_event_wait(lc, ev);
 }
@@ -401,15 +397,13 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
 	struct send_head h;
 	uint8_t *wqe;
 
-	if (unlikely(len > n->max_inline || rn_send_slots_full(&n->sends) ||
-		     !credit_at_hand(n, ep)))
+	if (unlikely(len > n->max_inline || !slot_and_credit(n, ep)))
 		return false;
 	h = next_send(n, want);
 	wqe = rn_sq_post_send_inline_at(&n->qp->sq, (uint32_t)len,
 					RN_WR_SEND_IMM, imm, h.flags, h.wr_id);
 	if (unlikely(wqe == NULL))
 		return false;
-	rn_credit_take_available(&n->tx);
 	sent(n, o->cookie, &h);
 	/* Last: its byte stores may alias anything, which the compiler would
 	 * read again after them. */

@@ -9,14 +9,15 @@
  * at the sender, never into an RNR error or a lost notification.
  *
  * Both sides count cumulatively, modulo 2^32: the receiver counts the slots
- * it reposted, the sender the SENDs it reserved. The receiver's count
- * reaches the sender in an RDMA WRITE of a credit word (which consumes no
- * receive slot, so it needs no credit itself) once `threshold` reposts are
- * due. The count only grows: a late or repeated update is harmless, the
- * sender keeps the newest in wrap-around order.
+ * it reposted, the sender how many SENDs that allows in all (`depth` plus
+ * that count); the sender's send window (rn_notify_slots.h) holds its SENDs
+ * to it. The receiver's count reaches the sender in an RDMA WRITE of a
+ * credit word (which consumes no receive slot, so it needs no credit
+ * itself) once `threshold` reposts are due. The count only grows: a late
+ * or repeated update is harmless, the sender keeps the newest in
+ * wrap-around order.
  */
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -25,51 +26,16 @@
  * the lcore that owns the endpoint, so nothing here is shared.
  */
 struct rn_credit_tx {
-	uint32_t depth;       /* receive slots the peer posted at the start */
-	uint32_t reserved;    /* SENDs reserved so far */
+	uint32_t allowed;     /* SENDs the peer has room for in all: its
+			       * initial slots and those it reposted */
 	uint32_t returned;    /* the peer's reposted count, as last heard */
 };
 
 static inline void
 rn_credit_tx_init(struct rn_credit_tx *c, uint32_t depth)
 {
-	c->depth = depth;
-	c->reserved = 0;
+	c->allowed = depth;
 	c->returned = 0;
-}
-
-/* Credits left now. */
-static inline uint32_t
-rn_credit_available(const struct rn_credit_tx *c)
-{
-	return c->depth + c->returned - c->reserved;
-}
-
-/* Reserve one credit known to be there (rn_credit_available() > 0). */
-static inline void
-rn_credit_take_available(struct rn_credit_tx *c)
-{
-	c->reserved++;
-}
-
-/*
- * Reserve one credit. Returns 0, or -EAGAIN when the receiver has no slot
- * for it yet.
- */
-static inline int
-rn_credit_take(struct rn_credit_tx *c)
-{
-	if (rn_credit_available(c) == 0)
-		return -EAGAIN;
-	rn_credit_take_available(c);
-	return 0;
-}
-
-/* Give back the credit of a SEND that was not posted after all. */
-static inline void
-rn_credit_untake(struct rn_credit_tx *c)
-{
-	c->reserved--;
 }
 
 /* The peer says it has reposted `reposted` slots in all. */
@@ -77,8 +43,10 @@ static inline void
 rn_credit_returned(struct rn_credit_tx *c, uint32_t reposted)
 {
 	/* Only forward, in wrap-around order; within a window of 2^31. */
-	if ((int32_t)(reposted - c->returned) > 0)
+	if ((int32_t)(reposted - c->returned) > 0) {
+		c->allowed += reposted - c->returned;
 		c->returned = reposted;
+	}
 }
 
 /* Receiver side, owning lcore only. */

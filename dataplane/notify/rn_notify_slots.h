@@ -3,9 +3,16 @@
 #define RN_NOTIFY_SLOTS_H
 
 /*
- * The send slots of one notify QP, taken and freed in order. Owning lcore
- * only. A SEND holds its slot (its frame, unless that went inline, and the
- * cookie of a completion to report) until the NIC has completed it.
+ * The send slots of one notify QP, taken and freed in order, and the send
+ * window they make with the credits. Owning lcore only. A SEND holds its
+ * slot (its frame, unless that went inline, and the cookie of a completion
+ * to report) until the NIC has completed it, and a credit of the peer's
+ * (rn_notify_credit.h). Three free-running counts say it all: SENDs
+ * posted, slots freed, SENDs the credits allow; the next SEND may go while
+ * posted has not reached the lower of freed + slots and allowed, which is
+ * worked out again only when one of those two moves, so that the send path
+ * compares once. The slots are a power of two: the next one is posted &
+ * mask.
  *
  * Selective signalling: the SEND in every `every`-th slot (slot k with
  * k mod every == every - 1), and each SEND that wants its completion
@@ -37,15 +44,20 @@
 #define RN_SEND_SIGNAL_EVERY 16   /* at most; a power of two */
 
 struct rn_send_slots {
-	uint32_t n;              /* slots */
-	uint32_t head;           /* the slot the next SEND takes */
-	uint32_t used;           /* taken, not freed: the oldest is head - used */
+	uint32_t mask;           /* slots - 1: a power of two */
+	uint32_t posted;         /* SENDs posted so far; the next takes
+				  * slot posted & mask */
+	uint32_t freed;          /* slots freed so far, in order */
+	uint32_t allowed;        /* SENDs the credits allow so far */
+	uint32_t until;          /* posted may grow up to this: the lower of
+				  * freed + slots and allowed */
 	uint32_t signal_mask;    /* every - 1: slot k signals when k & mask == mask */
 	uint64_t *cookie;        /* per slot, where want is set */
 	uint8_t *want;           /* per slot: report its completion */
 };
 
-/* n slots over the caller's arrays of n cookies and n flags, zeroed. */
+/* n slots (a power of two) over the caller's arrays of n cookies and n
+ * flags, zeroed; no credits yet. */
 static inline void
 rn_send_slots_init(struct rn_send_slots *s, uint32_t n, uint64_t *cookie,
 		   uint8_t *want)
@@ -55,28 +67,56 @@ rn_send_slots_init(struct rn_send_slots *s, uint32_t n, uint64_t *cookie,
 	while (every > 1 && every > n / 2)
 		every /= 2;
 	*s = (struct rn_send_slots){
-		.n = n, .cookie = cookie, .want = want, .signal_mask = every - 1,
+		.mask = n - 1, .cookie = cookie, .want = want,
+		.signal_mask = every - 1,
 	};
 }
 
-static inline bool
-rn_send_slots_full(const struct rn_send_slots *s)
+/* until, after freed or allowed moved. */
+static inline void
+rn_send_slots_bound(struct rn_send_slots *s)
 {
-	return s->used == s->n;
+	uint32_t slots_left = s->freed + s->mask + 1 - s->posted;
+	uint32_t credits_left = s->allowed - s->posted;
+
+	s->until = s->posted + (slots_left < credits_left ? slots_left :
+							    credits_left);
 }
 
-/* The slot the next SEND takes (when not full). */
+/* The credits now allow allowed SENDs in all (it never goes back). */
+static inline void
+rn_send_slots_allow(struct rn_send_slots *s, uint32_t allowed)
+{
+	s->allowed = allowed;
+	rn_send_slots_bound(s);
+}
+
+/* Slots taken, not freed. */
+static inline uint32_t
+rn_send_slots_used(const struct rn_send_slots *s)
+{
+	return s->posted - s->freed;
+}
+
+/* Whether the next SEND has a free slot and a credit. */
+static inline bool
+rn_send_slots_open(const struct rn_send_slots *s)
+{
+	return s->posted != s->until;
+}
+
+/* The slot the next SEND takes (when open). */
 static inline uint32_t
 rn_send_slots_next(const struct rn_send_slots *s)
 {
-	return s->head;
+	return s->posted & s->mask;
 }
 
 /* Whether the next SEND must ask for a CQE. */
 static inline bool
 rn_send_slots_signal(const struct rn_send_slots *s, bool want)
 {
-	return want || (s->head & s->signal_mask) == s->signal_mask;
+	return want || (s->posted & s->signal_mask) == s->signal_mask;
 }
 
 /* The next SEND was posted, signalled as rn_send_slots_signal() said. */
@@ -84,17 +124,16 @@ static inline void
 rn_send_slots_push(struct rn_send_slots *s, uint64_t cookie, bool want)
 {
 	if (want) {
-		s->cookie[s->head] = cookie;
-		s->want[s->head] = 1;
+		s->cookie[s->posted & s->mask] = cookie;
+		s->want[s->posted & s->mask] = 1;
 	}
-	s->head = s->head + 1 == s->n ? 0 : s->head + 1;
-	s->used++;
+	s->posted++;
 }
 
 static inline uint32_t
 rn_send_slots_oldest(const struct rn_send_slots *s)
 {
-	return s->head >= s->used ? s->head - s->used : s->head + s->n - s->used;
+	return s->freed & s->mask;
 }
 
 /* The report slot holds, if any, taken out of it. */
@@ -119,17 +158,17 @@ static inline bool
 rn_send_slots_complete(struct rn_send_slots *s, uint32_t slot,
 		       uint64_t *cookie)
 {
-	uint32_t oldest = rn_send_slots_oldest(s);
-	uint32_t done = (slot >= oldest ? slot - oldest : slot + s->n - oldest) + 1;
+	uint32_t done = ((slot - s->freed) & s->mask) + 1;
 
-	if (done > s->used)
+	if (done > rn_send_slots_used(s))
 		return false;
-	s->used -= done;
+	s->freed += done;
+	rn_send_slots_bound(s);
 	return rn_send_slots_take_report(s, slot, cookie);
 }
 
 /*
- * The QP failed: free the oldest slot in use (only while used != 0).
+ * The QP failed: free the oldest slot in use (only while some are).
  * Returns true when its SEND asked for its completion to be reported, with
  * its cookie in *cookie: it failed.
  */
@@ -138,7 +177,8 @@ rn_send_slots_fail_oldest(struct rn_send_slots *s, uint64_t *cookie)
 {
 	uint32_t slot = rn_send_slots_oldest(s);
 
-	s->used--;
+	s->freed++;
+	rn_send_slots_bound(s);
 	return rn_send_slots_take_report(s, slot, cookie);
 }
 

@@ -79,13 +79,25 @@ static const struct bad_case bad_cases[] = {
 	  "%s:1: [peer b] missing required key 'address'" },
 	{ "missing required port", "[peer b]\naddress = 10.0.0.2\n",
 	  "%s:1: [peer b] missing required key 'port'" },
-	{ "number out of range high", "[notify]\nslots = 4097\n",
-	  "%s:2: [notify] slots = 4097: out of range; allowed 1..4096" },
-	{ "number out of range low", "[notify]\nslots = 0\n",
-	  "%s:2: [notify] slots = 0: out of range; allowed 1..4096" },
-	{ "number overflowing uint64", "[notify]\nslots = 99999999999999999999999\n",
-	  "%s:2: [notify] slots = 99999999999999999999999: out of range; "
-	  "allowed 1..4096" },
+	{ "number out of range high", "[notify]\nslot_size = 65537\n",
+	  "%s:2: [notify] slot_size = 65537: out of range; allowed 64..65536" },
+	{ "number out of range low", "[notify]\nslot_size = 63\n",
+	  "%s:2: [notify] slot_size = 63: out of range; allowed 64..65536" },
+	{ "number overflowing uint64",
+	  "[notify]\nslot_size = 99999999999999999999999\n",
+	  "%s:2: [notify] slot_size = 99999999999999999999999: out of range; "
+	  "allowed 64..65536" },
+	{ "power of two out of range high", "[notify]\nslots = 8192\n",
+	  "%s:2: [notify] slots = 8192: out of range; allowed 1, 2, 4, .., "
+	  "4096" },
+	{ "power of two out of range low", "[notify]\nslots = 0\n",
+	  "%s:2: [notify] slots = 0: out of range; allowed 1, 2, 4, .., 4096" },
+	{ "not a power of two", "[notify]\nslots = 96\n",
+	  "%s:2: [notify] slots = 96: not a power of two; allowed 1, 2, 4, .., "
+	  "4096" },
+	{ "power of two with junk", "[notify]\nslots = 64k\n",
+	  "%s:2: [notify] slots = 64k: not a decimal number; allowed 1, 2, 4, "
+	  ".., 4096" },
 	{ "number with trailing junk", "[notify]\nslot_size = 4096k\n",
 	  "%s:2: [notify] slot_size = 4096k: not a decimal number; allowed "
 	  "64..65536" },

@@ -115,19 +115,29 @@ test_frame_copy_every_length(void **state)
 	}
 }
 
+/* Take a credit for one more SEND, the way the send window does. */
+static int
+take(const struct rn_credit_tx *tx, uint32_t *sent)
+{
+	if (tx->allowed == *sent)
+		return -EAGAIN;
+	++*sent;
+	return 0;
+}
+
 static void
 test_credits_window(void **state)
 {
 	struct rn_credit_tx tx;
 	struct rn_credit_rx rx;
+	uint32_t sent = 0;
 
 	(void)state;
 	rn_credit_tx_init(&tx, 4);
 	rn_credit_rx_init(&rx, 4);
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(rn_credit_take(&tx), 0);
-	assert_int_equal(rn_credit_take(&tx), -EAGAIN);
-	assert_int_equal(rn_credit_available(&tx), 0);
+		assert_int_equal(take(&tx, &sent), 0);
+	assert_int_equal(take(&tx, &sent), -EAGAIN);
 	/* The receiver reposts one slot: not yet worth an update. */
 	rn_credit_repost(&rx);
 	assert_false(rn_credit_update_due(&rx));
@@ -139,32 +149,34 @@ test_credits_window(void **state)
 	rn_credit_told(&rx, rn_credit_count(&rx));
 	rn_credit_returned(&tx, rn_credit_count(&rx));
 	assert_false(rn_credit_update_due(&rx));
-	assert_int_equal(rn_credit_available(&tx), 2);
+	assert_int_equal(tx.allowed - sent, 2);
 	/* A stale (smaller) or repeated count changes nothing. */
 	rn_credit_returned(&tx, 1);
 	rn_credit_returned(&tx, 2);
-	assert_int_equal(rn_credit_available(&tx), 2);
-	assert_int_equal(rn_credit_take(&tx), 0);
-	assert_int_equal(rn_credit_take(&tx), 0);
-	assert_int_equal(rn_credit_take(&tx), -EAGAIN);
+	assert_int_equal(tx.allowed - sent, 2);
+	assert_int_equal(take(&tx, &sent), 0);
+	assert_int_equal(take(&tx, &sent), 0);
+	assert_int_equal(take(&tx, &sent), -EAGAIN);
 }
 
 static void
 test_credits_wrap_around(void **state)
 {
 	struct rn_credit_tx tx;
+	uint32_t sent = UINT32_MAX - 3;
 
 	(void)state;
 	rn_credit_tx_init(&tx, 8);
-	tx.reserved = tx.returned = UINT32_MAX - 3;
+	tx.returned = UINT32_MAX - 3;
+	tx.allowed = sent + 8;
 	for (int i = 0; i < 8; i++)
-		assert_int_equal(rn_credit_take(&tx), 0);
-	assert_int_equal(tx.reserved, 4);   /* wrapped */
-	assert_int_equal(rn_credit_take(&tx), -EAGAIN);
+		assert_int_equal(take(&tx, &sent), 0);
+	assert_int_equal(sent, 4);           /* wrapped */
+	assert_int_equal(take(&tx, &sent), -EAGAIN);
 	rn_credit_returned(&tx, 2);          /* 6 slots back, across the wrap */
-	assert_int_equal(rn_credit_available(&tx), 6);
+	assert_int_equal(tx.allowed - sent, 6);
 	rn_credit_returned(&tx, UINT32_MAX); /* older than 2: ignored */
-	assert_int_equal(rn_credit_available(&tx), 6);
+	assert_int_equal(tx.allowed - sent, 6);
 }
 
 /*
@@ -181,23 +193,23 @@ test_credits_random_traffic(void **state)
 	struct rn_credit_tx tx;
 	struct rn_credit_rx rx;
 	uint32_t in_flight = 0;      /* taken, slot not reposted yet */
-	uint32_t sent = 0, transit[8];
+	uint32_t sent, transit[8];
 	unsigned int n_transit = 0;
 
 	(void)state;
 	srand(7);
 	rn_credit_tx_init(&tx, WINDOW);
 	rn_credit_rx_init(&rx, WINDOW);
-	tx.reserved = tx.returned = rx.reposted = rx.advertised =
-		UINT32_MAX - 1000;
-	for (unsigned long step = 0; sent < SENDS; step++) {
+	tx.returned = rx.reposted = rx.advertised = UINT32_MAX - 1000;
+	tx.allowed = tx.returned + WINDOW;
+	sent = tx.returned;
+	for (unsigned long step = 0; sent != UINT32_MAX - 1000 + SENDS;
+	     step++) {
 		assert_true(step < 100ul * SENDS);   /* else it jammed */
 		switch (rand() % 4) {
 		case 0:
-			if (rn_credit_take(&tx) == 0) {
-				sent++;
+			if (take(&tx, &sent) == 0)
 				assert_true(++in_flight <= WINDOW);
-			}
 			break;
 		case 1:   /* one arrived and its slot was reposted */
 			if (in_flight > 0) {
@@ -221,9 +233,8 @@ test_credits_random_traffic(void **state)
 					transit[i] = transit[--n_transit];
 			}
 		}
-		assert_true(tx.reserved - tx.returned <= WINDOW);
+		assert_true(sent - tx.returned <= WINDOW);
 	}
-	assert_int_equal(tx.reserved, UINT32_MAX - 1000 + SENDS);
 }
 
 /* ---- send slots ---- */
@@ -233,12 +244,20 @@ test_credits_random_traffic(void **state)
 static uint64_t cookies[MAX_SLOTS];
 static uint8_t wants[MAX_SLOTS];
 
-/* n slots over the arrays above, zeroed as the lcore's are. */
+/* n slots over the arrays above, zeroed as the lcore's are, with
+ * credits for far more SENDs than any test posts. */
 static void
 init_slots(struct rn_send_slots *s, uint32_t n)
 {
 	memset(wants, 0, sizeof(wants));
 	rn_send_slots_init(s, n, cookies, wants);
+	rn_send_slots_allow(s, 1u << 30);
+}
+
+static bool
+slots_full(const struct rn_send_slots *s)
+{
+	return rn_send_slots_used(s) == s->mask + 1;
 }
 
 /* Post one SEND the way the lcore does; returns whether it was signalled. */
@@ -247,7 +266,7 @@ push(struct rn_send_slots *s, uint64_t cookie, bool want)
 {
 	bool signal = rn_send_slots_signal(s, want);
 
-	assert_false(rn_send_slots_full(s));
+	assert_true(rn_send_slots_open(s));
 	rn_send_slots_push(s, cookie, want);
 	return signal;
 }
@@ -258,7 +277,7 @@ static void
 test_send_slots_signal_every(void **state)
 {
 	static const struct { uint32_t n, every; } cases[] = {
-		{ 1, 1 }, { 2, 1 }, { 3, 1 }, { 5, 2 }, { 31, 8 }, { 32, 16 },
+		{ 1, 1 }, { 2, 1 }, { 4, 2 }, { 8, 4 }, { 16, 8 }, { 32, 16 },
 		{ 64, 16 },
 	};
 	struct rn_send_slots s;
@@ -280,7 +299,7 @@ test_send_slots_signal_every(void **state)
 	}
 }
 
-/* A CQE frees its slot and every earlier one, across the wrap of 5. */
+/* A CQE frees its slot and every earlier one, across the wrap of 4. */
 static void
 test_send_slots_complete_frees_earlier(void **state)
 {
@@ -288,31 +307,79 @@ test_send_slots_complete_frees_earlier(void **state)
 	uint64_t cookie = 0;
 
 	(void)state;
-	init_slots(&s, 5);
-	for (uint64_t i = 0; i < 5; i++)
+	init_slots(&s, 4);
+	for (uint64_t i = 0; i < 4; i++)
 		push(&s, 100 + i, i == 2);
-	assert_true(rn_send_slots_full(&s));
+	assert_true(slots_full(&s));
+	assert_false(rn_send_slots_open(&s));
 	/* Slot 2 wanted its report; 0 and 1 go with it, unreported. */
 	assert_true(rn_send_slots_complete(&s, 2, &cookie));
 	assert_int_equal(cookie, 102);
-	assert_int_equal(s.used, 2);
+	assert_int_equal(rn_send_slots_used(&s), 1);
 	assert_int_equal(rn_send_slots_oldest(&s), 3);
-	for (uint64_t i = 5; i < 8; i++)
+	for (uint64_t i = 4; i < 7; i++)
 		push(&s, 100 + i, false);
-	assert_true(rn_send_slots_full(&s));
+	assert_false(rn_send_slots_open(&s));
 	assert_int_equal(rn_send_slots_next(&s), 3);
-	/* Slot 1 (SEND 6) frees 3, 4, 0 and 1: SENDs 3..6. */
+	/* Slot 1 (SEND 5) frees 3, 0 and 1: SENDs 3..5. */
 	assert_false(rn_send_slots_complete(&s, 1, &cookie));
-	assert_int_equal(s.used, 1);
+	assert_int_equal(rn_send_slots_used(&s), 1);
 	assert_int_equal(rn_send_slots_oldest(&s), 2);
 	/* Slots no longer in use free nothing: a CQE already covered. */
 	assert_false(rn_send_slots_complete(&s, 0, &cookie));
-	assert_false(rn_send_slots_complete(&s, 4, &cookie));
-	assert_int_equal(s.used, 1);
+	assert_false(rn_send_slots_complete(&s, 3, &cookie));
+	assert_int_equal(rn_send_slots_used(&s), 1);
 	assert_false(rn_send_slots_complete(&s, 2, &cookie));
-	assert_int_equal(s.used, 0);
+	assert_int_equal(rn_send_slots_used(&s), 0);
 	assert_false(rn_send_slots_complete(&s, 2, &cookie));
-	assert_int_equal(s.used, 0);
+	assert_int_equal(rn_send_slots_used(&s), 0);
+	assert_true(rn_send_slots_open(&s));
+}
+
+/*
+ * The window is the lower of the free slots and the credits, whichever
+ * moves, across the 32-bit wrap of the counts.
+ */
+static void
+test_send_slots_window_of_credits_and_slots(void **state)
+{
+	struct rn_send_slots s;
+	uint64_t cookie;
+	uint32_t start = UINT32_MAX - 5;
+
+	(void)state;
+	memset(wants, 0, sizeof(wants));
+	rn_send_slots_init(&s, 8, cookies, wants);
+	s.posted = s.freed = start;      /* as after 2^32 - 6 SENDs */
+	rn_send_slots_allow(&s, start);
+	assert_false(rn_send_slots_open(&s));   /* no credit yet */
+	rn_send_slots_allow(&s, start + 3);
+	for (int i = 0; i < 3; i++)
+		push(&s, 0, false);
+	assert_false(rn_send_slots_open(&s));   /* credits spent, 5 slots free */
+	rn_send_slots_allow(&s, start + 20);
+	for (int i = 0; i < 5; i++)
+		push(&s, 0, false);                 /* across the wrap */
+	assert_int_equal(s.posted, start + 8);
+	assert_false(rn_send_slots_open(&s));   /* slots spent, credits left */
+	/* The oldest two complete: two more, then the slots stop it again. */
+	assert_false(rn_send_slots_complete(&s, (start + 1) & 7, &cookie));
+	push(&s, 0, false);
+	push(&s, 0, false);
+	assert_false(rn_send_slots_open(&s));
+	/* All complete: eight more fill the slots; with those failed, the
+	 * credits stop it two later, at 20 SENDs. */
+	assert_false(rn_send_slots_complete(&s, (start + 9) & 7, &cookie));
+	assert_int_equal(rn_send_slots_used(&s), 0);
+	for (int i = 0; i < 8; i++)
+		push(&s, 0, false);
+	assert_false(rn_send_slots_open(&s));
+	while (rn_send_slots_used(&s) != 0)
+		(void)rn_send_slots_fail_oldest(&s, &cookie);
+	push(&s, 0, false);
+	push(&s, 0, false);
+	assert_false(rn_send_slots_open(&s));   /* 20 credits, 20 SENDs */
+	assert_int_equal(rn_send_slots_used(&s), 2);
 }
 
 /* A failed QP fails every slot in use, oldest first, signalled or not. */
@@ -329,7 +396,7 @@ test_send_slots_fail_all(void **state)
 		push(&s, 200 + i, i % 3 == 1);     /* 201 and 204 want one */
 	assert_true(rn_send_slots_complete(&s, 1, &cookie));   /* 200, 201 */
 	assert_int_equal(cookie, 201);
-	while (s.used != 0)
+	while (rn_send_slots_used(&s) != 0)
 		if (rn_send_slots_fail_oldest(&s, &cookie))
 			failed[n_failed++] = cookie;
 	assert_int_equal(n_failed, 1);
@@ -337,7 +404,7 @@ test_send_slots_fail_all(void **state)
 	/* The flushes that follow find nothing left to free or report. */
 	for (uint32_t slot = 0; slot < 8; slot++)
 		assert_false(rn_send_slots_complete(&s, slot, &cookie));
-	assert_int_equal(s.used, 0);
+	assert_int_equal(rn_send_slots_used(&s), 0);
 }
 
 /*
@@ -408,7 +475,7 @@ model_fail(struct model *m)
 
 	for (uint32_t i = 0; i < m->n_q; i++) {
 		m->nic_done[m->q[i].slot] = true;
-		while (m->s.used != 0)
+		while (rn_send_slots_used(&m->s) != 0)
 			if (rn_send_slots_fail_oldest(&m->s, &cookie))
 				model_report(m, cookie, -EPIPE);
 	}
@@ -431,14 +498,14 @@ run_model(uint32_t n, unsigned int seed)
 	while (next < MODEL_ROUNDS) {
 		int r = rand() % 100;
 
-		if (rn_send_slots_full(&m->s)) {
+		if (slots_full(&m->s)) {
 			bool any = false;
 
 			for (uint32_t i = 0; i < m->n_q; i++)
 				any |= m->q[i].signalled;
 			assert_true(any);   /* else no CQE would ever come */
 		}
-		if (r < 60 && !rn_send_slots_full(&m->s)) {
+		if (r < 60 && rn_send_slots_open(&m->s)) {
 			struct model_send w = {
 				.slot = rn_send_slots_next(&m->s),
 				.want = rand() % 7 == 0, .cookie = next++,
@@ -471,7 +538,7 @@ run_model(uint32_t n, unsigned int seed)
 static void
 test_send_slots_model(void **state)
 {
-	static const uint32_t sizes[] = { 1, 2, 3, 7, 16, 33, 64 };
+	static const uint32_t sizes[] = { 1, 2, 4, 8, 16, 32, 64 };
 
 	(void)state;
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
@@ -491,6 +558,7 @@ main(void)
 		cmocka_unit_test(test_credits_random_traffic),
 		cmocka_unit_test(test_send_slots_signal_every),
 		cmocka_unit_test(test_send_slots_complete_frees_earlier),
+		cmocka_unit_test(test_send_slots_window_of_credits_and_slots),
 		cmocka_unit_test(test_send_slots_fail_all),
 		cmocka_unit_test(test_send_slots_model),
 	};

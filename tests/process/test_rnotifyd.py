@@ -117,7 +117,7 @@ def test_bad_config_exits_2():
     rc, out, err = run_bad(["-c", path])
     assert rc == 2, (rc, err)
     assert err == (f"rnotifyd: {path}:6: [notify] slots = 0: out of range; "
-                   "allowed 1..4096\n"), err
+                   "allowed 1, 2, 4, .., 4096\n"), err
     assert not os.path.exists(runtime_dir(name)), "EAL was started"
 
 
