@@ -83,9 +83,13 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 		return;
 	n->peer_native = true;
 	n->max_frame = RTE_MIN(lc->notify.slot_size, n->peer_slot_size);
-	/* [notify] max_inline, even where the device allows more. */
+	/* [notify] max_inline, even where the device allows more; and the
+	 * inline SENDs paced by the send slots (RN_WR_PACED) must fit the
+	 * ring once in every slot. */
 	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
 				n->qp->sq.max_inline);
+	n->max_inline = RTE_MIN(n->max_inline, rn_sq_send_inline_max(
+		n->qp->sq.limit / (n->sends.mask + 1)));
 	/* Slots released before now (the peer may send first) are credits
 	 * the peer waits for. */
 	if (rn_credit_update_due(&n->rx))
@@ -401,7 +405,8 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
 		return false;
 	h = next_send(n, want);
 	wqe = rn_sq_post_send_inline_at(&n->qp->sq, (uint32_t)len,
-					RN_WR_SEND_IMM, imm, h.flags, h.wr_id);
+					RN_WR_SEND_IMM, imm,
+					h.flags | RN_WR_PACED, h.wr_id);
 	if (unlikely(wqe == NULL))
 		return false;
 	sent(n, o->cookie, &h);

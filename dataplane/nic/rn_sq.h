@@ -93,18 +93,35 @@ rn_sq_room(const struct rn_sq *sq)
 /*
  * The ctrl segment's flags for a WQE of nbb BBs. Signals at least twice per
  * sq->limit BBs even when the caller never asks, or the ring would never
- * free.
+ * free: a WQE that finds no room always has a signalled one ahead of it.
+ *
+ * RN_WR_PACED WQEs are left out of that count, which saves the send path
+ * its upkeep: their caller signals at least one in every k of them by its
+ * own rule, and k - 1 of its largest (m BBs each) take at most
+ * sq->limit / 2 - m BBs (the notify QP's SENDs: one in 16 slots or fewer,
+ * k at most slots / 2, in a ring with room for a SEND in every slot). The
+ * unsignalled WQEs in flight after the last signalled one then take at
+ * most sq->limit / 2 - m BBs in paced ones and sq->limit / 2 in counted
+ * ones: a WQE of m BBs or fewer that finds no room (more than
+ * sq->limit - m in flight) still has a signalled one ahead.
  */
 static inline uint8_t
 rn_sq_fm_ce_se(struct rn_sq *sq, uint32_t nbb, uint8_t flags)
 {
 	uint8_t fm_ce_se = 0;
 
-	sq->unsignaled_bbs += nbb;
-	if ((flags & RN_WR_SIGNALED) ||
-	    sq->unsignaled_bbs > sq->limit / 2) {
-		fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
-		sq->unsignaled_bbs = 0;
+	if (flags & RN_WR_PACED) {
+		if (flags & RN_WR_SIGNALED) {
+			fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
+			sq->unsignaled_bbs = 0;
+		}
+	} else {
+		sq->unsignaled_bbs += nbb;
+		if ((flags & RN_WR_SIGNALED) ||
+		    sq->unsignaled_bbs > sq->limit / 2) {
+			fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
+			sq->unsignaled_bbs = 0;
+		}
 	}
 	if (unlikely(flags & (RN_WR_SOLICITED | RN_WR_FENCE)))
 		fm_ce_se |= ((flags & RN_WR_SOLICITED) ? MLX5_WQE_CTRL_SOLICITED : 0) |
@@ -218,6 +235,14 @@ rn_sq_send_inline_ds(uint32_t len)
 {
 	return 1 + (uint32_t)(sizeof(struct mlx5_wqe_inl_data_seg) + len +
 			      RN_WQE_SEG - 1) / RN_WQE_SEG;
+}
+
+/* The most bytes an inline SEND of nbb BBs carries. */
+static inline uint32_t
+rn_sq_send_inline_max(uint32_t nbb)
+{
+	return nbb * MLX5_SEND_WQE_BB - sizeof(struct mlx5_wqe_ctrl_seg) -
+	       sizeof(struct mlx5_wqe_inl_data_seg);
 }
 
 /* Ctrl and byte count of the inline SEND of ds units at ring offset off. */

@@ -33,6 +33,8 @@ enum rn_wr_flags {
 	RN_WR_INLINE = 1 << 1,     /* copy the data into the WQE */
 	RN_WR_SOLICITED = 1 << 2,
 	RN_WR_FENCE = 1 << 3,      /* wait for earlier READs to complete */
+	RN_WR_PACED = 1 << 4,      /* the caller's own rule signals often
+				    * enough: see rn_sq_fm_ce_se() */
 };
 
 struct rn_wr {

@@ -475,6 +475,112 @@ test_forced_signal(void **state)
 	assert_int_equal(sq.unsignaled_bbs, 0);
 }
 
+/*
+ * Paced WQEs are signalled only when they ask, and stay out of the count
+ * that forces a signal; a signalled one restarts it.
+ */
+static void
+test_paced_not_counted(void **state)
+{
+	struct rn_sge sge = { 0x1000, 8, 1 };
+	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND };
+
+	(void)state;
+	for (uint32_t i = 0; i < 3; i++)   /* counted: 3 of the 4 allowed */
+		assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	assert_int_equal(sq.unsignaled_bbs, 3);
+	wr.flags = RN_WR_PACED;
+	for (uint32_t i = 3; i < RING_BBS - 1; i++) {
+		assert_int_equal(rn_sq_post(&sq, &wr), 0);
+		assert_int_equal(ctrl_at(i)->fm_ce_se, 0);
+	}
+	assert_int_equal(sq.unsignaled_bbs, 3);
+	wr.flags = RN_WR_PACED | RN_WR_SIGNALED;
+	assert_int_equal(rn_sq_post(&sq, &wr), 0);
+	assert_int_equal(ctrl_at(RING_BBS - 1)->fm_ce_se,
+			 MLX5_WQE_CTRL_CQ_UPDATE);
+	assert_int_equal(sq.unsignaled_bbs, 0);
+}
+
+/*
+ * The notify QP's mix, at random: inline SENDs of 2 BBs paced by 4 send
+ * slots (the SEND in every 2nd slot signalled; a slot freed only by a CQE
+ * at or after it), those that would wrap at the ring's end sent from their
+ * slot (1 BB, counted), and counted 1-BB credit WRITEs, in a ring of 8 BBs
+ * (a SEND in every slot). The NIC completes WQEs in order and writes CQEs
+ * for the signalled ones only. Whenever a WQE finds no room, a signalled
+ * one is still in flight: the ring never jams.
+ */
+struct paced_wqe {
+	uint32_t bb;
+	bool signalled;
+	uint32_t send;   /* SENDs posted before it and it, 0 for a WRITE */
+};
+
+static void
+test_paced_sends_never_jam(void **state)
+{
+	struct paced_wqe q[RING_BBS];
+	uint32_t n_q = 0, posted = 0, freed = 0, no_room = 0;
+	static uint8_t frame[64];
+	struct rn_sge slot = { 0x3000, sizeof(frame), 5 };
+
+	(void)state;
+	srand(11);
+	for (uint32_t round = 0; round < 200000; round++) {
+		int r = rand() % 100;
+		uint32_t pi = sq.pi;
+		bool any_signalled = false;
+		int rc = 0;
+
+		for (uint32_t i = 0; i < n_q; i++)
+			any_signalled |= q[i].signalled;
+		if (r < 45 && posted - freed < 4) {
+			bool signal = posted % 2 == 1;
+			uint8_t flags = signal ? RN_WR_SIGNALED : 0;
+			uint8_t *at = rn_sq_post_send_inline_at(&sq, sizeof(frame),
+				RN_WR_SEND_IMM, 0, flags | RN_WR_PACED, 0);
+
+			if (at == NULL && rn_sq_room(&sq) >= 2)
+				rc = rn_sq_post_send_sge(&sq, &slot,
+							 RN_WR_SEND_IMM, 0,
+							 flags, 0);
+			else if (at == NULL)
+				rc = -EAGAIN;
+			if (rc == 0)
+				q[n_q++] = (struct paced_wqe){
+					pi, ctrl_at(pi)->fm_ce_se != 0,
+					++posted };
+		} else if (r < 60) {
+			rc = rn_sq_post_write_word(&sq, 1, 0x4000, 9, 0, 0);
+			if (rc == 0)
+				q[n_q++] = (struct paced_wqe){
+					pi, ctrl_at(pi)->fm_ce_se != 0, 0 };
+		} else if (n_q > 0) {   /* the NIC completes the oldest */
+			if (q[0].signalled) {
+				sq.ci = wqe_ends[q[0].bb % RING_BBS];
+				if (q[0].send != 0)
+					freed = q[0].send;
+			}
+			memmove(q, q + 1, --n_q * sizeof(q[0]));
+		}
+		assert_true(rc == 0 || rc == -EAGAIN);
+		if (rc == -EAGAIN) {
+			no_room++;
+			assert_true(any_signalled);
+		}
+		if (posted - freed == 4) {   /* the slots wait for a CQE too */
+			bool send_signalled = false;
+
+			for (uint32_t i = 0; i < n_q; i++)
+				send_signalled |= q[i].send != 0 &&
+						  q[i].signalled;
+			assert_true(send_signalled);
+		}
+	}
+	assert_true(no_room > 1000);   /* the ring was full often */
+}
+
 static void
 test_recv_wqe(void **state)
 {
@@ -734,6 +840,8 @@ main(void)
 		cmocka_unit_test_setup(test_ring_full_and_bad_requests, setup_sq),
 		cmocka_unit_test_setup(test_limit_below_the_ring, setup_sq),
 		cmocka_unit_test_setup(test_forced_signal, setup_sq),
+		cmocka_unit_test_setup(test_paced_not_counted, setup_sq),
+		cmocka_unit_test_setup(test_paced_sends_never_jam, setup_sq),
 		cmocka_unit_test_setup(test_empty_entries_left_out, setup_sq),
 		cmocka_unit_test_setup(test_cq_128_byte_entries, setup_cq),
 		cmocka_unit_test_setup(test_cq_index_wraps_24_bits, setup_cq),
