@@ -210,11 +210,11 @@ sent(struct ep_notify *n, uint64_t cookie, const struct send_head *h)
 }
 
 /*
- * Post the SEND_IMM of o's frame of len bytes from its send slot, copied
- * from there into the WQE up to max_inline bytes; signalled when the slots
- * say so. What post_inline() cannot post comes here: frames over
- * max_inline, and inline data that would wrap at the ring's end. Returns
- * 0, -EAGAIN (no room in the SQ) or -EPIPE.
+ * Post the SEND_IMM of o's frame of len bytes from its send slot, by a
+ * data segment; signalled when the slots say so. What post_inline() cannot
+ * post comes here: frames over max_inline, and inline ones that would wrap
+ * at the ring's end or find no room for their larger WQE (one BB here,
+ * never wrapping). Returns 0, -EAGAIN (no room in the SQ) or -EPIPE.
  */
 static int
 post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
@@ -222,7 +222,6 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	       uint32_t len)
 {
 	struct ep_notify *n = &ep->n;
-	struct rn_sq *sq = &n->qp->sq;
 	struct send_head h = next_send(n, (req_flags &
 					    RN_NOTIFY_WANT_COMPLETION) != 0);
 	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay,
@@ -231,12 +230,8 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	int rc;
 
 	rn_notify_frame_write(buf, o->name, o->name_len, o->msg, o->msg_len);
-	if (len <= n->max_inline)
-		rc = rn_sq_post_send_inline(sq, buf, len, RN_WR_SEND_IMM, imm,
-					    h.flags, h.wr_id);
-	else
-		rc = rn_sq_post_send_sge(sq, &sge, RN_WR_SEND_IMM, imm, h.flags,
-					 h.wr_id);
+	rc = rn_sq_post_send_sge(&n->qp->sq, &sge, RN_WR_SEND_IMM, imm, h.flags,
+				 h.wr_id);
 	if (rc != 0)
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
 	sent(n, o->cookie, &h);
