@@ -149,19 +149,26 @@ rn_lcore_notify_free(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	ep->n.sends.want = NULL;
 }
 
+/* The peer's count of reposted slots, as it RDMA WROTE it to us, into
+ * the send window. */
+static void
+hear_credits(struct ep_notify *n, const struct rn_lcore_ep *ep)
+{
+	rn_credit_returned(&n->tx, __atomic_load_n(
+		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE));
+	rn_send_slots_allow(&n->sends, n->tx.allowed);
+}
+
 /*
  * Whether a send slot and a credit for one SEND are at hand. The peer's
- * count of reposted slots, as it RDMA WROTE it to us, is read only when
- * the counts heard so far leave none.
+ * credit word is read only when the counts heard so far leave none.
  */
 static bool
 slot_and_credit(struct ep_notify *n, const struct rn_lcore_ep *ep)
 {
 	if (likely(rn_send_slots_open(&n->sends)))
 		return true;
-	rn_credit_returned(&n->tx, __atomic_load_n(
-		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE));
-	rn_send_slots_allow(&n->sends, n->tx.allowed);
+	hear_credits(n, ep);
 	return rn_send_slots_open(&n->sends);
 }
 
@@ -216,7 +223,7 @@ sent(struct ep_notify *n, uint64_t cookie, const struct send_head *h)
  * at the ring's end or find no room for their larger WQE (one BB here,
  * never wrapping). Returns 0, -EAGAIN (no room in the SQ) or -EPIPE.
  */
-static int
+static __rte_noinline int
 post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	       const struct rn_notify_out *o, uint32_t req_flags, __be32 imm,
 	       uint32_t len)
@@ -382,11 +389,11 @@ send_general(struct rn_lcore *lc, struct rn_notify_request *req)
 }
 
 /*
- * The common send straight through: a credit and a send slot at hand, the
- * frame of len bytes (at most max_inline) inline in a WQE that fits the SQ
- * as it is. Nothing changes before all of that is known. The doorbell is
- * the caller's. Inlined in both callers: a call here saves and restores
- * registers for every notification.
+ * The common send straight through, with a credit and a send slot known to
+ * be at hand: the frame of len bytes (at most max_inline) inline in a WQE
+ * that fits the SQ as it is. Nothing changes before all of that is known.
+ * The doorbell is the caller's. Inlined in both callers: a call here saves
+ * and restores registers for every notification.
  */
 static __rte_always_inline bool
 post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
@@ -396,7 +403,7 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
 	struct send_head h;
 	uint8_t *wqe;
 
-	if (unlikely(len > n->max_inline || !slot_and_credit(n, ep)))
+	if (unlikely(len > n->max_inline))
 		return false;
 	h = next_send(n, want);
 	wqe = rn_sq_post_send_inline_at(&n->qp->sq, (uint32_t)len,
@@ -425,6 +432,7 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	const struct rn_notify_out *o = &req->out[0];
 
 	if (unlikely(ep == NULL || (req->flags & RN_NOTIFY_INJECT) ||
+		     !slot_and_credit(&ep->n, ep) ||
 		     !post_inline(ep, o,
 				  (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0,
 				  tcp_before(ep),
@@ -437,8 +445,9 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 }
 
 /*
- * A request's notifications, natively, in order, under one doorbell, until
- * one cannot go now: inline while they fit, else from their send slots.
+ * A request's notifications, natively, in order, under one doorbell, as
+ * many as the send window lets go now (checked once for all of them),
+ * until one cannot go: inline while they fit, else from their send slots.
  * The answer says how many went. When the first cannot go this way,
  * send_general() takes it (over TCP, or its error). Out of line, like
  * send_one().
@@ -448,22 +457,28 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 {
 	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
 	bool want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
-	uint32_t sent = 0;
+	uint32_t sent, room;
 	__be32 imm;
 
 	if (unlikely(ep == NULL || (req->flags & RN_NOTIFY_INJECT)))
 		return send_general(lc, req);
+	room = rn_send_slots_room(&ep->n.sends);
+	if (room < req->count) {
+		hear_credits(&ep->n, ep);
+		room = rn_send_slots_room(&ep->n.sends);
+	}
+	room = RTE_MIN(room, req->count);
 	imm = tcp_before(ep);
-	do {
+	for (sent = 0; sent < room; sent++) {
 		const struct rn_notify_out *o = &req->out[sent];
 		uint64_t len = rn_notify_frame_size(o->name_len, o->msg_len);
 
 		if (!post_inline(ep, o, want, imm, len) &&
 		    (len > ep->n.max_frame ||
-		     post_native(lc, ep, o, req->flags, imm,
-				 (uint32_t)len) != 0))
+		     post_from_slot(lc, ep, o, req->flags, imm,
+				    (uint32_t)len) != 0))
 			break;
-	} while (++sent < req->count);
+	}
 	if (unlikely(sent == 0))
 		return send_general(lc, req);
 	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);

@@ -98,6 +98,13 @@ rn_send_slots_used(const struct rn_send_slots *s)
 	return s->posted - s->freed;
 }
 
+/* SENDs that have a free slot and a credit each now. */
+static inline uint32_t
+rn_send_slots_room(const struct rn_send_slots *s)
+{
+	return s->until - s->posted;
+}
+
 /* Whether the next SEND has a free slot and a credit. */
 static inline bool
 rn_send_slots_open(const struct rn_send_slots *s)

@@ -168,7 +168,9 @@ def tap(fn):
         fn()
         _results.append((True, fn.__name__, ""))
     except AssertionError as e:
-        _results.append((False, fn.__name__, str(e)))
+        # A bare assert says nothing: then where it failed.
+        _results.append((False, fn.__name__,
+                         str(e) or traceback.format_exc()))
     except Exception:
         _results.append((False, fn.__name__, traceback.format_exc()))
 

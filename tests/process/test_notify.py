@@ -207,11 +207,26 @@ def test_burst_in_order_up_to_the_credits():
         # The 8th SEND's CQE (one in SLOTS / 2 is signalled) frees 8 send
         # slots: 14 are free, but b, not polling, has 6 credits left.
         wait_until("a CQE", lambda: status(p.a)["completions"][0] > cqes)
-        assert send_burst(p.a, p.b, SLOTS, "c", "x") == 6
-        assert send_burst(p.a, p.b, SLOTS, "c", "x") == -errno.EAGAIN
+        r = send_burst(p.a, p.b, SLOTS, "c", "x")
+        assert r == 6, r
+        r = send_burst(p.a, p.b, SLOTS, "c", "x")
+        assert r == -errno.EAGAIN, r
+        def credits_back(writes, more):
+            wait_until("credit WRITEs", lambda:
+                       status(p.b)["credit_writes"][0] >= writes + more)
+            time.sleep(0.5)   # for the last one to land in a's memory
+
+        writes = status(p.b)["credit_writes"][0]
         got = poll_all(p.b, 16)   # and releases them: credits flow back
         assert [name for _, name, _ in got] == \
             [f"n{i}" for i in range(10)] + [f"c{i}" for i in range(6)], got
+        # Two credit WRITEs (one per 8 reposts) give a all 16 slots back:
+        # a burst reads the credit word once and sends all it asks for.
+        credits_back(writes, 2)
+        r = send_burst(p.a, p.b, 4, "w", "x")
+        assert r == 4, r
+        assert [name for _, name, _ in poll_all(p.b, 4)] == \
+            [f"w{i}" for i in range(4)]
         # The rest, as the credits come back (a WRITE per 8 reposts).
         rest = []
 
@@ -225,14 +240,18 @@ def test_burst_in_order_up_to_the_credits():
             return len(rest) == 10
         wait_until("the rest sent", send_rest)
         assert all(isinstance(x, str) for x in rest), rest
+        writes = status(p.b)["credit_writes"][0]
         got = poll_all(p.b, 10)
         assert [name for _, name, _ in got] == rest, got
-        # Over max_inline, from send slots, in the same request.
-        assert send_burst(p.a, p.b, 3, "s", "m" * 200) == 3
+        # Over max_inline, from send slots, in the same request, once the
+        # WRITE for reposts 17 to 24 came (30 sent, 10 credits then).
+        credits_back(writes, 1)
+        r = send_burst(p.a, p.b, 3, "s", "m" * 200)
+        assert r == 3, r
         got = poll_all(p.b, 3)
         assert [(name, len(msg)) for _, name, msg in got] == \
             [(f"s{i}", 127) for i in range(3)], got   # telemetry: 127 shown
-        assert counters(p.a)["notify_sent"] == 29, counters(p.a)
+        assert counters(p.a)["notify_sent"] == 33, counters(p.a)
     finally:
         p.stop()
 
