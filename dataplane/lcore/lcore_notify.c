@@ -400,21 +400,21 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
 	    __be32 imm, uint64_t len)
 {
 	struct ep_notify *n = &ep->n;
+	struct rn_sq_place at;
 	struct send_head h;
-	uint8_t *wqe;
+	uint8_t *data;
 
 	if (unlikely(len > n->max_inline))
 		return false;
-	h = next_send(n, want);
-	wqe = rn_sq_post_send_inline_at(&n->qp->sq, (uint32_t)len,
-					RN_WR_SEND_IMM, imm,
-					h.flags | RN_WR_PACED, h.wr_id);
-	if (unlikely(wqe == NULL))
+	data = rn_sq_send_inline_place(&n->qp->sq, (uint32_t)len, &at);
+	if (unlikely(data == NULL))
 		return false;
+	rn_notify_frame_write(data, o->name, o->name_len, o->msg, o->msg_len);
+	h = next_send(n, want);
+	rn_sq_post_send_inline_placed(&n->qp->sq, &at, (uint32_t)len,
+				      RN_WR_SEND_IMM, imm,
+				      h.flags | RN_WR_PACED, h.wr_id);
 	sent(n, o->cookie, &h);
-	/* Last: its byte stores may alias anything, which the compiler would
-	 * read again after them. */
-	rn_notify_frame_write(wqe, o->name, o->name_len, o->msg, o->msg_len);
 	return true;
 }
 

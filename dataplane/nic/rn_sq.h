@@ -337,27 +337,44 @@ rn_sq_post_write_word(struct rn_sq *sq, uint32_t word, uint64_t raddr,
 
 /*
  * An inline SEND whose data the caller writes in place instead of copying
- * it from a buffer: posts the WQE for len bytes of data (len <= max_inline,
- * which the caller checked) and returns where they go, contiguous, to be
- * written before rn_sq_ring_doorbell(). Returns NULL and posts nothing when
- * they would wrap at the end of the ring or the ring has no room;
- * rn_sq_post_send_inline() from a buffer handles both.
+ * it from a buffer, in two steps. rn_sq_send_inline_place() says where the
+ * len bytes of the next WQE's data go (len <= max_inline, which the caller
+ * checked), contiguous, or NULL when they would wrap at the end of the ring
+ * or the ring has no room (rn_sq_post_send_inline() from a buffer handles
+ * both); the caller writes them there, then posts the WQE with
+ * rn_sq_post_send_inline_placed(), before rn_sq_ring_doorbell(). Data
+ * first: written after the WQE's fields, its byte stores, which may alias
+ * anything, would make the compiler read those fields again.
  */
+struct rn_sq_place {
+	uint32_t off;   /* the WQE's ring offset */
+	uint32_t ds;    /* its 16-byte units */
+};
+
 static inline uint8_t *
-rn_sq_post_send_inline_at(struct rn_sq *sq, uint32_t len, uint8_t opcode,
-			  __be32 imm, uint8_t flags, uint64_t wr_id)
+rn_sq_send_inline_place(const struct rn_sq *sq, uint32_t len,
+			struct rn_sq_place *at)
 {
-	uint32_t off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
-	uint32_t data = off + sizeof(struct mlx5_wqe_ctrl_seg) +
-			sizeof(struct mlx5_wqe_inl_data_seg);
-	uint32_t ds = rn_sq_send_inline_ds(len);
+	uint32_t data;
 
 	RTE_ASSERT(len <= sq->max_inline);
-	if (unlikely((ds + 3) / 4 > rn_sq_room(sq) ||
+	at->off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
+	at->ds = rn_sq_send_inline_ds(len);
+	data = at->off + sizeof(struct mlx5_wqe_ctrl_seg) +
+	       sizeof(struct mlx5_wqe_inl_data_seg);
+	if (unlikely((at->ds + 3) / 4 > rn_sq_room(sq) ||
 		     data + len > sq->byte_mask + 1))
 		return NULL;
-	rn_sq_send_inline_finish(sq, off, ds, len, opcode, imm, flags, wr_id);
 	return sq->buf + data;
+}
+
+static inline void
+rn_sq_post_send_inline_placed(struct rn_sq *sq, const struct rn_sq_place *at,
+			      uint32_t len, uint8_t opcode, __be32 imm,
+			      uint8_t flags, uint64_t wr_id)
+{
+	rn_sq_send_inline_finish(sq, at->off, at->ds, len, opcode, imm, flags,
+				 wr_id);
 }
 
 /*

@@ -325,6 +325,7 @@ test_send_inline_in_place(void **state)
 {
 	uint8_t payload[300];
 	uint8_t copied[sizeof(ring)];
+	struct rn_sq_place at;
 	uint8_t *data;
 
 	for (unsigned int i = 0; i < sizeof(payload); i++)
@@ -334,10 +335,12 @@ test_send_inline_in_place(void **state)
 		memcpy(copied, ring, sizeof(ring));
 		setup_sq(state);
 		sq.pi = sq.ci = start;
-		data = rn_sq_post_send_inline_at(&sq, 150, RN_WR_SEND_IMM,
-						 htobe32(9), RN_WR_SIGNALED, 3);
+		data = rn_sq_send_inline_place(&sq, 150, &at);
 		assert_ptr_equal(data, ring + start * 64 + 20);
+		assert_int_equal(sq.pi, start);   /* not posted yet */
 		memcpy(data, payload, 150);
+		rn_sq_post_send_inline_placed(&sq, &at, 150, RN_WR_SEND_IMM,
+					      htobe32(9), RN_WR_SIGNALED, 3);
 		assert_memory_equal(ring, copied, sizeof(ring));
 		assert_int_equal(sq.pi, start + 3);
 		assert_int_equal(wqe_ends[start], start + 3);
@@ -347,15 +350,15 @@ test_send_inline_in_place(void **state)
 	/* 150 bytes from BB 6 end past the ring (20 + 150 > 128). */
 	setup_sq(state);
 	sq.pi = sq.ci = 6;
-	assert_null(rn_sq_post_send_inline_at(&sq, 150, RN_WR_SEND, 0, 0, 0));
+	assert_null(rn_sq_send_inline_place(&sq, 150, &at));
 	/* 108 bytes there just fit: 20 + 108 = 128. */
-	assert_ptr_equal(rn_sq_post_send_inline_at(&sq, 108, RN_WR_SEND, 0, 0, 0),
+	assert_ptr_equal(rn_sq_send_inline_place(&sq, 108, &at),
 			 ring + 6 * 64 + 20);
 	/* At BB 1: no room (7 BBs in use, 2 needed). */
 	setup_sq(state);
 	sq.pi = 9;
 	sq.ci = 2;
-	assert_null(rn_sq_post_send_inline_at(&sq, 64, RN_WR_SEND, 0, 0, 0));
+	assert_null(rn_sq_send_inline_place(&sq, 64, &at));
 	assert_int_equal(sq.pi, 9);
 	assert_null(sq.last_ctrl);
 	for (unsigned int i = 0; i < sizeof(ring); i++)
@@ -426,6 +429,7 @@ test_limit_below_the_ring(void **state)
 	struct rn_sge sge = { 0x1000, 8, 1 };
 	struct rn_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND };
 	uint8_t frame[8] = { 0 };
+	struct rn_sq_place at;
 
 	(void)state;
 	sq.limit = 4;
@@ -436,7 +440,7 @@ test_limit_below_the_ring(void **state)
 	assert_int_equal(rn_sq_post(&sq, &wr), -EAGAIN);
 	assert_int_equal(rn_sq_post_send_inline(&sq, frame, 8, RN_WR_SEND, 0,
 						 0, 0), -EAGAIN);
-	assert_null(rn_sq_post_send_inline_at(&sq, 8, RN_WR_SEND, 0, 0, 0));
+	assert_null(rn_sq_send_inline_place(&sq, 8, &at));
 	assert_int_equal(rn_sq_post_send_sge(&sq, &sge, RN_WR_SEND, 0, 0, 0),
 			 -EAGAIN);
 	assert_int_equal(rn_sq_post_write_word(&sq, 1, 0x2000, 2, 0, 0),
@@ -538,10 +542,15 @@ test_paced_sends_never_jam(void **state)
 		if (r < 45 && posted - freed < 4) {
 			bool signal = posted % 2 == 1;
 			uint8_t flags = signal ? RN_WR_SIGNALED : 0;
-			uint8_t *at = rn_sq_post_send_inline_at(&sq, sizeof(frame),
-				RN_WR_SEND_IMM, 0, flags | RN_WR_PACED, 0);
+			struct rn_sq_place place;
+			uint8_t *at = rn_sq_send_inline_place(&sq, sizeof(frame),
+							      &place);
 
-			if (at == NULL && rn_sq_room(&sq) >= 2)
+			if (at != NULL)
+				rn_sq_post_send_inline_placed(&sq, &place,
+					sizeof(frame), RN_WR_SEND_IMM, 0,
+					flags | RN_WR_PACED, 0);
+			else if (rn_sq_room(&sq) >= 2)
 				rc = rn_sq_post_send_sge(&sq, &slot,
 							 RN_WR_SEND_IMM, 0,
 							 flags, 0);
