@@ -163,6 +163,13 @@ rn_notify_inject_stall(struct rn_notify *nf, const char *peer)
 			      RN_NOTIFY_INJECT_STALL);
 }
 
+int
+rn_notify_inject_cq_overrun(struct rn_notify *nf, const char *peer)
+{
+	return rn_notify_send(nf, peer, "", 0, "", 0, 0,
+			      RN_NOTIFY_INJECT_CQ_OVERRUN);
+}
+
 static void
 release(const struct rn_notify_delivery *d)
 {

@@ -335,25 +335,90 @@ split_params(const char *params, char (*buf)[1024], char **fields,
 	return 0;
 }
 
+/* The answer of a send: {"result": 0 or -errno, "error": its text}. */
+static void
+send_result(struct rte_tel_data *out, int rc)
+{
+	rte_tel_data_start_dict(out);
+	rte_tel_data_add_dict_int(out, "result", rc);
+	rte_tel_data_add_dict_string(out, "error", rc == 0 ? "" : strerror(-rc));
+}
+
 /*
  * Diagnostics: send a notification, /rnotify/send,PEER,NAME,MSG (MSG may
- * hold commas), as an application would. {"result": 0 or -errno}.
+ * hold commas), as an application would.
  */
 static int
 send_now(const char *params, struct rte_tel_data *out)
 {
 	char buf[1024];
 	char *f[3];   /* peer, name, msg */
-	int rc;
 
 	if (split_params(params, &buf, f, 3) != 0)
 		return -EINVAL;
-	rc = rn_notify_send(daemon_seen->notify, f[0], f[1],
-			    (uint32_t)strlen(f[1]), f[2], (uint32_t)strlen(f[2]),
-			    0, 0);
+	send_result(out, rn_notify_send(daemon_seen->notify, f[0], f[1],
+					(uint32_t)strlen(f[1]), f[2],
+					(uint32_t)strlen(f[2]), 0, 0));
+	return 0;
+}
+
+/*
+ * Diagnostics: the same, asking for the send's completion report,
+ * /rnotify/send_report,PEER,COOKIE,NAME,MSG; /rnotify/completions takes
+ * the reports.
+ */
+static int
+send_report_now(const char *params, struct rte_tel_data *out)
+{
+	char buf[1024];
+	char *f[4];   /* peer, cookie, name, msg */
+	char *end;
+	uint64_t cookie;
+
+	if (split_params(params, &buf, f, 4) != 0)
+		return -EINVAL;
+	errno = 0;
+	cookie = strtoull(f[1], &end, 10);
+	if (errno != 0 || end == f[1] || *end != '\0')
+		return -EINVAL;
+	send_result(out, rn_notify_send(daemon_seen->notify, f[0], f[2],
+					(uint32_t)strlen(f[2]), f[3],
+					(uint32_t)strlen(f[3]), cookie,
+					RN_NOTIFY_WANT_COMPLETION));
+	return 0;
+}
+
+static pthread_mutex_t completions_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Diagnostics: take the completion reports of sends that asked for one,
+ * as an application would: {"cookie": [...], "status": [0 or -errno]}. */
+static int
+completions_now(const char *params, struct rte_tel_data *out)
+{
+	struct rn_notify_completion got[64];
+	struct rte_tel_data *cookies = rte_tel_data_alloc();
+	struct rte_tel_data *statuses = rte_tel_data_alloc();
+	unsigned int n;
+
+	(void)params;
+	if (cookies == NULL || statuses == NULL) {
+		rte_tel_data_free(cookies);
+		rte_tel_data_free(statuses);
+		return -ENOMEM;
+	}
+	rte_tel_data_start_array(cookies, RTE_TEL_U64_VAL);
+	rte_tel_data_start_array(statuses, RTE_TEL_INT_VAL);
+	/* One thread at a time takes them (rn_notify_completions()). */
+	pthread_mutex_lock(&completions_lock);
+	n = rn_notify_completions(daemon_seen->notify, got, 64);
+	pthread_mutex_unlock(&completions_lock);
+	for (unsigned int i = 0; i < n; i++) {
+		rte_tel_data_add_array_u64(cookies, got[i].cookie);
+		rte_tel_data_add_array_int(statuses, got[i].status);
+	}
 	rte_tel_data_start_dict(out);
-	rte_tel_data_add_dict_int(out, "result", rc);
-	rte_tel_data_add_dict_string(out, "error", rc == 0 ? "" : strerror(-rc));
+	rte_tel_data_add_dict_container(out, "cookie", cookies, 0);
+	rte_tel_data_add_dict_container(out, "status", statuses, 0);
 	return 0;
 }
 
@@ -464,7 +529,8 @@ raise_device_event(const char *peer, bool fatal)
  * QP fails locally), bad_frame (PEER is sent a frame it must reject),
  * stall (the lcore that owns PEER's endpoint stops for a while),
  * port_event or cq_event (that lcore's device says its port went down, or
- * one of its CQs stopped: fatal). */
+ * one of its CQs stopped: fatal), cq_overrun (PEER's CQ overruns: it
+ * stops, its QPs fail, and the fatal event follows). */
 static int
 inject_now(const char *params, struct rte_tel_data *out)
 {
@@ -484,6 +550,8 @@ inject_now(const char *params, struct rte_tel_data *out)
 		rc = raise_device_event(peer, false);
 	else if (strncmp(params, "cq_event,", 9) == 0)
 		rc = raise_device_event(peer, true);
+	else if (strncmp(params, "cq_overrun,", 11) == 0)
+		rc = rn_notify_inject_cq_overrun(daemon_seen->notify, peer);
 	else
 		return -EINVAL;
 	rte_tel_data_start_dict(out);
@@ -545,6 +613,22 @@ handle_send(const char *cmd, const char *params, struct rte_tel_data *out)
 }
 
 static int
+handle_send_report(const char *cmd, const char *params,
+		   struct rte_tel_data *out)
+{
+	(void)cmd;
+	return act(send_report_now, params, out);
+}
+
+static int
+handle_completions(const char *cmd, const char *params,
+		   struct rte_tel_data *out)
+{
+	(void)cmd;
+	return act(completions_now, params, out);
+}
+
+static int
 handle_send_burst(const char *cmd, const char *params, struct rte_tel_data *out)
 {
 	(void)cmd;
@@ -580,12 +664,18 @@ rn_telemetry_register(const struct rn_daemon *d)
 		"error. Parameter: the peer's name") |
 	       rte_telemetry_register_cmd("/rnotify/send", handle_send,
 		"Diagnostics: send a notification. Parameters: PEER,NAME,MSG") |
+	       rte_telemetry_register_cmd("/rnotify/send_report",
+		handle_send_report, "Diagnostics: send one, report its fate "
+		"to /rnotify/completions. Parameters: PEER,COOKIE,NAME,MSG") |
+	       rte_telemetry_register_cmd("/rnotify/completions",
+		handle_completions, "Diagnostics: take the reports of sends "
+		"that asked for one (cookie, status). No parameters") |
 	       rte_telemetry_register_cmd("/rnotify/send_burst",
 		handle_send_burst, "Diagnostics: send COUNT notifications "
 		"NAME0.. in one burst. Parameters: PEER,COUNT,NAME,MSG") |
 	       rte_telemetry_register_cmd("/rnotify/sim_fault", handle_sim_fault,
 		"Tests, sim only. FAULT,PEER: local_qp, bad_frame, stall, "
-		"port_event, cq_event (operations.md)") |
+		"port_event, cq_event, cq_overrun (operations.md)") |
 	       rte_telemetry_register_cmd("/rnotify/poll", handle_poll,
 		"Diagnostics: take delivered notifications (peer, name, msg). "
 		"No parameters");

@@ -23,6 +23,7 @@
 #include "notify_engine.h"
 #include "rn_cq.h"
 #include "rn_rq.h"
+#include "rn_sim.h"
 #include "rn_sq.h"
 
 static uint32_t
@@ -325,6 +326,11 @@ send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		if (req->flags & RN_NOTIFY_INJECT_STALL) {
 			rn_notify_answer(req, 0);
 			rte_delay_us_block(RN_NOTIFY_STALL_MS * 1000u);
+			return 0;
+		}
+		if (req->flags & RN_NOTIFY_INJECT_CQ_OVERRUN) {
+			rn_sim_overrun_cq(&lc->cqs[ep->cq].cq);
+			rn_notify_answer(req, 0);
 			return 0;
 		}
 		if (n->qp == NULL || !n->peer_native) {

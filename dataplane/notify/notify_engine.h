@@ -25,12 +25,14 @@
 #define RN_NOTIFY_POLL_MAX 64
 /* Internal request flags, for tests on the sim device only: make the
  * notify QP fail locally; send a frame its receiver must reject; stop the
- * owning lcore for RN_NOTIFY_STALL_MS. */
+ * owning lcore for RN_NOTIFY_STALL_MS; overrun the endpoint's CQ. */
 #define RN_NOTIFY_INJECT_LOCAL_FAULT (1u << 31)
 #define RN_NOTIFY_INJECT_BAD_FRAME (1u << 30)
 #define RN_NOTIFY_INJECT_STALL (1u << 29)
+#define RN_NOTIFY_INJECT_CQ_OVERRUN (1u << 28)
 #define RN_NOTIFY_INJECT (RN_NOTIFY_INJECT_LOCAL_FAULT | \
-			  RN_NOTIFY_INJECT_BAD_FRAME | RN_NOTIFY_INJECT_STALL)
+			  RN_NOTIFY_INJECT_BAD_FRAME | \
+			  RN_NOTIFY_INJECT_STALL | RN_NOTIFY_INJECT_CQ_OVERRUN)
 #define RN_NOTIFY_STALL_MS 5000
 
 /*
@@ -163,6 +165,14 @@ int rn_notify_inject_bad_frame(struct rn_notify *nf, const char *peer);
  * rn_notify_send()'s errors.
  */
 int rn_notify_inject_stall(struct rn_notify *nf, const char *peer);
+
+/*
+ * Tests: the CQ the peer's endpoint completes to overruns, as if its lcore
+ * had fallen behind (rn_sim_overrun_cq()): no CQE reaches it again, the
+ * fatal device event follows. Returns 0, -ENOTSUP off the sim device, or
+ * rn_notify_send()'s errors.
+ */
+int rn_notify_inject_cq_overrun(struct rn_notify *nf, const char *peer);
 
 int rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
 		     unsigned int n_workers, bool fallback,

@@ -10,10 +10,12 @@ concurrent senders, notifications to self, peers found by name among many
 and in a slot taken back, a stuck worker lcore. Prints TAP.
 Usage: test_notify.py RNOTIFYD"""
 
+import contextlib
 import errno
 import math
 import os
 import random
+import signal
 import threading
 import time
 
@@ -791,6 +793,69 @@ def test_fatal_device_event_fails_the_workers_endpoints():
         p.stop()
 
 
+def send_report(sender, peer, cookie, name, msg):
+    return telemetry(sender, f"/rnotify/send_report,{peer},{cookie},{name},"
+                     f"{msg}")["result"]
+
+
+def reports_until(node, want):
+    """The completion reports node gives, until there are want of them."""
+    got = []
+
+    def enough():
+        r = telemetry(node, "/rnotify/completions")
+        got.extend(zip(r["cookie"], r["status"]))
+        return len(got) >= want
+    wait_until("completion reports", enough)
+    return got
+
+
+@contextlib.contextmanager
+def stopped(daemon):
+    """daemon stopped (SIGSTOP): its NIC acknowledges nothing."""
+    daemon.proc.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        daemon.proc.send_signal(signal.SIGCONT)
+
+
+def test_completion_reports_acknowledged_and_failed():
+    # A send that asks for it gets one report: 0 once the peer's NIC
+    # acknowledged it, -EPIPE when its QP failed with it in flight (the
+    # peer may or may not have it), also when the endpoint is freed
+    # without the CQEs that would have said so (its CQ overran).
+    p = Pair("k")
+    try:
+        assert send_report(p.a, p.b, 7, "k", "acked") == 0
+        assert reports_until(p.a, 1) == [(7, 0)]
+        assert poll_all(p.b, 1) == [(p.a, "k", "acked")]
+        # b stops: nothing is acknowledged. a's notify QP fails locally
+        # with the SEND in flight; its flush fails it at once, long before
+        # a finds b dead (3 s) and frees the endpoint.
+        with stopped(p.d[1]):
+            assert send_report(p.a, p.b, 8, "k", "in flight") == 0
+            assert telemetry(p.a, f"/rnotify/sim_fault,local_qp,{p.b}")[
+                "result"] == 0
+            assert reports_until(p.a, 1) == [(8, -errno.EPIPE)]
+            assert endpoint(p.a, p.b)["state"] == "connected"
+    finally:
+        p.stop()
+    p = Pair("o")
+    try:
+        with stopped(p.d[1]):
+            assert send_report(p.a, p.b, 9, "k", "in flight") == 0
+            # a's CQ stops: no CQE comes for that SEND, nor any flush;
+            # the endpoint fails and is freed once its drain gives up.
+            assert telemetry(p.a, f"/rnotify/sim_fault,cq_overrun,{p.b}")[
+                "result"] == 0
+            assert reports_until(p.a, 1) == [(9, -errno.EPIPE)]
+            assert endpoint(p.a, p.b)["state"] == "failed"
+        assert telemetry(p.a, "/rnotify/completions")["cookie"] == []
+    finally:
+        p.stop()
+
+
 def test_local_notify_fault_leaves_data_qps_working():
     p = Pair("l")
     try:
@@ -1424,6 +1489,7 @@ for t in [test_native_delivery_in_order,
           test_notification_to_self,
           test_self_gets_a_native_channel_when_a_bay_frees,
           test_local_notify_fault_leaves_data_qps_working,
+          test_completion_reports_acknowledged_and_failed,
           test_burst_in_order_up_to_the_credits,
           test_burst_unknown_and_failed_peers,
           test_burst_over_a_slot_sends_its_first_over_tcp,

@@ -44,6 +44,11 @@ void rn_sim_stats(struct rn_nic *nic, struct rn_sim_stats *out);
  * of a CQ error, without stopping anything. */
 void rn_sim_raise_event(struct rn_nic *nic, bool fatal);
 
+/* Tests, on the lcore that owns cq: cq overruns, as if software had
+ * fallen behind it. It stops for good (no CQE is written to it again),
+ * the QPs completing to it fail, and the fatal event is raised. */
+void rn_sim_overrun_cq(struct rn_cq *cq);
+
 /* The listening port of nic's wire (its LID). */
 uint16_t rn_sim_port(struct rn_nic *nic);
 

@@ -61,6 +61,31 @@ sim_cq_full(struct sim_cq *scq)
 	return ((scq->pi - ci) & 0xffffff) >= scq->cqe_cnt;
 }
 
+/* The CQ overran: it stops for good, as the hardware's does. */
+static void
+overrun(struct sim_cq *scq)
+{
+	struct sim_ctx *ctx = scq->ctx;
+
+	scq->error = true;
+	ctx->stats.cq_overruns++;
+	sim_event_raise(ctx, SIM_EVENT_CQ_ERR);
+	/* Every QP completing to it fails with it; their flushes to a
+	 * healthy CQ still arrive, those to this one are lost. */
+	for (struct sim_qp *q = ctx->live; q != NULL; q = q->next)
+		if ((q->scq == scq || q->rcq == scq) && q->state != RN_QP_ERR)
+			sim_qp_error(q);
+}
+
+void
+rn_sim_overrun_cq(struct rn_cq *cq)
+{
+	struct sim_cq *scq = cq->priv;
+
+	if (!scq->error)
+		overrun(scq);
+}
+
 void
 sim_cq_push(struct sim_cq *scq, struct mlx5_cqe64 *src)
 {
@@ -70,17 +95,7 @@ sim_cq_push(struct sim_cq *scq, struct mlx5_cqe64 *src)
 	if (scq->error)
 		return;
 	if (sim_cq_full(scq)) {
-		struct sim_ctx *ctx = scq->ctx;
-
-		scq->error = true;
-		ctx->stats.cq_overruns++;
-		sim_event_raise(ctx, SIM_EVENT_CQ_ERR);
-		/* Every QP completing to it fails with it; their flushes to a
-		 * healthy CQ still arrive, those to this one are lost. */
-		for (struct sim_qp *q = ctx->live; q != NULL; q = q->next)
-			if ((q->scq == scq || q->rcq == scq) &&
-			    q->state != RN_QP_ERR)
-				sim_qp_error(q);
+		overrun(scq);
 		return;
 	}
 	dst = (void *)(scq->buf + (size_t)(scq->pi & (scq->cqe_cnt - 1)) * 64);
