@@ -60,6 +60,8 @@ parse_uint(const struct rn_config_key *key, const char *text, uint32_t *field,
 	return 0;
 }
 
+/* A power of two in [min, max], both powers of two themselves (the
+ * message lists min, 2 min, 4 min, .., max). */
 static int
 parse_pow2(const struct rn_config_key *key, const char *text,
 	   uint32_t *field, char *why, size_t len)

@@ -40,7 +40,8 @@ struct ep_notify {
 	uint32_t max_frame;      /* the largest frame it takes now: both slot
 				  * sizes; 0 without a channel, or failed */
 	uint32_t max_inline;     /* the largest that goes inline: also within
-				  * lc->max_inline and the SQ's; 0 like
+				  * lc->max_inline, the SQ's and what its
+				  * paced SENDs may take (rn_sq.h); 0 like
 				  * max_frame */
 	uint32_t peer_slot_size; /* from its QP record; 0: not connected */
 	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */

@@ -84,13 +84,13 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 		return;
 	n->peer_native = true;
 	n->max_frame = RTE_MIN(lc->notify.slot_size, n->peer_slot_size);
-	/* [notify] max_inline, even where the device allows more; and the
-	 * inline SENDs paced by the send slots (RN_WR_PACED) must fit the
-	 * ring once in every slot. */
+	/* [notify] max_inline, even where the device allows more; and no
+	 * larger than the send slots' signalling allows inline SENDs paced by
+	 * it (RN_WR_PACED; a no-op with the rings both providers make). */
 	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
 				n->qp->sq.max_inline);
 	n->max_inline = RTE_MIN(n->max_inline, rn_sq_send_inline_max(
-		n->qp->sq.limit / (n->sends.mask + 1)));
+		rn_sq_paced_max_bbs(&n->qp->sq, n->sends.signal_mask + 1)));
 	/* Slots released before now (the peer may send first) are credits
 	 * the peer waits for. */
 	if (rn_credit_update_due(&n->rx))
@@ -153,11 +153,11 @@ rn_lcore_notify_free(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 /* The peer's count of reposted slots, as it RDMA WROTE it to us, into
  * the send window. */
 static void
-hear_credits(struct ep_notify *n, const struct rn_lcore_ep *ep)
+hear_credits(struct rn_lcore_ep *ep)
 {
-	rn_credit_returned(&n->tx, __atomic_load_n(
+	rn_credit_returned(&ep->n.tx, __atomic_load_n(
 		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE));
-	rn_send_slots_allow(&n->sends, n->tx.allowed);
+	rn_send_slots_allow(&ep->n.sends, ep->n.tx.allowed);
 }
 
 /*
@@ -165,12 +165,12 @@ hear_credits(struct ep_notify *n, const struct rn_lcore_ep *ep)
  * credit word is read only when the counts heard so far leave none.
  */
 static bool
-slot_and_credit(struct ep_notify *n, const struct rn_lcore_ep *ep)
+slot_and_credit(struct rn_lcore_ep *ep)
 {
-	if (likely(rn_send_slots_open(&n->sends)))
+	if (likely(rn_send_slots_open(&ep->n.sends)))
 		return true;
-	hear_credits(n, ep);
-	return rn_send_slots_open(&n->sends);
+	hear_credits(ep);
+	return rn_send_slots_open(&ep->n.sends);
 }
 
 /*
@@ -220,11 +220,13 @@ sent(struct ep_notify *n, uint64_t cookie, const struct send_head *h)
 /*
  * Post the SEND_IMM of o's frame of len bytes from its send slot, by a
  * data segment; signalled when the slots say so. What post_inline() cannot
- * post comes here: frames over max_inline, and inline ones that would wrap
- * at the ring's end or find no room for their larger WQE (one BB here,
- * never wrapping). Returns 0, -EAGAIN (no room in the SQ) or -EPIPE.
+ * post comes here (from send_burst(), or send_general() by post_native()):
+ * frames over max_inline, inline ones that would wrap at the ring's end or
+ * find no room for their larger WQE (one BB here, never wrapping), and a
+ * bad frame to inject (len one past what its lengths say). Returns 0,
+ * -EAGAIN (no room in the SQ) or -EPIPE.
  */
-static __rte_noinline int
+static int
 post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	       const struct rn_notify_out *o, uint32_t req_flags, __be32 imm,
 	       uint32_t len)
@@ -256,9 +258,7 @@ post_native(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	    const struct rn_notify_out *o, uint32_t req_flags, __be32 imm,
 	    uint32_t len)
 {
-	struct ep_notify *n = &ep->n;
-
-	if (!slot_and_credit(n, ep))
+	if (!slot_and_credit(ep))
 		return -EAGAIN;
 	return post_from_slot(lc, ep, o, req_flags, imm, len);
 }
@@ -438,7 +438,7 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	const struct rn_notify_out *o = &req->out[0];
 
 	if (unlikely(ep == NULL || (req->flags & RN_NOTIFY_INJECT) ||
-		     !slot_and_credit(&ep->n, ep) ||
+		     !slot_and_credit(ep) ||
 		     !post_inline(ep, o,
 				  (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0,
 				  tcp_before(ep),
@@ -463,20 +463,20 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 {
 	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
 	bool want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
-	uint32_t sent, room;
+	uint32_t went, room;
 	__be32 imm;
 
 	if (unlikely(ep == NULL || (req->flags & RN_NOTIFY_INJECT)))
 		return send_general(lc, req);
 	room = rn_send_slots_room(&ep->n.sends);
 	if (room < req->count) {
-		hear_credits(&ep->n, ep);
+		hear_credits(ep);
 		room = rn_send_slots_room(&ep->n.sends);
 	}
 	room = RTE_MIN(room, req->count);
 	imm = tcp_before(ep);
-	for (sent = 0; sent < room; sent++) {
-		const struct rn_notify_out *o = &req->out[sent];
+	for (went = 0; went < room; went++) {
+		const struct rn_notify_out *o = &req->out[went];
 		uint64_t len = rn_notify_frame_size(o->name_len, o->msg_len);
 
 		if (!post_inline(ep, o, want, imm, len) &&
@@ -485,11 +485,11 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 				    (uint32_t)len) != 0))
 			break;
 	}
-	if (unlikely(sent == 0))
+	if (unlikely(went == 0))
 		return send_general(lc, req);
 	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);
-	rn_lcore_count(&lc->stats.notify_sent, sent);
-	rn_notify_answer_sent(req, (int)sent);
+	rn_lcore_count(&lc->stats.notify_sent, went);
+	rn_notify_answer_sent(req, (int)went);
 }
 
 /*

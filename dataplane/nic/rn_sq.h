@@ -96,14 +96,15 @@ rn_sq_room(const struct rn_sq *sq)
  * free: a WQE that finds no room always has a signalled one ahead of it.
  *
  * RN_WR_PACED WQEs are left out of that count, which saves the send path
- * its upkeep: their caller signals at least one in every k of them by its
- * own rule, and k - 1 of its largest (m BBs each) take at most
- * sq->limit / 2 - m BBs (the notify QP's SENDs: one in 16 slots or fewer,
- * k at most slots / 2, in a ring with room for a SEND in every slot). The
- * unsignalled WQEs in flight after the last signalled one then take at
- * most sq->limit / 2 - m BBs in paced ones and sq->limit / 2 in counted
- * ones: a WQE of m BBs or fewer that finds no room (more than
- * sq->limit - m in flight) still has a signalled one ahead.
+ * its upkeep: their caller signals one in every k of them (or more often)
+ * by its own rule, and posts none over rn_sq_paced_max_bbs(sq, k) = m BBs,
+ * so that k of them take at most half of sq->limit (the notify QP's inline
+ * SENDs: k is 16, or fewer with fewer slots). The unsignalled WQEs in
+ * flight after the last signalled one then take at most
+ * sq->limit / 2 - m BBs in paced ones (k - 1 of them) and sq->limit / 2 in
+ * counted ones (whose count restarts at any signalled WQE): a WQE of m BBs
+ * or fewer that finds no room (more than sq->limit - m in flight) still
+ * has a signalled one ahead. (The notify QP's counted WQEs take one BB.)
  */
 static inline uint8_t
 rn_sq_fm_ce_se(struct rn_sq *sq, uint32_t nbb, uint8_t flags)
@@ -129,6 +130,14 @@ rn_sq_fm_ce_se(struct rn_sq *sq, uint32_t nbb, uint8_t flags)
 	return fm_ce_se;
 }
 
+/* The largest paced WQE, in BBs, for a caller that signals one in every
+ * k: k of them take half of sq->limit at most. 0: none fits. */
+static inline uint32_t
+rn_sq_paced_max_bbs(const struct rn_sq *sq, uint32_t k)
+{
+	return sq->limit / (2 * k);
+}
+
 /*
  * The ctrl segment of the WQE at sq->pi, all 16 bytes: what
  * mlx5dv_set_ctrl_seg() writes, and the reserved dci_stream_channel_id it
@@ -142,6 +151,9 @@ rn_sq_set_ctrl(const struct rn_sq *sq, struct mlx5_wqe_ctrl_seg *ctrl,
 	/* signature, dci_stream_channel_id and fm_ce_se: bytes 8 to 11, in
 	 * one store rather than three. */
 	uint32_t flags_word = rte_cpu_to_le_32((uint32_t)fm_ce_se << 24);
+
+	RTE_BUILD_BUG_ON(offsetof(struct mlx5_wqe_ctrl_seg, signature) != 8 ||
+			 offsetof(struct mlx5_wqe_ctrl_seg, fm_ce_se) != 11);
 
 	ctrl->opmod_idx_opcode =
 		rte_cpu_to_be_32(((uint32_t)(uint16_t)sq->pi << 8) | opcode);
@@ -237,12 +249,13 @@ rn_sq_send_inline_ds(uint32_t len)
 			      RN_WQE_SEG - 1) / RN_WQE_SEG;
 }
 
-/* The most bytes an inline SEND of nbb BBs carries. */
+/* The most bytes an inline SEND of nbb BBs (or fewer) carries. */
 static inline uint32_t
 rn_sq_send_inline_max(uint32_t nbb)
 {
-	return nbb * MLX5_SEND_WQE_BB - sizeof(struct mlx5_wqe_ctrl_seg) -
-	       sizeof(struct mlx5_wqe_inl_data_seg);
+	return nbb == 0 ? 0 : nbb * MLX5_SEND_WQE_BB -
+			      sizeof(struct mlx5_wqe_ctrl_seg) -
+			      sizeof(struct mlx5_wqe_inl_data_seg);
 }
 
 /* Ctrl and byte count of the inline SEND of ds units at ring offset off. */

@@ -51,7 +51,8 @@ struct rn_send_slots {
 	uint32_t allowed;        /* SENDs the credits allow so far */
 	uint32_t until;          /* posted may grow up to this: the lower of
 				  * freed + slots and allowed */
-	uint32_t signal_mask;    /* every - 1: slot k signals when k & mask == mask */
+	uint32_t signal_mask;    /* every - 1: slot k signals when
+				  * k & signal_mask == signal_mask */
 	uint64_t *cookie;        /* per slot, where want is set */
 	uint8_t *want;           /* per slot: report its completion */
 };

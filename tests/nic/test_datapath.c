@@ -507,13 +507,14 @@ test_paced_not_counted(void **state)
 }
 
 /*
- * The notify QP's mix, at random: inline SENDs of 2 BBs paced by 4 send
- * slots (the SEND in every 2nd slot signalled; a slot freed only by a CQE
- * at or after it), those that would wrap at the ring's end sent from their
- * slot (1 BB, counted), and counted 1-BB credit WRITEs, in a ring of 8 BBs
- * (a SEND in every slot). The NIC completes WQEs in order and writes CQEs
- * for the signalled ones only. Whenever a WQE finds no room, a signalled
- * one is still in flight: the ring never jams.
+ * The notify QP's mix, at random: inline SENDs as large as
+ * rn_sq_paced_max_bbs() allows, paced by send slots (one in every k
+ * signalled; a slot freed only by a CQE at or after it), those that would
+ * wrap at the ring's end or find no room for their size sent from their
+ * slot (1 BB, counted), and counted 1-BB credit WRITEs. The NIC completes
+ * WQEs in order and writes CQEs for the signalled ones only. Whenever a
+ * WQE finds no room, a signalled one is still in flight (and the slots
+ * too wait for one): nothing jams. For several rings, slots and k.
  */
 struct paced_wqe {
 	uint32_t bb;
@@ -521,73 +522,87 @@ struct paced_wqe {
 	uint32_t send;   /* SENDs posted before it and it, 0 for a WRITE */
 };
 
+static bool
+any_signalled(const struct paced_wqe *q, uint32_t n_q, bool sends_only)
+{
+	for (uint32_t i = 0; i < n_q; i++)
+		if (q[i].signalled && (!sends_only || q[i].send != 0))
+			return true;
+	return false;
+}
+
+/* One WQE at random, or the NIC completing the oldest; returns whether a
+ * post found no room. */
+static bool
+paced_step(struct paced_wqe *q, uint32_t *n_q, uint32_t *posted,
+	   uint32_t *freed, uint32_t slots, uint32_t k, uint32_t frame)
+{
+	static const struct rn_sge slot = { 0x3000, 8, 5 };
+	int r = rand() % 100;
+	uint32_t pi = sq.pi;
+	int rc = 0;
+
+	if (r < 45 && *posted - *freed < slots) {
+		uint8_t flags = *posted % k == k - 1 ? RN_WR_SIGNALED : 0;
+		struct rn_sq_place at;
+
+		if (frame != 0 && rn_sq_send_inline_place(&sq, frame, &at))
+			rn_sq_post_send_inline_placed(&sq, &at, frame,
+				RN_WR_SEND_IMM, 0, flags | RN_WR_PACED, 0);
+		else
+			rc = rn_sq_post_send_sge(&sq, &slot, RN_WR_SEND_IMM, 0,
+						 flags, 0);
+		if (rc == 0)
+			q[(*n_q)++] = (struct paced_wqe){
+				pi, ctrl_at(pi)->fm_ce_se != 0, ++*posted };
+	} else if (r < 60) {
+		rc = rn_sq_post_write_word(&sq, 1, 0x4000, 9, 0, 0);
+		if (rc == 0)
+			q[(*n_q)++] = (struct paced_wqe){
+				pi, ctrl_at(pi)->fm_ce_se != 0, 0 };
+	} else if (*n_q > 0) {   /* the NIC completes the oldest */
+		if (q[0].signalled) {
+			sq.ci = wqe_ends[q[0].bb % RING_BBS];
+			if (q[0].send != 0)
+				*freed = q[0].send;
+		}
+		memmove(q, q + 1, --*n_q * sizeof(q[0]));
+	}
+	assert_true(rc == 0 || rc == -EAGAIN);
+	return rc == -EAGAIN;
+}
+
 static void
 test_paced_sends_never_jam(void **state)
 {
-	struct paced_wqe q[RING_BBS];
-	uint32_t n_q = 0, posted = 0, freed = 0, no_room = 0;
-	static uint8_t frame[64];
-	struct rn_sge slot = { 0x3000, sizeof(frame), 5 };
+	static const struct { uint32_t limit, slots, k; } cases[] = {
+		{ 8, 4, 2 }, { 8, 8, 4 }, { 8, 2, 1 }, { 8, 1, 1 },
+		{ 4, 2, 1 }, { 2, 1, 1 }, { 4, 4, 2 },
+	};
 
-	(void)state;
-	srand(11);
-	for (uint32_t round = 0; round < 200000; round++) {
-		int r = rand() % 100;
-		uint32_t pi = sq.pi;
-		bool any_signalled = false;
-		int rc = 0;
+	for (unsigned int c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct paced_wqe q[RING_BBS];
+		uint32_t n_q = 0, posted = 0, freed = 0, no_room = 0;
+		uint32_t frame;
 
-		for (uint32_t i = 0; i < n_q; i++)
-			any_signalled |= q[i].signalled;
-		if (r < 45 && posted - freed < 4) {
-			bool signal = posted % 2 == 1;
-			uint8_t flags = signal ? RN_WR_SIGNALED : 0;
-			struct rn_sq_place place;
-			uint8_t *at = rn_sq_send_inline_place(&sq, sizeof(frame),
-							      &place);
+		setup_sq(state);
+		sq.limit = cases[c].limit;
+		frame = rn_sq_send_inline_max(rn_sq_paced_max_bbs(&sq,
+								  cases[c].k));
+		srand(11 + c);
+		for (uint32_t round = 0; round < 50000; round++) {
+			bool ahead = any_signalled(q, n_q, false);
 
-			if (at != NULL)
-				rn_sq_post_send_inline_placed(&sq, &place,
-					sizeof(frame), RN_WR_SEND_IMM, 0,
-					flags | RN_WR_PACED, 0);
-			else if (rn_sq_room(&sq) >= 2)
-				rc = rn_sq_post_send_sge(&sq, &slot,
-							 RN_WR_SEND_IMM, 0,
-							 flags, 0);
-			else if (at == NULL)
-				rc = -EAGAIN;
-			if (rc == 0)
-				q[n_q++] = (struct paced_wqe){
-					pi, ctrl_at(pi)->fm_ce_se != 0,
-					++posted };
-		} else if (r < 60) {
-			rc = rn_sq_post_write_word(&sq, 1, 0x4000, 9, 0, 0);
-			if (rc == 0)
-				q[n_q++] = (struct paced_wqe){
-					pi, ctrl_at(pi)->fm_ce_se != 0, 0 };
-		} else if (n_q > 0) {   /* the NIC completes the oldest */
-			if (q[0].signalled) {
-				sq.ci = wqe_ends[q[0].bb % RING_BBS];
-				if (q[0].send != 0)
-					freed = q[0].send;
+			if (paced_step(q, &n_q, &posted, &freed,
+				       cases[c].slots, cases[c].k, frame)) {
+				no_room++;
+				assert_true(ahead);
 			}
-			memmove(q, q + 1, --n_q * sizeof(q[0]));
+			if (posted - freed == cases[c].slots)
+				assert_true(any_signalled(q, n_q, true));
 		}
-		assert_true(rc == 0 || rc == -EAGAIN);
-		if (rc == -EAGAIN) {
-			no_room++;
-			assert_true(any_signalled);
-		}
-		if (posted - freed == 4) {   /* the slots wait for a CQE too */
-			bool send_signalled = false;
-
-			for (uint32_t i = 0; i < n_q; i++)
-				send_signalled |= q[i].send != 0 &&
-						  q[i].signalled;
-			assert_true(send_signalled);
-		}
+		assert_true(no_room > 100);   /* the ring was full often */
 	}
-	assert_true(no_room > 1000);   /* the ring was full often */
 }
 
 static void
