@@ -216,7 +216,10 @@ def test_burst_in_order_up_to_the_credits():
         def credits_back(writes, more):
             wait_until("credit WRITEs", lambda:
                        status(p.b)["credit_writes"][0] >= writes + more)
-            time.sleep(0.5)   # for the last one to land in a's memory
+            # A SEND after them on the same QP lands after them (RC
+            # order): once a has it, a's credit word has them too.
+            assert send(p.b, p.a, "fence", "x") == 0
+            assert poll_all(p.a, 1) == [(p.b, "fence", "x")]
 
         writes = status(p.b)["credit_writes"][0]
         got = poll_all(p.b, 16)   # and releases them: credits flow back
