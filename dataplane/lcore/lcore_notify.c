@@ -63,7 +63,7 @@ rn_lcore_notify_attach(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	n->peer_slot_size = peer->slot_size;
 	n->send_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, 0);
 	rn_credit_tx_init(&n->tx, peer->credits);
-	rn_send_slots_allow(&n->sends, n->tx.allowed);
+	rn_send_slots_allow(&n->sends, rn_credit_allowed(&n->tx));
 	n->credit_raddr = ep->req->remote.probe_addr +
 			  EP_PROBE_CREDITS * RN_EP_PROBE_SIZE;
 	n->credit_rkey = ep->req->remote.probe_rkey;
@@ -157,7 +157,7 @@ hear_credits(struct rn_lcore_ep *ep)
 {
 	rn_credit_returned(&ep->n.tx, __atomic_load_n(
 		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE));
-	rn_send_slots_allow(&ep->n.sends, ep->n.tx.allowed);
+	rn_send_slots_allow(&ep->n.sends, rn_credit_allowed(&ep->n.tx));
 }
 
 /*

@@ -26,16 +26,23 @@
  * the lcore that owns the endpoint, so nothing here is shared.
  */
 struct rn_credit_tx {
-	uint32_t allowed;     /* SENDs the peer has room for in all: its
-			       * initial slots and those it reposted */
+	uint32_t depth;       /* receive slots the peer posted at the start */
 	uint32_t returned;    /* the peer's reposted count, as last heard */
 };
 
 static inline void
 rn_credit_tx_init(struct rn_credit_tx *c, uint32_t depth)
 {
-	c->allowed = depth;
+	c->depth = depth;
 	c->returned = 0;
+}
+
+/* SENDs the peer has room for in all: its first slots and those it
+ * reposted since (modulo 2^32). */
+static inline uint32_t
+rn_credit_allowed(const struct rn_credit_tx *c)
+{
+	return c->depth + c->returned;
 }
 
 /* The peer says it has reposted `reposted` slots in all. */
@@ -43,10 +50,8 @@ static inline void
 rn_credit_returned(struct rn_credit_tx *c, uint32_t reposted)
 {
 	/* Only forward, in wrap-around order; within a window of 2^31. */
-	if ((int32_t)(reposted - c->returned) > 0) {
-		c->allowed += reposted - c->returned;
+	if ((int32_t)(reposted - c->returned) > 0)
 		c->returned = reposted;
-	}
 }
 
 /* Receiver side, owning lcore only. */
