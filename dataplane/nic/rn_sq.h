@@ -111,18 +111,12 @@ rn_sq_fm_ce_se(struct rn_sq *sq, uint32_t nbb, uint8_t flags)
 {
 	uint8_t fm_ce_se = 0;
 
-	if (flags & RN_WR_PACED) {
-		if (flags & RN_WR_SIGNALED) {
-			fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
-			sq->unsignaled_bbs = 0;
-		}
-	} else {
+	if (!(flags & RN_WR_PACED))
 		sq->unsignaled_bbs += nbb;
-		if ((flags & RN_WR_SIGNALED) ||
-		    sq->unsignaled_bbs > sq->limit / 2) {
-			fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
-			sq->unsignaled_bbs = 0;
-		}
+	if ((flags & RN_WR_SIGNALED) ||
+	    (!(flags & RN_WR_PACED) && sq->unsignaled_bbs > sq->limit / 2)) {
+		fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
+		sq->unsignaled_bbs = 0;
 	}
 	if (unlikely(flags & (RN_WR_SOLICITED | RN_WR_FENCE)))
 		fm_ce_se |= ((flags & RN_WR_SOLICITED) ? MLX5_WQE_CTRL_SOLICITED : 0) |
