@@ -209,14 +209,6 @@ tcp_before(const struct rn_lcore_ep *ep)
 						__ATOMIC_RELAXED));
 }
 
-/* The SEND_IMM h describes was posted for cookie: record it. The caller
- * rings the doorbell, once for all it posted. */
-static inline void
-sent(struct ep_notify *n, uint64_t cookie, const struct send_head *h)
-{
-	rn_send_slots_push(&n->sends, cookie, h->want);
-}
-
 /*
  * Post the SEND_IMM of o's frame of len bytes from its send slot, by a
  * data segment; signalled when the slots say so. What post_inline() cannot
@@ -244,7 +236,7 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 				 h.wr_id);
 	if (rc != 0)
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
-	sent(n, o->cookie, &h);
+	rn_send_slots_push(&n->sends, o->cookie, h.want);
 	return 0;
 }
 
@@ -420,7 +412,7 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
 	rn_sq_post_send_inline_placed(&n->qp->sq, &at, (uint32_t)len,
 				      RN_WR_SEND_IMM, imm,
 				      h.flags | RN_WR_PACED, h.wr_id);
-	sent(n, o->cookie, &h);
+	rn_send_slots_push(&n->sends, o->cookie, h.want);
 	return true;
 }
 
