@@ -194,6 +194,11 @@ def test_slow_receiver_gets_backpressure_not_rnr():
         p.stop()
 
 
+def sim_fault(node, fault, peer):
+    """/rnotify/sim_fault,FAULT,PEER on node: its result."""
+    return telemetry(node, f"/rnotify/sim_fault,{fault},{peer}")["result"]
+
+
 def send_burst(sender, peer, count, name, msg):
     """COUNT notifications NAME0.. in one rn_notify_send_burst()."""
     return telemetry(sender, f"/rnotify/send_burst,{peer},{count},{name},"
@@ -676,8 +681,7 @@ def test_malformed_frame_is_rejected_and_its_slot_reposted():
     try:
         e = endpoint(p.a, p.b)
         assert send(p.a, p.b, "k", "before") == 0
-        assert telemetry(p.a, f"/rnotify/sim_fault,bad_frame,{p.b}")[
-            "result"] == 0
+        assert sim_fault(p.a, "bad_frame", p.b) == 0
         assert send(p.a, p.b, "k", "after") == 0
         assert poll_all(p.b, 2) == [(p.a, "k", "before"), (p.a, "k", "after")]
         wait_until("rejected", lambda: counters(p.b)["notify_rejected"] == 1)
@@ -712,8 +716,7 @@ def test_tcp_notification_after_a_rejected_frame_does_not_wait():
     try:
         big = "b" * SMALL_SLOT   # over a slot: over TCP
         assert send(p.a, p.b, "1", "native") == 0
-        assert telemetry(p.a, f"/rnotify/sim_fault,bad_frame,{p.b}")[
-            "result"] == 0
+        assert sim_fault(p.a, "bad_frame", p.b) == 0
         assert send(p.a, p.b, "2", big) == 0
         assert send(p.a, p.b, "3", "native") == 0
         got = poll_all(p.b, 3)
@@ -732,8 +735,7 @@ def test_rejected_frames_logged_at_most_once_a_second():
     try:
         start = time.monotonic()
         for _ in range(10):
-            assert telemetry(p.a, f"/rnotify/sim_fault,bad_frame,{p.b}")[
-                "result"] == 0
+            assert sim_fault(p.a, "bad_frame", p.b) == 0
         elapsed = time.monotonic() - start
         wait_until("rejected", lambda: counters(p.b)["notify_rejected"] == 10)
         lines = p.d[1].stderr().count("rejected: lengths do not add up")
@@ -753,8 +755,7 @@ def test_device_events_are_logged_and_counted():
     p = Pair("v")
     try:
         assert sum(status(p.a)["device_events"]) == 0, status(p.a)
-        assert telemetry(p.a, f"/rnotify/sim_fault,port_event,{p.b}")[
-            "result"] == 0
+        assert sim_fault(p.a, "port_event", p.b) == 0
         wait_until("counted", lambda: sum(status(p.a)["device_events"]) == 1)
         assert "device event: port error, port 1" in p.d[0].stderr()
         assert sum(status(p.b)["device_events"]) == 0, status(p.b)
@@ -772,8 +773,7 @@ def test_fatal_device_event_fails_the_workers_endpoints():
     # raises the event alone.)
     p = Pair("w")
     try:
-        assert telemetry(p.a, f"/rnotify/sim_fault,cq_event,{p.b}")[
-            "result"] == 0
+        assert sim_fault(p.a, "cq_event", p.b) == 0
         wait_until("failed", lambda: endpoint(p.a, p.b)["state"] ==
                    "failed")
         e = endpoint(p.a, p.b)
@@ -840,8 +840,7 @@ def test_completion_reports_acknowledged_and_failed():
         # a finds b dead (3 s) and frees the endpoint.
         with stopped(p.d[1]):
             assert send_report(p.a, p.b, 8, "k", "in flight") == 0
-            assert telemetry(p.a, f"/rnotify/sim_fault,local_qp,{p.b}")[
-                "result"] == 0
+            assert sim_fault(p.a, "local_qp", p.b) == 0
             assert reports_until(p.a, 1) == [(8, -errno.EPIPE)]
             assert endpoint(p.a, p.b)["state"] == "connected"
     finally:
@@ -852,8 +851,7 @@ def test_completion_reports_acknowledged_and_failed():
             assert send_report(p.a, p.b, 9, "k", "in flight") == 0
             # a's CQ stops: no CQE comes for that SEND, nor any flush;
             # the endpoint fails and is freed once its drain gives up.
-            assert telemetry(p.a, f"/rnotify/sim_fault,cq_overrun,{p.b}")[
-                "result"] == 0
+            assert sim_fault(p.a, "cq_overrun", p.b) == 0
             assert reports_until(p.a, 1) == [(9, -errno.EPIPE)]
             assert endpoint(p.a, p.b)["state"] == "failed"
         assert telemetry(p.a, "/rnotify/completions")["cookie"] == []
@@ -867,8 +865,7 @@ def test_local_notify_fault_leaves_data_qps_working():
         assert send(p.a, p.b, "k", "before") == 0
         assert poll_all(p.b, 1) == [(p.a, "k", "before")]
         e = endpoint(p.a, p.b)
-        assert telemetry(p.a, f"/rnotify/sim_fault,local_qp,{p.b}")[
-            "result"] == 0
+        assert sim_fault(p.a, "local_qp", p.b) == 0
         # The native channel is closed for good: -EPIPE, never TCP.
         wait_until("the channel closed", lambda: send(p.a, p.b, "k", "x") ==
                    -errno.EPIPE)
@@ -1441,8 +1438,7 @@ def test_stuck_lcore_never_stops_the_control_thread():
         wait_until("watcher connected",
                    lambda: endpoint(hub, "watcher")["state"] == "connected")
         start = time.monotonic()
-        assert telemetry(hub, "/rnotify/sim_fault,stall,watcher")[
-            "result"] == 0
+        assert sim_fault(hub, "stall", "watcher") == 0
         beats = []
         reader = threading.Thread(target=lambda: beats.extend(
             heartbeat_times(watcher, start + STALL_S - 0.2)))
