@@ -212,10 +212,9 @@ tcp_before(const struct rn_lcore_ep *ep)
 /*
  * Post the SEND_IMM of o's frame of len bytes from its send slot, by a
  * data segment; signalled when the slots say so. What post_inline() cannot
- * post comes here (from send_burst(), or send_general() by post_native()):
- * frames over max_inline, inline ones that would wrap at the ring's end or
- * find no room for their larger WQE (one BB here, never wrapping), and a
- * bad frame to inject (len one past what its lengths say). Returns 0,
+ * post comes here (from send_burst() or send_general()): frames over
+ * max_inline, and inline ones that would wrap at the ring's end or find no
+ * room for their larger WQE (one BB here, never wrapping). Returns 0,
  * -EAGAIN (no room in the SQ) or -EPIPE.
  */
 static int
@@ -238,21 +237,6 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
 	rn_send_slots_push(&n->sends, o->cookie, h.want);
 	return 0;
-}
-
-/*
- * One native send of len bytes (at most max_frame), any size, from its
- * send slot: a credit and a slot taken, or -EAGAIN without them, or
- * -EPIPE. The doorbell is the caller's.
- */
-static __rte_noinline int
-post_native(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-	    const struct rn_notify_out *o, uint32_t req_flags, __be32 imm,
-	    uint32_t len)
-{
-	if (!slot_and_credit(ep))
-		return -EAGAIN;
-	return post_from_slot(lc, ep, o, req_flags, imm, len);
 }
 
 /*
@@ -356,37 +340,6 @@ usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
 }
 
 /*
- * A request's first notification, when send_one() or send_burst() could
- * not post it: every check, the fallbacks, the frame through its send
- * slot, and the answer for it alone (the application sends the rest
- * again).
- */
-static __rte_noinline void
-send_general(struct rn_lcore *lc, struct rn_notify_request *req)
-{
-	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
-	const struct rn_notify_out *o = &req->out[0];
-	uint64_t len = rn_notify_frame_size(o->name_len, o->msg_len);
-	int rc;
-
-	if (unlikely(ep == NULL)) {
-		rn_notify_answer(req, -ENOTCONN);
-		return;
-	}
-	if (unlikely(len > ep->n.max_frame || (req->flags & RN_NOTIFY_INJECT))) {
-		len = send_other(lc, ep, req, len);
-		if (len == 0)
-			return;
-	}
-	rc = post_native(lc, ep, o, req->flags, tcp_before(ep), (uint32_t)len);
-	if (rc == 0) {
-		rn_sq_ring_doorbell(&ep->n.qp->sq);
-		rn_lcore_count(&lc->stats.notify_sent, 1);
-	}
-	rn_notify_answer(req, rc);
-}
-
-/*
  * The common send straight through, with a credit and a send slot known to
  * be at hand: the frame of len bytes (at most max_inline) inline in a WQE
  * that fits the SQ as it is. Nothing changes before all of that is known.
@@ -417,11 +370,51 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
 }
 
 /*
- * A request of one notification (rn_notify_send()), inline: straight
- * through, without send_burst()'s loop, which costs the single send some
- * twenty instructions more. Anything else is send_general()'s. Out of
- * line, like received(): scripts/bench-notify-instructions.sh counts its
- * instructions.
+ * A request's first notification, when send_one() or send_burst() could
+ * not post it, or one that wants its completion reported: every check,
+ * the fallbacks, the frame inline or through its send slot, and the
+ * answer for it alone (the application sends the rest again).
+ */
+static __rte_noinline void
+send_general(struct rn_lcore *lc, struct rn_notify_request *req)
+{
+	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
+	const struct rn_notify_out *o = &req->out[0];
+	uint64_t len = rn_notify_frame_size(o->name_len, o->msg_len);
+	__be32 imm;
+	bool want;
+	int rc;
+
+	if (unlikely(ep == NULL)) {
+		rn_notify_answer(req, -ENOTCONN);
+		return;
+	}
+	if (unlikely(len > ep->n.max_frame || (req->flags & RN_NOTIFY_INJECT))) {
+		len = send_other(lc, ep, req, len);
+		if (len == 0)
+			return;
+	}
+	want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
+	imm = tcp_before(ep);
+	if (!slot_and_credit(ep))
+		rc = -EAGAIN;
+	else if (post_inline(ep, o, want, imm, len))
+		rc = 0;
+	else
+		rc = post_from_slot(lc, ep, o, req->flags, imm, (uint32_t)len);
+	if (rc == 0) {
+		rn_sq_ring_doorbell(&ep->n.qp->sq);
+		rn_lcore_count(&lc->stats.notify_sent, 1);
+	}
+	rn_notify_answer(req, rc);
+}
+
+/*
+ * A request of one plain notification (rn_notify_send() without flags),
+ * inline: straight through, without send_burst()'s loop, which costs the
+ * single send some twenty instructions more. Anything else, a completion
+ * to report included, is send_general()'s. Out of line, like received():
+ * scripts/bench-notify-instructions.sh counts its instructions.
  */
 static __rte_noinline void
 send_one(struct rn_lcore *lc, struct rn_notify_request *req)
@@ -429,11 +422,8 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
 	const struct rn_notify_out *o = &req->out[0];
 
-	if (unlikely(ep == NULL || (req->flags & RN_NOTIFY_INJECT) ||
-		     !slot_and_credit(ep) ||
-		     !post_inline(ep, o,
-				  (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0,
-				  tcp_before(ep),
+	if (unlikely(ep == NULL || req->flags != 0 || !slot_and_credit(ep) ||
+		     !post_inline(ep, o, false, tcp_before(ep),
 				  rn_notify_frame_size(o->name_len,
 						       o->msg_len))))
 		return send_general(lc, req);
