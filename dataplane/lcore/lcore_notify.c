@@ -330,13 +330,14 @@ send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 /*
  * The endpoint req is for, unless it is gone, failed or closing: by_slot
  * holds connected endpoints only, and each leaves it (rn_lcore_notify_close)
- * as it fails or starts closing.
+ * as it fails or starts closing. req->ep_slot is a slot of the control
+ * plane, which has no more than by_slot (rn_notify_send_burst()).
  */
 static inline struct rn_lcore_ep *
 usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
 {
-	return req->ep_slot < RN_LCORE_MAX_SLOTS ? lc->by_slot[req->ep_slot] :
-						   NULL;
+	RTE_ASSERT(req->ep_slot < RN_LCORE_MAX_SLOTS);
+	return lc->by_slot[req->ep_slot];
 }
 
 /*
