@@ -354,14 +354,11 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
 	struct ep_notify *n = &ep->n;
 	struct rn_sq_place at;
 	struct send_head h;
-	uint8_t *data;
 
-	if (unlikely(len > n->max_inline))
+	if (unlikely(len > n->max_inline ||
+		     !rn_sq_send_inline_place(&n->qp->sq, (uint32_t)len, &at)))
 		return false;
-	data = rn_sq_send_inline_place(&n->qp->sq, (uint32_t)len, &at);
-	if (unlikely(data == NULL))
-		return false;
-	rn_notify_frame_write(data, o->name, o->name_len, o->msg, o->msg_len);
+	rn_notify_frame_write(at.data, o->name, o->name_len, o->msg, o->msg_len);
 	h = next_send(n, want);
 	rn_sq_post_send_inline_placed(&n->qp->sq, &at, (uint32_t)len,
 				      RN_WR_SEND_IMM, imm,

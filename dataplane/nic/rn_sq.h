@@ -346,19 +346,22 @@ rn_sq_post_write_word(struct rn_sq *sq, uint32_t word, uint64_t raddr,
  * An inline SEND whose data the caller writes in place instead of copying
  * it from a buffer, in two steps. rn_sq_send_inline_place() says where the
  * len bytes of the next WQE's data go (len <= max_inline, which the caller
- * checked), contiguous, or NULL when they would wrap at the end of the ring
- * or the ring has no room (rn_sq_post_send_inline() from a buffer handles
- * both); the caller writes them there, then posts the WQE with
- * rn_sq_post_send_inline_placed(), before rn_sq_ring_doorbell(). Data
- * first: written after the WQE's fields, its byte stores, which may alias
- * anything, would make the compiler read those fields again.
+ * checked), contiguous, in at->data, or returns false when they would wrap
+ * at the end of the ring or the ring has no room (rn_sq_post_send_inline()
+ * from a buffer handles both); the caller writes them there, then posts
+ * the WQE with rn_sq_post_send_inline_placed(), before
+ * rn_sq_ring_doorbell(). Data first: written after the WQE's fields, its
+ * byte stores, which may alias anything, would make the compiler read
+ * those fields again. A bool rather than a pointer that may be NULL: the
+ * compiler cannot tell that buf + offset is not, and would test it.
  */
 struct rn_sq_place {
+	uint8_t *data;  /* where the len bytes go */
 	uint32_t off;   /* the WQE's ring offset */
 	uint32_t ds;    /* its 16-byte units */
 };
 
-static inline uint8_t *
+static inline bool
 rn_sq_send_inline_place(const struct rn_sq *sq, uint32_t len,
 			struct rn_sq_place *at)
 {
@@ -371,8 +374,9 @@ rn_sq_send_inline_place(const struct rn_sq *sq, uint32_t len,
 	       sizeof(struct mlx5_wqe_inl_data_seg);
 	if (unlikely((at->ds + 3) / 4 > rn_sq_room(sq) ||
 		     data + len > sq->byte_mask + 1))
-		return NULL;
-	return sq->buf + data;
+		return false;
+	at->data = sq->buf + data;
+	return true;
 }
 
 static inline void

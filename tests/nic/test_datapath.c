@@ -335,7 +335,8 @@ test_send_inline_in_place(void **state)
 		memcpy(copied, ring, sizeof(ring));
 		setup_sq(state);
 		sq.pi = sq.ci = start;
-		data = rn_sq_send_inline_place(&sq, 150, &at);
+		assert_true(rn_sq_send_inline_place(&sq, 150, &at));
+		data = at.data;
 		assert_ptr_equal(data, ring + start * 64 + 20);
 		assert_int_equal(sq.pi, start);   /* not posted yet */
 		memcpy(data, payload, 150);
@@ -350,15 +351,15 @@ test_send_inline_in_place(void **state)
 	/* 150 bytes from BB 6 end past the ring (20 + 150 > 128). */
 	setup_sq(state);
 	sq.pi = sq.ci = 6;
-	assert_null(rn_sq_send_inline_place(&sq, 150, &at));
+	assert_false(rn_sq_send_inline_place(&sq, 150, &at));
 	/* 108 bytes there just fit: 20 + 108 = 128. */
-	assert_ptr_equal(rn_sq_send_inline_place(&sq, 108, &at),
-			 ring + 6 * 64 + 20);
+	assert_true(rn_sq_send_inline_place(&sq, 108, &at));
+	assert_ptr_equal(at.data, ring + 6 * 64 + 20);
 	/* At BB 1: no room (7 BBs in use, 2 needed). */
 	setup_sq(state);
 	sq.pi = 9;
 	sq.ci = 2;
-	assert_null(rn_sq_send_inline_place(&sq, 64, &at));
+	assert_false(rn_sq_send_inline_place(&sq, 64, &at));
 	assert_int_equal(sq.pi, 9);
 	assert_null(sq.last_ctrl);
 	for (unsigned int i = 0; i < sizeof(ring); i++)
@@ -440,7 +441,7 @@ test_limit_below_the_ring(void **state)
 	assert_int_equal(rn_sq_post(&sq, &wr), -EAGAIN);
 	assert_int_equal(rn_sq_post_send_inline(&sq, frame, 8, RN_WR_SEND, 0,
 						 0, 0), -EAGAIN);
-	assert_null(rn_sq_send_inline_place(&sq, 8, &at));
+	assert_false(rn_sq_send_inline_place(&sq, 8, &at));
 	assert_int_equal(rn_sq_post_send_sge(&sq, &sge, RN_WR_SEND, 0, 0, 0),
 			 -EAGAIN);
 	assert_int_equal(rn_sq_post_write_word(&sq, 1, 0x2000, 2, 0, 0),
