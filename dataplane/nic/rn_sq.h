@@ -99,7 +99,7 @@ rn_sq_room(const struct rn_sq *sq)
  * its upkeep: their caller signals one in every k of them (or more often)
  * by its own rule, and posts none over rn_sq_paced_max_bbs(sq, k) = m BBs,
  * so that k of them take at most half of sq->limit (the notify QP's inline
- * SENDs: k is 16, or fewer with fewer slots). The unsignalled WQEs in
+ * SENDs: k is 32, or fewer with fewer slots). The unsignalled WQEs in
  * flight after the last signalled one then take at most
  * sq->limit / 2 - m BBs in paced ones (k - 1 of them) and sq->limit / 2 in
  * counted ones (whose count restarts at any signalled WQE): a WQE of m BBs

@@ -41,7 +41,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RN_SEND_SIGNAL_EVERY 16   /* at most; a power of two */
+#define RN_SEND_SIGNAL_EVERY 32   /* at most; a power of two */
 
 struct rn_send_slots {
 	uint32_t mask;           /* slots - 1: a power of two */

@@ -252,7 +252,7 @@ test_credits_random_traffic(void **state)
 
 /* ---- send slots ---- */
 
-#define MAX_SLOTS 64
+#define MAX_SLOTS 256
 
 static uint64_t cookies[MAX_SLOTS];
 static uint8_t wants[MAX_SLOTS];
@@ -285,13 +285,13 @@ push(struct rn_send_slots *s, uint64_t cookie, bool want)
 }
 
 /* The SEND in every `every`-th slot is signalled, and each one that wants
- * a report; every is a power of two up to 16 and at most half the slots. */
+ * a report; every is a power of two up to 32 and at most half the slots. */
 static void
 test_send_slots_signal_every(void **state)
 {
 	static const struct { uint32_t n, every; } cases[] = {
 		{ 1, 1 }, { 2, 1 }, { 4, 2 }, { 8, 4 }, { 16, 8 }, { 32, 16 },
-		{ 64, 16 },
+		{ 64, 32 }, { 256, 32 },
 	};
 	struct rn_send_slots s;
 
@@ -300,15 +300,15 @@ test_send_slots_signal_every(void **state)
 		init_slots(&s, cases[c].n);
 		assert_int_equal(s.signal_mask + 1, cases[c].every);
 	}
-	init_slots(&s, 64);
-	for (uint32_t i = 1; i <= 40; i++) {
+	init_slots(&s, 256);
+	for (uint32_t i = 1; i <= 80; i++) {
 		bool signalled = push(&s, i, i == 20);
 		uint64_t cookie;
 
-		/* Slots 15 and 31 (SENDs 16 and 32), and 20 (wanted). */
-		assert_int_equal(signalled, i == 16 || i == 20 || i == 32);
+		/* Slots 31 and 63 (SENDs 32 and 64), and 19 (wanted). */
+		assert_int_equal(signalled, i == 32 || i == 20 || i == 64);
 		if (signalled)
-			(void)rn_send_slots_complete(&s, (i - 1) % 64, &cookie);
+			(void)rn_send_slots_complete(&s, (i - 1) % 256, &cookie);
 	}
 }
 
