@@ -22,7 +22,9 @@
 # (rn_notify_send_burst()); the pings, one to a request, stay in the count.
 # Usage: scripts/bench-notify-instructions.sh [BYTES [BURST]]  (64, 1)
 # RN_CALLGRIND_KEEP=DIR keeps both callgrind files there (send.cg,
-# receive.cg), for callgrind_annotate.
+# receive.cg), for callgrind_annotate. RN_BENCH_SLOTS=N runs both sides
+# with [notify] slots = N instead of the default 256 (with fewer slots,
+# credit WRITEs and send CQEs come more often).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -14,6 +14,7 @@
 #   RN_BENCH_PORT=N      control ports N and N+1 (default 19601)
 #   RN_BENCH_STALL_MS=N  the responder stops polling for N ms at the start
 #                        of each one-way run (a slow application)
+#   RN_BENCH_SLOTS=N     [notify] slots = N on both sides (default 256)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -19,7 +19,9 @@ trap cleanup EXIT
 
 # pair_configs NAME_A NAME_B PORT [CONTROL_KEYS]: $work/NAME_A.ini and
 # $work/NAME_B.ini, two processes on loopback (control ports PORT and
-# PORT+1) that call each other at start.
+# PORT+1) that call each other at start. [notify] as by default (256 send
+# and 256 receive slots of 64 KiB), but one endpoint per lcore, or
+# RN_BENCH_SLOTS=N slots.
 pair_configs() {
   local a=$1 b=$2 port=$3 keys=${4:-}
   write_config "$a" "$port" "$b" $((port + 1)) "$keys"
@@ -43,7 +45,7 @@ port = $2
 $5
 
 [notify]
-slots = 32
+${RN_BENCH_SLOTS:+slots = $RN_BENCH_SLOTS}
 slot_size = 65536
 endpoints_per_lcore = 1
 
