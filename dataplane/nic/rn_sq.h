@@ -372,8 +372,9 @@ rn_sq_send_inline_place(const struct rn_sq *sq, uint32_t len,
 	at->ds = rn_sq_send_inline_ds(len);
 	data = at->off + sizeof(struct mlx5_wqe_ctrl_seg) +
 	       sizeof(struct mlx5_wqe_inl_data_seg);
+	/* data >= 20: data + len - 1 is the last byte, and cannot wrap. */
 	if (unlikely((at->ds + 3) / 4 > rn_sq_room(sq) ||
-		     data + len > sq->byte_mask + 1))
+		     data + len - 1 > sq->byte_mask))
 		return false;
 	at->data = sq->buf + data;
 	return true;
