@@ -40,27 +40,30 @@ rn_notify_copy_ends(uint8_t *dst, const uint8_t *src, uint32_t len, size_t w)
  * memcpy() for what is often short (a name, a small msg): up to 64 bytes
  * inline, in overlapping blocks from both ends, a call beyond. For those
  * few bytes the call, and the registers it makes the caller save, cost
- * more than the copy (docs/performance.md).
+ * more than the copy (docs/performance.md). The shortest are tested for
+ * first: names are.
  */
 static inline void
 rn_notify_copy(uint8_t *dst, const uint8_t *src, uint32_t len)
 {
-	if (len > 64) {
-		memcpy(dst, src, len);
-	} else if (len >= 16) {
+	if (len < 16) {
+		if (len >= 8) {
+			rn_notify_copy_ends(dst, src, len, 8);
+		} else if (len >= 4) {
+			rn_notify_copy_ends(dst, src, len, 4);
+		} else {
+			for (uint32_t i = 0; i < len; i++)
+				dst[i] = src[i];
+		}
+	} else if (len <= 64) {
 		rte_mov16(dst, src);
 		if (len > 32) {
 			rte_mov16(dst + 16, src + 16);
 			rte_mov16(dst + len - 32, src + len - 32);
 		}
 		rte_mov16(dst + len - 16, src + len - 16);
-	} else if (len >= 8) {
-		rn_notify_copy_ends(dst, src, len, 8);
-	} else if (len >= 4) {
-		rn_notify_copy_ends(dst, src, len, 4);
 	} else {
-		for (uint32_t i = 0; i < len; i++)
-			dst[i] = src[i];
+		memcpy(dst, src, len);
 	}
 }
 
