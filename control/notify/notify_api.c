@@ -102,8 +102,10 @@ rn_notify_send_burst(struct rn_notify *nf, const char *peer,
 		     const struct rn_notify_out *out, unsigned int n,
 		     uint32_t flags)
 {
-	struct rn_notify_request req = { .flags = flags, .out = out };
+	struct rn_notify_request req = { .flags = flags, .out = out,
+					 .result = RN_NOTIFY_PENDING };
 	enum rn_ep_state state;
+	int64_t result;
 	uint32_t worker;
 	struct rn_lcore *lc;
 
@@ -126,9 +128,10 @@ rn_notify_send_burst(struct rn_notify *nf, const char *peer,
 		rte_pause();
 	rn_lcore_wake(lc);
 	/* The owning lcore answers within an iteration of its loop. */
-	while (__atomic_load_n(&req.done, __ATOMIC_ACQUIRE) == 0)
+	while ((result = __atomic_load_n(&req.result, __ATOMIC_ACQUIRE)) ==
+	       RN_NOTIFY_PENDING)
 		rte_pause();
-	return req.result;
+	return (int)result;
 }
 
 int

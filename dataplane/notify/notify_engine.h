@@ -37,9 +37,9 @@
 
 /*
  * One hand-over of out[0..count) (count >= 1), on the sending thread's
- * stack while it waits for `done`. Only a request's first notification
- * goes over TCP: the control thread gets the request with it, and answers
- * for that one alone.
+ * stack while it waits for its `result`. Only a request's first
+ * notification goes over TCP: the control thread gets the request with it,
+ * and answers for that one alone.
  */
 struct rn_notify_request {
 	uint32_t ep_slot;
@@ -48,9 +48,12 @@ struct rn_notify_request {
 	uint32_t count;
 	uint32_t native_before;   /* to TCP: native ones posted before it, */
 	uint32_t generation;      /* by this incarnation of the endpoint */
-	int result;               /* how many went, or -errno if none */
-	uint32_t done;            /* release-stored by whoever answers */
+	/* How many went, or -errno if none; RN_NOTIFY_PENDING until whoever
+	 * answers release-stores it: one word, so one store answers. */
+	int64_t result;
 };
+
+#define RN_NOTIFY_PENDING INT64_MIN
 
 #define RN_NOTIFY_VIA_TCP 0xffff   /* the index of one that came over TCP */
 
@@ -119,8 +122,7 @@ void rn_notify_order_counts(const struct rn_notify *nf, uint64_t *parked,
 static inline void
 rn_notify_answer_sent(struct rn_notify_request *req, int sent)
 {
-	req->result = sent;
-	__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&req->result, sent, __ATOMIC_RELEASE);
 }
 
 /* Answer a request for its first notification: 0 (it went) or -errno. */
