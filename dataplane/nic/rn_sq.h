@@ -140,7 +140,7 @@ rn_sq_paced_max_bbs(const struct rn_sq *sq, uint32_t k)
  */
 static inline void
 rn_sq_set_ctrl(const struct rn_sq *sq, struct mlx5_wqe_ctrl_seg *ctrl,
-	       uint8_t opcode, uint8_t ds, uint8_t fm_ce_se, __be32 imm)
+	       uint8_t opcode, uint32_t ds, uint8_t fm_ce_se, __be32 imm)
 {
 	/* signature, dci_stream_channel_id and fm_ce_se: bytes 8 to 11, in
 	 * one store rather than three. */
@@ -148,6 +148,8 @@ rn_sq_set_ctrl(const struct rn_sq *sq, struct mlx5_wqe_ctrl_seg *ctrl,
 
 	RTE_BUILD_BUG_ON(offsetof(struct mlx5_wqe_ctrl_seg, signature) != 8 ||
 			 offsetof(struct mlx5_wqe_ctrl_seg, fm_ce_se) != 11);
+	/* 32 bits wide, not 8: no zero-extension to pay for. */
+	RTE_ASSERT(ds <= RN_WQE_MAX_DS);
 
 	ctrl->opmod_idx_opcode =
 		rte_cpu_to_be_32(((uint32_t)(uint16_t)sq->pi << 8) | opcode);
@@ -229,7 +231,7 @@ rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 		ds = head + rn_sq_set_data(sq, off + head * RN_WQE_SEG, wr);
 		nbb = (ds + 3) / 4;
 	}
-	rn_sq_set_ctrl(sq, ctrl, wr->opcode, (uint8_t)ds,
+	rn_sq_set_ctrl(sq, ctrl, wr->opcode, ds,
 		       rn_sq_fm_ce_se(sq, nbb, wr->flags), wr->imm);
 	rn_sq_commit(sq, off, nbb, wr->wr_id, ctrl);
 	return 0;
@@ -243,6 +245,15 @@ rn_sq_send_inline_ds(uint32_t len)
 			      RN_WQE_SEG - 1) / RN_WQE_SEG;
 }
 
+/* BBs of an inline SEND of len bytes: (ds + 3) / 4, from len alone. */
+static inline uint32_t
+rn_sq_send_inline_bbs(uint32_t len)
+{
+	return (sizeof(struct mlx5_wqe_ctrl_seg) +
+		sizeof(struct mlx5_wqe_inl_data_seg) + len +
+		MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB;
+}
+
 /* The most bytes an inline SEND of nbb BBs (or fewer) carries. */
 static inline uint32_t
 rn_sq_send_inline_max(uint32_t nbb)
@@ -252,18 +263,19 @@ rn_sq_send_inline_max(uint32_t nbb)
 			      sizeof(struct mlx5_wqe_inl_data_seg);
 }
 
-/* Ctrl and byte count of the inline SEND of ds units at ring offset off. */
+/* Ctrl and byte count of the inline SEND of len bytes at ring offset off. */
 static inline void
-rn_sq_send_inline_finish(struct rn_sq *sq, uint32_t off, uint32_t ds,
-			 uint32_t len, uint8_t opcode, __be32 imm,
-			 uint8_t flags, uint64_t wr_id)
+rn_sq_send_inline_finish(struct rn_sq *sq, uint32_t off, uint32_t len,
+			 uint8_t opcode, __be32 imm, uint8_t flags,
+			 uint64_t wr_id)
 {
 	struct mlx5_wqe_ctrl_seg *ctrl = (void *)(sq->buf + off);
 	struct mlx5_wqe_inl_data_seg *inl = (void *)(ctrl + 1);
-	uint32_t nbb = (ds + 3) / 4;
+	uint32_t ds = rn_sq_send_inline_ds(len);
+	uint32_t nbb = rn_sq_send_inline_bbs(len);
 
 	inl->byte_count = rte_cpu_to_be_32(len | MLX5_INLINE_SEG);
-	rn_sq_set_ctrl(sq, ctrl, opcode, (uint8_t)ds,
+	rn_sq_set_ctrl(sq, ctrl, opcode, ds,
 		       rn_sq_fm_ce_se(sq, nbb, flags), imm);
 	rn_sq_commit(sq, off, nbb, wr_id, ctrl);
 }
@@ -278,15 +290,14 @@ rn_sq_post_send_inline(struct rn_sq *sq, const void *data, uint32_t len,
 		       uint64_t wr_id)
 {
 	uint32_t off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
-	uint32_t ds = rn_sq_send_inline_ds(len);
 
 	if (unlikely(len > sq->max_inline))
 		return -EINVAL;
-	if (unlikely((ds + 3) / 4 > rn_sq_room(sq)))
+	if (unlikely(rn_sq_send_inline_bbs(len) > rn_sq_room(sq)))
 		return -EAGAIN;
 	rn_sq_copy_in(sq, off + sizeof(struct mlx5_wqe_ctrl_seg) +
 		      sizeof(struct mlx5_wqe_inl_data_seg), data, len);
-	rn_sq_send_inline_finish(sq, off, ds, len, opcode, imm, flags, wr_id);
+	rn_sq_send_inline_finish(sq, off, len, opcode, imm, flags, wr_id);
 	return 0;
 }
 
@@ -358,7 +369,6 @@ rn_sq_post_write_word(struct rn_sq *sq, uint32_t word, uint64_t raddr,
 struct rn_sq_place {
 	uint8_t *data;  /* where the len bytes go */
 	uint32_t off;   /* the WQE's ring offset */
-	uint32_t ds;    /* its 16-byte units */
 };
 
 static inline bool
@@ -369,11 +379,10 @@ rn_sq_send_inline_place(const struct rn_sq *sq, uint32_t len,
 
 	RTE_ASSERT(len <= sq->max_inline);
 	at->off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
-	at->ds = rn_sq_send_inline_ds(len);
 	data = at->off + sizeof(struct mlx5_wqe_ctrl_seg) +
 	       sizeof(struct mlx5_wqe_inl_data_seg);
 	/* data >= 20: data + len - 1 is the last byte, and cannot wrap. */
-	if (unlikely((at->ds + 3) / 4 > rn_sq_room(sq) ||
+	if (unlikely(rn_sq_send_inline_bbs(len) > rn_sq_room(sq) ||
 		     data + len - 1 > sq->byte_mask))
 		return false;
 	at->data = sq->buf + data;
@@ -385,8 +394,7 @@ rn_sq_post_send_inline_placed(struct rn_sq *sq, const struct rn_sq_place *at,
 			      uint32_t len, uint8_t opcode, __be32 imm,
 			      uint8_t flags, uint64_t wr_id)
 {
-	rn_sq_send_inline_finish(sq, at->off, at->ds, len, opcode, imm, flags,
-				 wr_id);
+	rn_sq_send_inline_finish(sq, at->off, len, opcode, imm, flags, wr_id);
 }
 
 /*

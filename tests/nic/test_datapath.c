@@ -251,6 +251,45 @@ test_send_inline_fast_path_matches(void **state)
 						0, 0, 0), -EINVAL);
 }
 
+/* At every length up to max_inline, from a buffer and in place: the same
+ * WQE, units and BBs as the general path (an empty one included). */
+static void
+test_send_inline_every_length_matches(void **state)
+{
+	uint8_t payload[256];
+	uint8_t general[sizeof(ring)];
+	struct rn_sge sge = { (uintptr_t)payload, 0, 0 };
+	struct rn_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_INLINE };
+	struct rn_sq_place at = { 0 };
+
+	for (unsigned int i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 3 + 1);
+	for (uint32_t len = 0; len <= sizeof(payload); len++) {
+		sge.length = len;
+		setup_sq(state);
+		assert_int_equal(rn_sq_post(&sq, &wr), 0);
+		memcpy(general, ring, sizeof(ring));
+		assert_int_equal(sq.pi, rn_sq_send_inline_bbs(len));
+
+		setup_sq(state);
+		assert_int_equal(rn_sq_post_send_inline(&sq, payload, len,
+							RN_WR_SEND, 0, 0, 3),
+				 0);
+		assert_memory_equal(ring, general, sizeof(ring));
+		assert_int_equal(sq.pi, rn_sq_send_inline_bbs(len));
+
+		setup_sq(state);
+		assert_true(rn_sq_send_inline_place(&sq, len, &at));
+		memcpy(at.data, payload, len);
+		rn_sq_post_send_inline_placed(&sq, &at, len, RN_WR_SEND, 0, 0,
+					      3);
+		assert_memory_equal(ring, general, sizeof(ring));
+		assert_int_equal(sq.pi, rn_sq_send_inline_bbs(len));
+		assert_int_equal(wqe_ends[0], sq.pi);
+	}
+}
+
 /* One buffer by a data segment: what the general path writes. */
 static void
 test_send_sge_matches(void **state)
@@ -857,6 +896,8 @@ main(void)
 		cmocka_unit_test_setup(test_inline_wraps_at_ring_end, setup_sq),
 		cmocka_unit_test_setup(test_data_segments_wrap, setup_sq),
 		cmocka_unit_test_setup(test_send_inline_fast_path_matches,
+				       setup_sq),
+		cmocka_unit_test_setup(test_send_inline_every_length_matches,
 				       setup_sq),
 		cmocka_unit_test_setup(test_send_inline_in_place, setup_sq),
 		cmocka_unit_test_setup(test_send_sge_matches, setup_sq),
