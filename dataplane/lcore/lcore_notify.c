@@ -200,13 +200,15 @@ next_send(const struct ep_notify *n, bool want)
  * request's notifications go one after the other, and only its first may
  * go over TCP. Relaxed: a TCP one the sender sent before this request was
  * counted before its answer, which the sender waited for before handing
- * this one over through the request ring (release, then acquire).
+ * this one over through the request ring (release, then acquire). On the
+ * wire little endian, as the frame's lengths: neither side swaps bytes on
+ * x86 or arm64 (the type says only "as the WQE carries it").
  */
 static inline __be32
 tcp_before(const struct rn_lcore_ep *ep)
 {
-	return rte_cpu_to_be_32(__atomic_load_n(&ep->req->tcp_queued,
-						__ATOMIC_RELAXED));
+	return (__be32)rte_cpu_to_le_32(__atomic_load_n(&ep->req->tcp_queued,
+							__ATOMIC_RELAXED));
 }
 
 /*
@@ -579,7 +581,7 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 					.index = (uint16_t)index,
 					/* Ours are all SEND_IMMs. */
 					.seq = wc->opcode == RN_WC_RECV_IMM ?
-					       rte_be_to_cpu_32(wc->imm) : 0,
+					       rte_le_to_cpu_32(wc->imm) : 0,
 					.pos = n->native_received++,
 					.generation = generation(ep) };
 	struct rn_notify_view v;

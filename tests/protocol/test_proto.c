@@ -65,7 +65,7 @@ test_hello_round_trip(void **state)
 	n = rn_proto_encode_hello(buf, sizeof(buf), RN_PROTO_ACCEPT, &h);
 	assert_int_equal(n, RN_PROTO_HEADER_SIZE + 1 + 6 + 48 + 3 * 24);
 	/* Header bytes as docs/protocol.md gives them. */
-	assert_memory_equal(buf, "RNTP\x02\x02\x00\x00", 8);
+	assert_memory_equal(buf, "RNTP\x03\x02\x00\x00", 8);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(used, n);
 	assert_int_equal(f.type, RN_PROTO_ACCEPT);
@@ -185,8 +185,8 @@ struct mutation {
 #define BODY (HDR + 1 + 6)      /* after "node-a" */
 static const struct mutation mutations[] = {
 	{ "wrong magic", 0, 'X', -EPROTO, "wrong magic 0x584e5450" },
-	{ "other version", 4, 3, -EPROTONOSUPPORT,
-	  "protocol version 3; this side speaks 2" },
+	{ "other version", 4, 4, -EPROTONOSUPPORT,
+	  "protocol version 4; this side speaks 3" },
 	{ "unknown type", 5, 9, -EPROTO, "unknown frame type 9" },
 	{ "flags set", 7, 1, -EPROTO, "unknown flags 0x0001" },
 	{ "oversized length", 8, 0x7f, -EPROTO,
