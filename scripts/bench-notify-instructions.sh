@@ -37,17 +37,20 @@ pair_configs cg-a cg-b "${RN_BENCH_PORT:-19611}" "connect_timeout_ms = 30000
 heartbeat_ms = 1000
 dead_after_ms = 30000"
 
-grind() {   # output file, bench arguments...
+grind() {   # output file, bench arguments...: valgrind in place of the shell
   local out=$1
   shift
-  valgrind --tool=callgrind --callgrind-out-file="$out" "$bench" "$@"
+  exec valgrind --tool=callgrind --callgrind-out-file="$out" "$bench" "$@"
 }
+# In the background the subshell becomes valgrind, so that $responder is
+# what the clean-up at exit stops (not a shell that would leave it behind,
+# holding the name cg-b for the next run).
 grind "$work/receive.cg" -c "$work/cg-b.ini" --peer cg-a --respond \
   >/dev/null 2>"$work/respond.log" &
 responder=$!
 status=0
-grind "$work/send.cg" -c "$work/cg-a.ini" --peer cg-b --sizes "$bytes" \
-  --messages 5000 --round-trips 10 --burst "$burst" >"$work/table" 2>"$work/initiate.log" ||
+(grind "$work/send.cg" -c "$work/cg-a.ini" --peer cg-b --sizes "$bytes" \
+  --messages 5000 --round-trips 10 --burst "$burst") >"$work/table" 2>"$work/initiate.log" ||
   status=$?
 end_pair "$status" "$work/initiate.log" "$work/respond.log"
 if [[ -n "${RN_CALLGRIND_KEEP:-}" ]]; then

@@ -50,6 +50,8 @@ struct bench {
 	unsigned int burst;         /* bulk notifications per send call */
 	unsigned int stall_ms;
 	uint8_t *payload;
+	uint8_t *reported;          /* per bulk message: its completions */
+	unsigned int n_reported;
 	int result;
 };
 
@@ -146,6 +148,35 @@ completion_flag(const struct bench *b, unsigned int i)
 	       RN_NOTIFY_WANT_COMPLETION : 0;
 }
 
+/*
+ * Take the completion reports there are, as an application does while it
+ * sends: the ring holds RN_NOTIFY_RING_SIZE of them and drops the newest
+ * beyond. Each must be of a bulk message that asked for it, status 0,
+ * and its first.
+ */
+static int
+take_completions(struct rn_daemon *d, struct bench *b)
+{
+	struct rn_notify_completion c[64];
+	unsigned int n;
+
+	while ((n = rn_notify_completions(d->notify, c, 64)) > 0) {
+		for (unsigned int i = 0; i < n; i++) {
+			if (c[i].status != 0 || c[i].cookie >= b->messages ||
+			    completion_flag(b, (unsigned int)c[i].cookie) == 0 ||
+			    b->reported[c[i].cookie]++ != 0) {
+				fprintf(stderr, "rnotify-bench: completion of "
+					"%llu: status %d, unexpected\n",
+					(unsigned long long)c[i].cookie,
+					c[i].status);
+				return -EPROTO;
+			}
+		}
+		b->n_reported += n;
+	}
+	return 0;
+}
+
 /* The one-way run's N "bulk" notifications of msg_len bytes each. */
 static int
 send_bulk(struct rn_daemon *d, struct bench *b, uint32_t msg_len)
@@ -167,6 +198,8 @@ send_bulk(struct rn_daemon *d, struct bench *b, uint32_t msg_len)
 		}
 		rc = send_burst_all(d, b, out, n, flags);
 		i += n;
+		if (rc == 0 && b->completions != 0)
+			rc = take_completions(d, b);
 	}
 	return rc;
 }
@@ -179,38 +212,18 @@ static int
 check_completions(struct rn_daemon *d, struct bench *b)
 {
 	unsigned int want = (b->messages + b->completions - 1) / b->completions;
-	uint8_t *seen = calloc(b->messages, 1);
 	uint64_t deadline = now_ns() + 60ull * 1000000000ull;
-	struct rn_notify_completion c[64];
-	unsigned int got = 0;
 	int rc = 0;
 
-	if (seen == NULL)
-		return -ENOMEM;
-	while (rc == 0 && got < want && now_ns() < deadline) {
-		unsigned int n = rn_notify_completions(d->notify, c, 64);
-
-		for (unsigned int i = 0; i < n && rc == 0; i++) {
-			if (c[i].status != 0 || c[i].cookie >= b->messages ||
-			    completion_flag(b, (unsigned int)c[i].cookie) == 0 ||
-			    seen[c[i].cookie]++ != 0) {
-				fprintf(stderr, "rnotify-bench: completion of "
-					"%llu: status %d, unexpected\n",
-					(unsigned long long)c[i].cookie,
-					c[i].status);
-				rc = -EPROTO;
-			}
-		}
-		got += n;
-		if (n == 0)
-			usleep(1000);
+	while (rc == 0 && b->n_reported < want && now_ns() < deadline) {
+		rc = take_completions(d, b);
+		usleep(1000);
 	}
-	if (rc == 0 && got != want) {
+	if (rc == 0 && b->n_reported != want) {
 		fprintf(stderr, "rnotify-bench: %u of %u completions reported\n",
-			got, want);
+			b->n_reported, want);
 		rc = -EPROTO;
 	}
-	free(seen);
 	return rc;
 }
 
@@ -234,8 +247,13 @@ measure(struct rn_daemon *d, struct bench *b, uint32_t size)
 	bool native = false;
 	int rc = 0;
 
-	if (rtt == NULL)
+	b->reported = calloc(b->messages, 1);
+	b->n_reported = 0;
+	if (rtt == NULL || b->reported == NULL) {
+		free(rtt);
+		free(b->reported);
 		return -ENOMEM;
+	}
 	for (unsigned int i = 0; i < WARM_UP + b->round_trips && rc == 0; i++) {
 		t0 = now_ns();
 		rc = send_all(d, b, "ping", b->payload, msg_len, 0, 0);
@@ -269,6 +287,8 @@ measure(struct rn_daemon *d, struct bench *b, uint32_t size)
 			rc = -EPROTO;   /* lost or corrupted: shown, then failed */
 	}
 	free(rtt);
+	free(b->reported);
+	b->reported = NULL;
 	return rc;
 }
 
