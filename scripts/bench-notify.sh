@@ -19,7 +19,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/bench-pair.sh
-pair_configs bench-a bench-b "${RN_BENCH_PORT:-19601}" "connect_timeout_ms = 10000"
+# A control thread starved of its CPU for a second on a busy 2-core host
+# (under ASan, in CI) must not count as a dead peer mid-run.
+pair_configs bench-a bench-b "${RN_BENCH_PORT:-19601}" "connect_timeout_ms = 10000
+dead_after_ms = 10000"
 
 run_pair() {   # label, value of MC_RDMA_NOTIFY_ENABLED, bench options...
   local label=$1 enabled=$2

@@ -24,6 +24,12 @@ trap cleanup EXIT
 # RN_BENCH_SLOTS=N slots.
 pair_configs() {
   local a=$1 b=$2 port=$3 keys=${4:-}
+  # One pair per port on this host at a time: a second run (a test beside
+  # a bench, another clone's CI) waits for the first to end rather than
+  # failing at once on its daemon names and ports.
+  exec {pair_lock}>"${TMPDIR:-/tmp}/rnotify-bench-$port.lock"
+  flock -w 240 "$pair_lock" ||
+    { echo "bench: another run (or what it left running) held port $port for 4 minutes" >&2; exit 1; }
   write_config "$a" "$port" "$b" $((port + 1)) "$keys"
   write_config "$b" $((port + 1)) "$a" "$port" "$keys"
 }

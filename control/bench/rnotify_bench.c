@@ -37,6 +37,7 @@
 #define MAX_SIZES 8
 #define MAX_BURST 256
 #define WARM_UP 100
+#define QUIT_COOKIE UINT64_MAX   /* not a bulk message's */
 
 struct bench {
 	const char *peer;
@@ -252,6 +253,7 @@ measure(struct rn_daemon *d, struct bench *b, uint32_t size)
 	if (rtt == NULL || b->reported == NULL) {
 		free(rtt);
 		free(b->reported);
+		b->reported = NULL;
 		return -ENOMEM;
 	}
 	for (unsigned int i = 0; i < WARM_UP + b->round_trips && rc == 0; i++) {
@@ -312,6 +314,29 @@ reach_peer(struct rn_daemon *d, struct bench *b)
 	return rc;
 }
 
+/*
+ * The responder's "quit", acknowledged by its NIC (or queued on the
+ * control connection) before this process closes the endpoint: a SEND
+ * still in flight at the close would be flushed, and the responder left
+ * waiting for it.
+ */
+static int
+send_quit(struct rn_daemon *d, struct bench *b)
+{
+	uint64_t deadline = now_ns() + 60ull * 1000000000ull;
+	struct rn_notify_completion c;
+	int rc = send_all(d, b, "quit", "", 0, QUIT_COOKIE,
+			  RN_NOTIFY_WANT_COMPLETION);
+
+	while (rc == 0 && now_ns() < deadline) {
+		if (rn_notify_completions(d->notify, &c, 1) == 1 &&
+		    c.cookie == QUIT_COOKIE)
+			return c.status;
+		usleep(1000);
+	}
+	return rc != 0 ? rc : -ETIMEDOUT;
+}
+
 static void
 initiate(struct rn_daemon *d, struct bench *b)
 {
@@ -322,7 +347,7 @@ initiate(struct rn_daemon *d, struct bench *b)
 	for (unsigned int i = 0; i < b->n_sizes && rc == 0; i++)
 		rc = measure(d, b, b->sizes[i]);
 	if (rc == 0)
-		rc = send_all(d, b, "quit", "", 0, 0, 0);
+		rc = send_quit(d, b);
 	if (rc != 0)
 		fprintf(stderr, "rnotify-bench: %s\n", strerror(-rc));
 	b->result = rc == 0 ? 0 : 1;
