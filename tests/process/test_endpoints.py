@@ -147,37 +147,36 @@ def test_configured_peer_known_by_its_address_however_written():
 def test_native_channel_only_where_buffers_allow():
     """One bay per lcore: the second peer gets no native channel, and a
     node with notifications off advertises none."""
-    hub, full, off = unique("bh"), unique("bf"), unique("bo")
-    ports = {n: free_port() for n in (hub, full, off)}
-    d = {
-        hub: Daemon(hub, text=node_text(hub, ports[hub], [
-            (full, "127.0.0.1", ports[full]), (off, "127.0.0.1", ports[off])],
-            notify=NOTIFY + "endpoints_per_lcore = 1\n")),
-        full: Daemon(full, text=node_text(full, ports[full],
-                                          [(hub, "127.0.0.1", ports[hub])])),
-        off: Daemon(off, text=node_text(off, ports[off],
-                                        [(hub, "127.0.0.1", ports[hub])],
-                                        notify=NOTIFY + "enabled = false\n")),
-    }
+    hub, first, second, off = (unique("bh"), unique("b1"), unique("b2"),
+                               unique("bo"))
+    ports = {n: free_port() for n in (hub, first, second, off)}
+
+    def node(name, notify=NOTIFY):
+        return Daemon(name, text=node_text(name, ports[name], [
+            (hub, "127.0.0.1", ports[hub])], notify=notify))
+
+    # The hub only answers (no crossing calls, whose loser could hold the
+    # bay while draining).
+    d = {hub: Daemon(hub, text=node_text(hub, ports[hub], [
+        (p, "127.0.0.1", ports[p]) for p in (first, second, off)],
+        notify=NOTIFY + "endpoints_per_lcore = 1\n", connect="on_demand"))}
     try:
-        for x in d.values():
-            x.wait_running()
-        for peer in (full, off):
-            wait_until(f"{hub} connected to {peer}", lambda p=peer: endpoint(
+        # One peer at a time, each once the one before is connected: the
+        # first takes the hub's one bay.
+        for p, notify in ((first, NOTIFY), (second, NOTIFY),
+                          (off, NOTIFY + "enabled = false\n")):
+            d[p] = node(p, notify)
+            d[p].wait_running()
+            wait_until(f"{hub} connected to {p}", lambda p=p: endpoint(
                 hub, p)["state"] == "connected")
         # The node with notifications off offers TCP fallback only.
         assert endpoint(hub, off)["peer_caps"] == 2, endpoint(hub, off)
-        # The hub had one bay: exactly one of its endpoints got it.
-        caps = sorted(endpoint(p, hub)["peer_caps"] for p in (full, off))
-        assert caps == [6, 7] or caps == [6, 6], caps
-        # 2 data QPs per endpoint, and the notify QP of the one bay unless
-        # no endpoint holds it: after crossing calls, the bay can still be
-        # draining with the losing call's QPs when the winner opens its own;
-        # or the hub's call to `off` held it (and gave it back once
-        # connected: `off` has no notify QP) while its endpoint to `full`
-        # opened.
-        qps = 2 * 2 + 1 if caps == [6, 7] else 2 * 2
-        assert lcore_counters(hub) == (qps, 2), (caps, lcore_counters(hub))
+        # The hub offered its one bay's notify QP to the first (caps 7)
+        # and had none left for the second (6).
+        assert endpoint(first, hub)["peer_caps"] == 7, endpoint(first, hub)
+        assert endpoint(second, hub)["peer_caps"] == 6, endpoint(second, hub)
+        # 2 data QPs per endpoint, and the notify QP of the one bay.
+        assert lcore_counters(hub) == (3 * 2 + 1, 3), lcore_counters(hub)
         assert lcore_counters(off) == (2, 1), lcore_counters(off)
     finally:
         for x in d.values():
