@@ -86,7 +86,9 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	n->max_frame = RTE_MIN(lc->notify.slot_size, n->peer_slot_size);
 	/* [notify] max_inline, even where the device allows more; and no
 	 * larger than the send slots' signalling allows inline SENDs paced by
-	 * it (RN_WR_PACED; a no-op with the rings both providers make). */
+	 * it (RN_WR_PACED): a no-op with 2 slots or more, where the ring has
+	 * a WQE of the largest size per slot (tests/nic/test_datapath.c);
+	 * with one slot, each paced SEND may take half the ring only. */
 	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
 				n->qp->sq.max_inline);
 	n->max_inline = RTE_MIN(n->max_inline, rn_sq_send_inline_max(
@@ -200,15 +202,13 @@ next_send(const struct ep_notify *n, bool want)
  * request's notifications go one after the other, and only its first may
  * go over TCP. Relaxed: a TCP one the sender sent before this request was
  * counted before its answer, which the sender waited for before handing
- * this one over through the request ring (release, then acquire). On the
- * wire little endian, as the frame's lengths: neither side swaps bytes on
- * x86 or arm64 (the type says only "as the WQE carries it").
+ * this one over through the request ring (release, then acquire).
  */
 static inline __be32
 tcp_before(const struct rn_lcore_ep *ep)
 {
-	return (__be32)rte_cpu_to_le_32(__atomic_load_n(&ep->req->tcp_queued,
-							__ATOMIC_RELAXED));
+	return rn_notify_imm(__atomic_load_n(&ep->req->tcp_queued,
+					     __ATOMIC_RELAXED));
 }
 
 /*
@@ -346,7 +346,7 @@ usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
  * The common send straight through, with a credit and a send slot known to
  * be at hand: the frame of len bytes (at most max_inline) inline in a WQE
  * that fits the SQ as it is. Nothing changes before all of that is known.
- * The doorbell is the caller's. Inlined in both callers: a call here saves
+ * The doorbell is the caller's. Inlined in its callers: a call here saves
  * and restores registers for every notification.
  */
 static __rte_always_inline bool
@@ -425,8 +425,10 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	if (unlikely(ep == NULL || req->flags != 0 || !slot_and_credit(ep) ||
 		     !post_inline(ep, o, false, tcp_before(ep),
 				  rn_notify_frame_size(o->name_len,
-						       o->msg_len))))
-		return send_general(lc, req);
+						       o->msg_len)))) {
+		send_general(lc, req);
+		return;
+	}
 	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);
 	rn_lcore_count(&lc->stats.notify_sent, 1);
 	rn_notify_answer_sent(req, 1);
@@ -448,8 +450,10 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 	uint32_t went, room;
 	__be32 imm;
 
-	if (unlikely(ep == NULL || (req->flags & RN_NOTIFY_INJECT)))
-		return send_general(lc, req);
+	if (unlikely(ep == NULL || (req->flags & RN_NOTIFY_INJECT))) {
+		send_general(lc, req);
+		return;
+	}
 	room = rn_send_slots_room(&ep->n.sends);
 	if (room < req->count) {
 		hear_credits(ep);
@@ -467,8 +471,10 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 				    (uint32_t)len) != 0))
 			break;
 	}
-	if (unlikely(went == 0))
-		return send_general(lc, req);
+	if (unlikely(went == 0)) {
+		send_general(lc, req);
+		return;
+	}
 	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);
 	rn_lcore_count(&lc->stats.notify_sent, went);
 	rn_notify_answer_sent(req, (int)went);
@@ -581,7 +587,7 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 					.index = (uint16_t)index,
 					/* Ours are all SEND_IMMs. */
 					.seq = wc->opcode == RN_WC_RECV_IMM ?
-					       rte_le_to_cpu_32(wc->imm) : 0,
+					       rn_notify_imm_count(wc->imm) : 0,
 					.pos = n->native_received++,
 					.generation = generation(ep) };
 	struct rn_notify_view v;

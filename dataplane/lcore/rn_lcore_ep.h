@@ -83,8 +83,9 @@ struct rn_ep_request {
 	/* Owned by the lcore between OPEN and CLOSED. */
 	struct rn_lcore_ep *ep;
 	/* NOTIFY frames of this incarnation queued on the control connection:
-	 * the control thread adds (release), the lcore reads (acquire) into
-	 * each SEND's immediate (control/notify/notify_order.h). */
+	 * the control thread adds (release), the lcore reads it into each
+	 * SEND's immediate (relaxed: tcp_before() says why that is enough;
+	 * control/notify/notify_order.h). */
 	uint32_t tcp_queued;
 };
 

@@ -99,8 +99,8 @@ rn_sq_room(const struct rn_sq *sq)
  * its upkeep: their caller signals one in every k of them (or more often)
  * by its own rule, and posts none over rn_sq_paced_max_bbs(sq, k) = m BBs,
  * so that k of them take at most half of sq->limit (the notify QP's inline
- * SENDs: k is 32, or fewer with fewer slots). The unsignalled WQEs in
- * flight after the last signalled one then take at most
+ * SENDs: k is RN_SEND_SIGNAL_EVERY, or fewer with fewer slots). The
+ * unsignalled WQEs in flight after the last signalled one then take at most
  * sq->limit / 2 - m BBs in paced ones (k - 1 of them) and sq->limit / 2 in
  * counted ones (whose count restarts at any signalled WQE): a WQE of m BBs
  * or fewer that finds no room (more than sq->limit - m in flight) still
@@ -140,7 +140,8 @@ rn_sq_paced_max_bbs(const struct rn_sq *sq, uint32_t k)
  */
 static inline void
 rn_sq_set_ctrl(const struct rn_sq *sq, struct mlx5_wqe_ctrl_seg *ctrl,
-	       uint8_t opcode, uint32_t ds, uint8_t fm_ce_se, __be32 imm)
+	       uint8_t opcode, uint32_t ds /* 32 bits: no zero-extension */,
+	       uint8_t fm_ce_se, __be32 imm)
 {
 	/* signature, dci_stream_channel_id and fm_ce_se: bytes 8 to 11, in
 	 * one store rather than three. */
@@ -148,7 +149,6 @@ rn_sq_set_ctrl(const struct rn_sq *sq, struct mlx5_wqe_ctrl_seg *ctrl,
 
 	RTE_BUILD_BUG_ON(offsetof(struct mlx5_wqe_ctrl_seg, signature) != 8 ||
 			 offsetof(struct mlx5_wqe_ctrl_seg, fm_ce_se) != 11);
-	/* 32 bits wide, not 8: no zero-extension to pay for. */
 	RTE_ASSERT(ds <= RN_WQE_MAX_DS);
 
 	ctrl->opmod_idx_opcode =

@@ -10,6 +10,7 @@
  */
 
 #include <errno.h>
+#include <linux/types.h>
 #include <rte_byteorder.h>
 #include <rte_memcpy.h>
 #include <stdint.h>
@@ -79,6 +80,31 @@ rn_notify_frame_write(uint8_t *dst, const void *name, uint32_t name_len,
 	rn_notify_copy(dst + 4, name, name_len);
 	memcpy(dst + 4 + name_len, &m, 4);
 	rn_notify_copy(dst + 8 + name_len, msg, msg_len);
+}
+
+/*
+ * The SEND_IMM's immediate: a count (control/notify/notify_order.h), on
+ * the wire little endian as the lengths, so that neither side swaps bytes
+ * on x86 or arm64 (protocol version 3). The WQE carries its 4 bytes as
+ * they are; the verbs type them __be32, only a container here.
+ */
+static inline __be32
+rn_notify_imm(uint32_t count)
+{
+	uint32_t le = rte_cpu_to_le_32(count);
+	__be32 imm;
+
+	memcpy(&imm, &le, sizeof(imm));
+	return imm;
+}
+
+static inline uint32_t
+rn_notify_imm_count(__be32 imm)
+{
+	uint32_t le;
+
+	memcpy(&le, &imm, sizeof(le));
+	return rte_le_to_cpu_32(le);
 }
 
 struct rn_notify_view {

@@ -41,7 +41,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RN_SEND_SIGNAL_EVERY 32   /* at most; a power of two */
+/* At most; a power of two. rn_sq_fm_ce_se() argues that paced inline
+ * SENDs cannot jam the ring at this rate, and tests/nic/test_sim.c that the
+ * notify QP's ring takes the largest of them (lcore_notify.c clamps
+ * max_inline by it). */
+#define RN_SEND_SIGNAL_EVERY 32
 
 struct rn_send_slots {
 	uint32_t mask;           /* slots - 1: a power of two */

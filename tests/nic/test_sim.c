@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "nic_harness.h"
+#include "rn_notify_slots.h"
 
 #define BUF_SIZE (1 << 20)
 #define WAIT_MS 5000   /* a deadline for events, not a timing assertion */
@@ -745,6 +746,50 @@ test_qp_never_outgrows_its_cqes(void **state)
 	}
 }
 
+/*
+ * The notify QP as the lcore asks for it (rn_lcore_ep_qp_caps(): a send
+ * and a receive WQE per slot, frames of [notify] max_inline + 8 bytes
+ * inline), for every number of slots from 2 and several max_inline: the
+ * ring the device makes lets the slots' signalling (one in k,
+ * rn_send_slots_init()) pace inline SENDs of the largest frame, so the
+ * lcore's clamp on max_inline never bites. A ring past 32768
+ * BBs is refused (its 16-bit WQE counter would lap).
+ */
+static void
+test_notify_ring_paces_the_largest_inline_send(void **state)
+{
+	static const uint32_t max_inline[] = { 0, 64, 200, 504 };
+	struct pair *p = *state;
+
+	for (uint32_t slots = 2; slots <= 4096; slots *= 2) {
+		struct rn_send_slots sends;
+		uint32_t k;
+
+		rn_send_slots_init(&sends, slots, NULL, NULL);
+		k = sends.signal_mask + 1;
+
+		for (unsigned int i = 0; i < RTE_DIM(max_inline); i++) {
+			struct rn_qp_caps caps = {
+				.max_send_wr = slots, .max_recv_wr = slots,
+				.max_send_sge = 2, .max_recv_sge = 1,
+				.max_inline = max_inline[i] + 8 };
+			uint32_t bbs = rn_sq_send_inline_bbs(caps.max_inline);
+			struct rn_qp qp;
+			int rc = rn_nic_qp_create(p->b.nic, &p->b.cq, &p->b.cq,
+						  &caps, &qp);
+
+			if (slots * bbs > 32768) {
+				assert_int_equal(rc, -EINVAL);
+				continue;
+			}
+			assert_int_equal(rc, 0);
+			assert_true(rn_sq_send_inline_max(rn_sq_paced_max_bbs(
+					    &qp.sq, k)) >= caps.max_inline);
+			assert_int_equal(rn_nic_qp_destroy(p->b.nic, &qp), 0);
+		}
+	}
+}
+
 #define PAIR_TEST(f) cmocka_unit_test_setup_teardown(f, pair_setup, pair_teardown)
 
 int
@@ -775,6 +820,7 @@ main(void)
 		PAIR_TEST(test_rts_to_rts_keeps_the_psn),
 		PAIR_TEST(test_state_machine),
 		PAIR_TEST(test_qp_never_outgrows_its_cqes),
+		PAIR_TEST(test_notify_ring_paces_the_largest_inline_send),
 	};
 
 	return cmocka_run_group_tests_name("sim", tests, NULL, NULL);

@@ -92,6 +92,19 @@ test_frame_refuses_what_does_not_add_up(void **state)
  * source is exactly len bytes on the heap, so that the sanitized build
  * catches a read past its end.
  */
+/* The immediate's bytes on the wire: little endian (protocol version 3). */
+static void
+test_imm_little_endian(void **state)
+{
+	__be32 imm = rn_notify_imm(0x01020304);
+	uint8_t bytes[4];
+
+	(void)state;
+	memcpy(bytes, &imm, sizeof(bytes));
+	assert_memory_equal(bytes, "\x04\x03\x02\x01", 4);
+	assert_int_equal(rn_notify_imm_count(imm), 0x01020304);
+}
+
 static void
 test_frame_copy_every_length(void **state)
 {
@@ -566,6 +579,7 @@ main(void)
 		cmocka_unit_test(test_frame_full_size),
 		cmocka_unit_test(test_frame_refuses_what_does_not_add_up),
 		cmocka_unit_test(test_frame_copy_every_length),
+		cmocka_unit_test(test_imm_little_endian),
 		cmocka_unit_test(test_credits_window),
 		cmocka_unit_test(test_credits_wrap_around),
 		cmocka_unit_test(test_credits_random_traffic),

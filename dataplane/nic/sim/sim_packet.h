@@ -28,7 +28,7 @@ struct sim_pkt_hdr {
 	uint32_t dst_qpn;
 	uint32_t src_qpn;
 	uint32_t psn;          /* 24 bits */
-	uint32_t imm;          /* as posted (already big endian) */
+	uint32_t imm;          /* as posted: bytes the sim passes on */
 	uint64_t raddr;        /* WRITE, READ */
 	uint32_t rkey;
 	uint32_t dma_len;      /* WRITE, READ: bytes to move */
