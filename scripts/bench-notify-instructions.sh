@@ -8,7 +8,7 @@
 #                credit and a send slot, build and post the SEND_IMM; ring
 #                the doorbell once per request; plus the completions
 #                (rn_lcore_notify_completion) that free the send slots:
-#                only one SEND in up to 16 is signalled and its CQE frees
+#                only one SEND in up to 32 is signalled and its CQE frees
 #                every slot before it, so their cost is divided by the
 #                SENDs, not by the CQEs
 #   receive side received(): frame checks,
