@@ -36,24 +36,55 @@ rn_lcore_channel_post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 }
 
 /*
- * The native notification channel: the notify QP on the endpoint's bay of
- * buffers. Its receives are posted when it is connected (connect_ep()),
- * still in INIT, and only if the peer has a notify QP too: the handshake
- * offers one before it knows.
+ * The notify QP on ep's bay (and the CQ room reserved for it), in INIT.
+ * When the device refuses it (a ring past what it allows, say), the bay
+ * and the room go back and the endpoint has no native channel, as without
+ * a bay: the fallback rules apply, and the line says why.
  */
-int
-rn_lcore_channel_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+static int
+create_channel(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t cqes)
 {
 	uint32_t index = ep->n_qps;
 	int rc = rn_lcore_ep_create_qp(lc, ep, RN_EP_QP_NOTIFY);
 
+	if (ep->n_qps > index)
+		ep->n.qp = &ep->qps[index];
 	if (rc == 0)
 		rc = rn_lcore_notify_open(lc, ep);
 	if (rc == 0) {
-		ep->n.qp = &ep->qps[index];
 		ep->req->local.qps[index].credits = lc->notify.slots;
+		return 0;
 	}
+	RN_LCORE_LOG(WARNING, "lcore %u: endpoint slot %u: no native channel: "
+		     "the notify QP (%u slots, frames up to %u bytes inline) "
+		     "failed: %s", lc->lcore_id, ep->req->slot, lc->notify.slots,
+		     lc->max_inline, strerror(-rc));
+	if (ep->n.qp != NULL) {
+		rn_lcore_channel_drop(lc, ep);
+		return rc;
+	}
+	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
+	ep->bay = -1;
+	lc->cqs[ep->cq].reserved -= cqes;
+	ep->cq_reserved -= cqes;
+	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)cqes);
 	return rc;
+}
+
+/*
+ * The native notification channel: the notify QP on the endpoint's bay of
+ * buffers. Its receives are posted when it is connected (connect_ep()),
+ * still in INIT, and only if the peer has a notify QP too: the handshake
+ * offers one before it knows. Without it (create_channel()), the endpoint
+ * opens all the same.
+ */
+void
+rn_lcore_channel_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	struct rn_qp_caps caps = rn_lcore_ep_qp_caps(lc, ep->req,
+						     RN_EP_QP_NOTIFY);
+
+	(void)create_channel(lc, ep, rn_qp_cqes(&caps));
 }
 
 /*
@@ -105,7 +136,7 @@ rn_lcore_channel_add(struct rn_lcore *lc, struct rn_ep_request *req)
 {
 	struct rn_lcore_ep *ep = rn_lcore_ep_live(req);
 	struct rn_qp_caps caps = rn_lcore_ep_qp_caps(lc, req, RN_EP_QP_NOTIFY);
-	uint32_t need = rn_qp_cqes(&caps), index;
+	uint32_t need = rn_qp_cqes(&caps);
 	struct rn_lcore_cq *room;
 	int rc;
 
@@ -125,27 +156,9 @@ rn_lcore_channel_add(struct rn_lcore *lc, struct rn_ep_request *req)
 	ep->cq_reserved += need;
 	rn_lcore_count(&lc->stats.cq_reserved, need);
 	ep->n = (struct ep_notify){ 0 };
-	index = ep->n_qps;
-	rc = rn_lcore_ep_create_qp(lc, ep, RN_EP_QP_NOTIFY);
-	if (ep->n_qps > index)
-		ep->n.qp = &ep->qps[index];
+	rc = create_channel(lc, ep, need);
 	if (rc == 0)
-		rc = rn_lcore_notify_open(lc, ep);
-	if (rc == 0) {
-		req->local.qps[index].credits = lc->notify.slots;
 		req->local.n_qps = ep->n_qps;
-		return 0;
-	}
-	if (ep->n.qp != NULL) {
-		/* Its bay and CQ room go with it. */
-		rn_lcore_channel_drop(lc, ep);
-		return rc;
-	}
-	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
-	ep->bay = -1;
-	room->reserved -= need;
-	ep->cq_reserved -= need;
-	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)need);
 	return rc;
 }
 

@@ -211,7 +211,7 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	for (uint32_t i = 0; rc == 0 && i < req->n_data_qps; i++)
 		rc = rn_lcore_ep_create_qp(lc, ep, RN_EP_QP_DATA);
 	if (rc == 0 && ep->bay >= 0)
-		rc = rn_lcore_channel_open(lc, ep);
+		rn_lcore_channel_open(lc, ep);
 	if (rc == 0)
 		rc = lc->nic->ops->query_addr(lc->nic, &req->local.addr);
 	if (rc != 0)

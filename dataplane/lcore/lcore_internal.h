@@ -125,7 +125,7 @@ int rn_lcore_ep_connect_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 /* The endpoint's native notification channel (lcore_channel.c). */
 int rn_lcore_channel_post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 				   struct rn_qp *qp);
-int rn_lcore_channel_open(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+void rn_lcore_channel_open(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 void rn_lcore_channel_drop(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 void rn_lcore_bay_returned(struct rn_lcore *lc, bool after_drop);
 int rn_lcore_channel_add(struct rn_lcore *lc, struct rn_ep_request *req);

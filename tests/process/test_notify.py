@@ -388,6 +388,40 @@ def test_peer_without_native_channel():
         p.stop()
 
 
+def test_refused_notify_qp_leaves_the_endpoint_on_tcp():
+    """A device that refuses the notify QP leaves the endpoint without a
+    native channel, not without a connection: here a send ring of 4096
+    slots of frames up to 512 bytes inline (36864 BBs, past the 32768 the
+    sim allows). Notifications go over TCP, and a line says why."""
+    a, b = unique("qa"), unique("qb")
+    ports = {a: free_port(), b: free_port()}
+    big = notify_cfg("max_inline = 504\nendpoints_per_lcore = 1\n",
+                     slot_size=1024, slots=4096)
+    d = [Daemon(x, text=node_text(x, ports[x], [(y, "127.0.0.1", ports[y])],
+                                  nic="cq_size = 131072\n", notify=big,
+                                  dead_after=NOTIFY_DEAD_AFTER_MS))
+         for x, y in ((a, b), (b, a))]
+    try:
+        for x in d:
+            x.wait_running()
+        for x, y in ((a, b), (b, a)):
+            wait_until(f"{x} connected", lambda x=x, y=y: endpoint(x, y)[
+                "state"] == "connected")
+        assert status(a)["qps"][0] == 2   # data QPs only
+        assert endpoint(a, b)["native"] == 0, endpoint(a, b)
+        assert send(a, b, "k", "over tcp") == 0
+        assert poll_all(b, 1) == [(a, "k", "over tcp")]
+        assert counters(a)["notify_sent"] == 0
+        # Said by the side that made its QP first (the other then hears
+        # that there is no channel to have).
+        logs = d[0].stderr() + d[1].stderr()
+        assert "no native channel: the notify QP (4096 slots, frames up " \
+               "to 512 bytes inline) failed: Invalid argument" in logs, logs
+    finally:
+        for x in d:
+            assert x.stop() == 0, x.stderr()
+
+
 def test_native_off_by_environment():
     off = dict(os.environ, MC_RDMA_NOTIFY_ENABLED="0")
     p = Pair("e", env=(off, off))
@@ -1478,6 +1512,7 @@ for t in [test_native_delivery_in_order,
           test_send_order_kept_across_native_and_tcp,
           test_peer_without_native_channel,
           test_native_off_by_environment,
+          test_refused_notify_qp_leaves_the_endpoint_on_tcp,
           test_unknown_and_failed_peers,
           test_sends_to_unreachable_peer_fail_in_bounded_time,
           test_restarted_receiver_gets_only_new_notifications,
