@@ -87,7 +87,7 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	/* [notify] max_inline, even where the device allows more; and no
 	 * larger than the send slots' signalling allows inline SENDs paced by
 	 * it (RN_WR_PACED): a no-op with 2 slots or more, where the ring has
-	 * a WQE of the largest size per slot (tests/nic/test_datapath.c);
+	 * a WQE of the largest size per slot (tests/nic/test_sim.c);
 	 * with one slot, each paced SEND may take half the ring only. */
 	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
 				n->qp->sq.max_inline);
