@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Setting up and tearing down a worker lcore: control thread only. */
 #include <errno.h>
+#include <inttypes.h>
 #include <rte_cycles.h>
 #include <rte_errno.h>
 #include <stdio.h>
@@ -60,6 +61,31 @@ open_notify_region(struct rn_lcore *lc, const struct rn_notify_config *nc)
 			     "; they come from [dataplane] memory_mb, and "
 			     "registering them pins them within the memlock "
 			     "limit, ulimit -l, unless root" : "");
+}
+
+/*
+ * An endpoint's QPs, its notify QP with them, reserve their CQEs on one CQ
+ * ([nic] cq_size): when they never fit one, no endpoint gets a native
+ * channel (each counts in no_cq_room); say so once, at start.
+ */
+static void
+check_cq_room(const struct rn_lcore *lc, const struct rn_config *cfg)
+{
+	const struct rn_ep_request req = { .n_data_qps = cfg->nic.data_qps,
+					   .notify_depth = cfg->notify.slots };
+	struct rn_qp_caps data = rn_lcore_ep_qp_caps(lc, &req, RN_EP_QP_DATA);
+	struct rn_qp_caps notify = rn_lcore_ep_qp_caps(lc, &req,
+						       RN_EP_QP_NOTIFY);
+	uint64_t need = (uint64_t)req.n_data_qps * rn_qp_cqes(&data) +
+			rn_qp_cqes(&notify);
+
+	if (need > lc->cq_size)
+		RN_LCORE_LOG(WARNING, "lcore %u: an endpoint with a native "
+			     "channel needs %" PRIu64 " CQEs, more than a CQ of "
+			     "[nic] cq_size = %u holds: its endpoints get none; "
+			     "raise cq_size to %" PRIu64 " or lower [notify] "
+			     "slots or max_inline", lc->lcore_id, need,
+			     lc->cq_size, need);
 }
 
 int
@@ -196,6 +222,8 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 	if (cfg->notify.enabled)
 		open_notify_region(lc, &cfg->notify);
 	rc = create_notify_rings(lc, &cfg->notify);
+	if (rc == 0 && lc->notify.base != NULL)
+		check_cq_room(lc, cfg);
 	if (rc != 0) {
 		snprintf(why, why_len, "notification rings: %s", strerror(-rc));
 		goto free_region;

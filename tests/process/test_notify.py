@@ -422,6 +422,23 @@ def test_refused_notify_qp_leaves_the_endpoint_on_tcp():
             assert x.stop() == 0, x.stderr()
 
 
+def test_cq_too_small_for_a_native_channel_is_said_at_start():
+    """4096 slots need more CQEs than a CQ of the default [nic] cq_size
+    (8192) holds: no endpoint could ever have a native channel, and the
+    worker says so as it starts, with the size that would do."""
+    name = unique("cq")
+    d = Daemon(name, text=node_text(name, free_port(), [], notify=notify_cfg(
+        "endpoints_per_lcore = 1\n", slot_size=256, slots=4096)))
+    try:
+        d.wait_running()
+        # Data QPs 2 x 129, notify QP 4096 x 2 BBs + 4096 receives.
+        assert "needs 12546 CQEs, more than a CQ of [nic] cq_size = 8192 " \
+               "holds: its endpoints get none; raise cq_size to 12546" \
+               in d.stderr(), d.stderr()
+    finally:
+        assert d.stop() == 0, d.stderr()
+
+
 def test_native_off_by_environment():
     off = dict(os.environ, MC_RDMA_NOTIFY_ENABLED="0")
     p = Pair("e", env=(off, off))
@@ -1513,6 +1530,7 @@ for t in [test_native_delivery_in_order,
           test_peer_without_native_channel,
           test_native_off_by_environment,
           test_refused_notify_qp_leaves_the_endpoint_on_tcp,
+          test_cq_too_small_for_a_native_channel_is_said_at_start,
           test_unknown_and_failed_peers,
           test_sends_to_unreachable_peer_fail_in_bounded_time,
           test_restarted_receiver_gets_only_new_notifications,
