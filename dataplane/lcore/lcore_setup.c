@@ -222,12 +222,12 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 	if (cfg->notify.enabled)
 		open_notify_region(lc, &cfg->notify);
 	rc = create_notify_rings(lc, &cfg->notify);
-	if (rc == 0 && lc->notify.base != NULL)
-		check_cq_room(lc, cfg);
 	if (rc != 0) {
 		snprintf(why, why_len, "notification rings: %s", strerror(-rc));
 		goto free_region;
 	}
+	if (lc->notify.base != NULL)
+		check_cq_room(lc, cfg);
 	return 0;
 
 free_region:
