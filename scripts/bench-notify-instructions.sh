@@ -24,7 +24,8 @@
 # RN_CALLGRIND_KEEP=DIR keeps both callgrind files there (send.cg,
 # receive.cg), for callgrind_annotate. RN_BENCH_SLOTS=N runs both sides
 # with [notify] slots = N instead of the default 256 (with fewer slots,
-# credit WRITEs and send CQEs come more often).
+# credit WRITEs and send CQEs come more often). RN_BENCH_COMPLETIONS=K
+# makes every K-th one-way notification ask for its completion report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,7 +51,8 @@ grind "$work/receive.cg" -c "$work/cg-b.ini" --peer cg-a --respond \
 responder=$!
 status=0
 (grind "$work/send.cg" -c "$work/cg-a.ini" --peer cg-b --sizes "$bytes" \
-  --messages 5000 --round-trips 10 --burst "$burst") >"$work/table" 2>"$work/initiate.log" ||
+  --messages 5000 --round-trips 10 --burst "$burst" \
+  --completions "${RN_BENCH_COMPLETIONS:-0}") >"$work/table" 2>"$work/initiate.log" ||
   status=$?
 end_pair "$status" "$work/initiate.log" "$work/respond.log"
 if [[ -n "${RN_CALLGRIND_KEEP:-}" ]]; then
