@@ -55,10 +55,13 @@ create_channel(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t cqes)
 		ep->req->local.qps[index].credits = lc->notify.slots;
 		return 0;
 	}
-	RN_LCORE_LOG(WARNING, "lcore %u: endpoint slot %u: no native channel: "
-		     "the notify QP (%u slots, frames up to %u bytes inline) "
-		     "failed: %s", lc->lcore_id, ep->req->slot, lc->notify.slots,
-		     lc->max_inline, strerror(-rc));
+	if (!lc->notify_qp_refused_said)
+		RN_LCORE_LOG(WARNING, "lcore %u: endpoint slot %u: no native "
+			     "channel: the notify QP (%u slots, frames up to %u "
+			     "bytes inline) failed: %s (said once per worker)",
+			     lc->lcore_id, ep->req->slot, lc->notify.slots,
+			     lc->max_inline, strerror(-rc));
+	lc->notify_qp_refused_said = true;
 	if (ep->n.qp != NULL) {
 		rn_lcore_channel_drop(lc, ep);
 		return rc;

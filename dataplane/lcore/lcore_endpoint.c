@@ -65,7 +65,7 @@ pick_cq(struct rn_lcore *lc, uint32_t need)
 	for (uint32_t c = 0; c < lc->n_cqs; c++)
 		if (lc->cqs[c].cq.cqe_cnt - lc->cqs[c].reserved >= need)
 			return (int)c;
-	if (need > lc->cq_size || rn_lcore_cq_grow(lc) != 0)
+	if (need > lc->cq_cqes || rn_lcore_cq_grow(lc) != 0)
 		return -1;
 	return (int)lc->n_cqs - 1;
 }

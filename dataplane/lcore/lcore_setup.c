@@ -64,28 +64,40 @@ open_notify_region(struct rn_lcore *lc, const struct rn_notify_config *nc)
 }
 
 /*
- * An endpoint's QPs, its notify QP with them, reserve their CQEs on one CQ
- * ([nic] cq_size): when they never fit one, no endpoint gets a native
- * channel (each counts in no_cq_room); say so once, at start.
+ * An endpoint's QPs reserve their CQEs on one CQ ([nic] cq_size; the
+ * device may make it larger). When its data QPs never fit one, no
+ * endpoint could open: the start fails. When its notify QP never fits
+ * with them, no endpoint gets a native channel (each counts in
+ * no_cq_room): said once, here.
  */
-static void
-check_cq_room(const struct rn_lcore *lc, const struct rn_config *cfg)
+static int
+check_cq_room(const struct rn_lcore *lc, const struct rn_config *cfg,
+	      char *why, size_t why_len)
 {
 	const struct rn_ep_request req = { .n_data_qps = cfg->nic.data_qps,
 					   .notify_depth = cfg->notify.slots };
 	struct rn_qp_caps data = rn_lcore_ep_qp_caps(lc, &req, RN_EP_QP_DATA);
 	struct rn_qp_caps notify = rn_lcore_ep_qp_caps(lc, &req,
 						       RN_EP_QP_NOTIFY);
-	uint64_t need = (uint64_t)req.n_data_qps * rn_qp_cqes(&data) +
-			rn_qp_cqes(&notify);
+	uint64_t data_need = (uint64_t)req.n_data_qps * rn_qp_cqes(&data);
+	uint64_t need = data_need + rn_qp_cqes(&notify);
 
-	if (need > lc->cq_size)
+	if (data_need > lc->cq_cqes) {
+		snprintf(why, why_len, "[nic] cq_size = %u: a CQ of %u CQEs "
+			 "cannot hold an endpoint's %u data QPs (%" PRIu64
+			 " CQEs): no endpoint could open; cq_size must be at "
+			 "least %" PRIu64, cfg->nic.cq_size, lc->cq_cqes,
+			 req.n_data_qps, data_need, data_need);
+		return -EINVAL;
+	}
+	if (lc->notify.base != NULL && need > lc->cq_cqes)
 		RN_LCORE_LOG(WARNING, "lcore %u: an endpoint with a native "
 			     "channel needs %" PRIu64 " CQEs, more than a CQ of "
-			     "[nic] cq_size = %u holds: its endpoints get none; "
-			     "raise cq_size to %" PRIu64 " or lower [notify] "
-			     "slots or max_inline", lc->lcore_id, need,
-			     lc->cq_size, need);
+			     "[nic] cq_size = %u holds (%u): its endpoints get "
+			     "none; raise cq_size to %" PRIu64 " or lower "
+			     "[notify] slots or max_inline", lc->lcore_id, need,
+			     cfg->nic.cq_size, lc->cq_cqes, need);
+	return 0;
 }
 
 int
@@ -207,8 +219,8 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 		snprintf(why, why_len, "epoll: %s", strerror(-rc));
 		goto close_nic;
 	}
-	/* What rn_nic_cq_create() asks the device for: pick_cq() compares a
-	 * new endpoint's need with it before it adds a CQ. */
+	/* What rn_nic_cq_create() asks the device for; what it made, which
+	 * pick_cq() compares a new endpoint's need with before it adds a CQ. */
 	lc->cq_size = rte_align32pow2(cfg->nic.cq_size);
 	lc->max_cqs = cfg->nic.cqs_per_lcore;
 	rc = rn_qp_table_create(RN_LCORE_QP_TABLE_ORDER, &lc->qps);
@@ -218,6 +230,7 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 		snprintf(why, why_len, "completion queue: %s", strerror(-rc));
 		goto free_table;
 	}
+	lc->cq_cqes = lc->cqs[0].cq.cqe_cnt;
 	lc->tsc_hz = rte_get_tsc_hz();
 	if (cfg->notify.enabled)
 		open_notify_region(lc, &cfg->notify);
@@ -226,8 +239,9 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 		snprintf(why, why_len, "notification rings: %s", strerror(-rc));
 		goto free_region;
 	}
-	if (lc->notify.base != NULL)
-		check_cq_room(lc, cfg);
+	rc = check_cq_room(lc, cfg, why, why_len);
+	if (rc != 0)
+		goto free_region;
 	return 0;
 
 free_region:

@@ -143,6 +143,9 @@ struct rn_lcore {
 	 * worker write as many lines; the rest counted for the next line. */
 	uint64_t rejected_logged_tsc;
 	uint64_t rejected_unlogged;
+	/* A notify QP the device refused: said once, as the same caps fail
+	 * the same way for every endpoint. */
+	bool notify_qp_refused_said;
 
 	/* Cold: set up by the control thread before launch. */
 	RTE_MARKER cold __rte_cache_aligned;
@@ -161,7 +164,8 @@ struct rn_lcore {
 	int wake_fd;             /* eventfd: control -> sleeping lcore */
 	int control_wake_fd;     /* eventfd: lcore -> control, after an event */
 	uint64_t tsc_hz;
-	uint32_t cq_size;
+	uint32_t cq_size;        /* CQEs asked of the device for each CQ */
+	uint32_t cq_cqes;        /* CQEs each holds (mlx5 rounds up more) */
 	uint32_t max_cqs;
 } __rte_cache_aligned;
 

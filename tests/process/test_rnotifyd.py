@@ -105,6 +105,18 @@ def test_mlx5_without_device_fails_cleanly():
     assert "stopped cleanly" not in err, err
 
 
+def test_cq_too_small_for_the_data_qps_fails_cleanly():
+    """A CQ that cannot hold one endpoint's data QPs (2 x 129 CQEs) means
+    that no endpoint could ever open: the start fails, saying so."""
+    name = unique("q")
+    rc, out, err = run_bad(["-c", config(name, "[nic]\ncq_size = 256\n")])
+    assert rc == 1, (rc, err)
+    assert "rnotifyd: lcore 1: [nic] cq_size = 256: a CQ of 256 CQEs " \
+           "cannot hold an endpoint's 2 data QPs (258 CQEs): no endpoint " \
+           "could open; cq_size must be at least 258\n" in err, err
+    assert "stopped cleanly" not in err, err
+
+
 def run_bad(args, env=None):
     p = subprocess.run([RNOTIFYD] + args, capture_output=True, text=True,
                        timeout=30, env=env)
@@ -173,6 +185,7 @@ for t in [test_start_status_stop, test_sigint_and_ordinary_memory,
           test_bad_usage_exits_2, test_check_config,
           test_hugepages_on_unavailable_fails_cleanly,
           test_same_name_refused, test_missing_cpu_fails_cleanly,
-          test_mlx5_without_device_fails_cleanly]:
+          test_mlx5_without_device_fails_cleanly,
+          test_cq_too_small_for_the_data_qps_fails_cleanly]:
     tap(t)
 finish()
