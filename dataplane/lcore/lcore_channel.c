@@ -35,6 +35,18 @@ rn_lcore_channel_post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	return 0;
 }
 
+/* ep's bay, and the CQ room its notify QP reserved, to whoever needs them
+ * next. */
+static void
+give_back_bay(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t cqes)
+{
+	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
+	ep->bay = -1;
+	lc->cqs[ep->cq].reserved -= cqes;
+	ep->cq_reserved -= cqes;
+	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)cqes);
+}
+
 /*
  * The notify QP on ep's bay (and the CQ room reserved for it), in INIT.
  * When the device refuses it (a ring past what it allows, say), the bay
@@ -62,15 +74,10 @@ create_channel(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t cqes)
 			     lc->lcore_id, ep->req->slot, lc->notify.slots,
 			     lc->max_inline, strerror(-rc));
 	lc->notify_qp_refused_said = true;
-	if (ep->n.qp != NULL) {
+	if (ep->n.qp != NULL)
 		rn_lcore_channel_drop(lc, ep);
-		return rc;
-	}
-	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
-	ep->bay = -1;
-	lc->cqs[ep->cq].reserved -= cqes;
-	ep->cq_reserved -= cqes;
-	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)cqes);
+	else
+		give_back_bay(lc, ep, cqes);
 	return rc;
 }
 
@@ -108,11 +115,7 @@ rn_lcore_channel_drop(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	ep->n_qps--;
 	ep->req->local.n_qps = ep->n_qps;
 	rn_lcore_count(&lc->stats.qps, -1);
-	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
-	ep->bay = -1;
-	lc->cqs[ep->cq].reserved -= cqes;
-	ep->cq_reserved -= cqes;
-	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)cqes);
+	give_back_bay(lc, ep, cqes);
 	rn_lcore_notify_free(lc, ep);
 }
 
