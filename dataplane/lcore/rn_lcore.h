@@ -138,14 +138,6 @@ struct rn_lcore {
 	uint32_t idle_polls_left;
 	bool running;
 	struct rn_lcore_stats stats;
-	/* Rejected frames (the worker's, rare): logged at most once a second,
-	 * so that a peer sending them by the million does not make the
-	 * worker write as many lines; the rest counted for the next line. */
-	uint64_t rejected_logged_tsc;
-	uint64_t rejected_unlogged;
-	/* A notify QP the device refused: said once, as the same caps fail
-	 * the same way for every endpoint. */
-	bool notify_qp_refused_said;
 
 	/* Cold: set up by the control thread before launch. */
 	RTE_MARKER cold __rte_cache_aligned;
@@ -167,6 +159,16 @@ struct rn_lcore {
 	uint32_t cq_size;        /* CQEs asked of the device for each CQ */
 	uint32_t cq_cqes;        /* CQEs each holds (mlx5 rounds up more) */
 	uint32_t max_cqs;
+
+	/* Rare, written by the worker, so kept out of the hot lines.
+	 * Rejected frames: logged at most once a second, so that a peer
+	 * sending them by the million does not make the worker write as
+	 * many lines; the rest counted for the next line. */
+	uint64_t rejected_logged_tsc;
+	uint64_t rejected_unlogged;
+	/* A notify QP the device refused: said once, as the same caps fail
+	 * the same way for every endpoint. */
+	bool notify_qp_refused_said;
 } __rte_cache_aligned;
 
 
