@@ -347,6 +347,7 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 		return;
 	case RN_LCORE_EVENT_NOTIFY_OPENED:
 	case RN_LCORE_EVENT_NOTIFY_CONNECTED:
+	case RN_LCORE_EVENT_NOTIFY_FAILED:
 		upgrade_event(pl, ep, ev);
 		return;
 	default:

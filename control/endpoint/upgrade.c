@@ -31,6 +31,9 @@
  * The endpoint to this node itself has no connection and no peer to ask:
  * its new QP is connected to itself, as loop_back() (lifecycle.c) does
  * with the others, and it sends at once.
+ *
+ * A native channel whose notify QP fails locally closes, the data QPs
+ * untouched: CLOSED tells the peer, which sends nothing more into it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -230,11 +233,33 @@ connected(struct rn_plane *pl, struct rn_endpoint *ep, int rc)
 		done(pl, ep);
 }
 
+/*
+ * The native channel closed, the data QPs untouched: our notify QP failed
+ * locally (by_peer false: the peer is told, and stops sending into it), or
+ * the peer's did (by_peer).
+ */
+static void
+channel_closed(struct rn_plane *pl, struct rn_endpoint *ep, bool by_peer)
+{
+	if (!by_peer)
+		send_step(ep, RN_NOTIFY_QP_CLOSED, 0, 0);
+	else
+		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CLOSE, ep->req);
+	ep->native = false;
+	RN_PLANE_LOG(WARNING, "endpoint %s: native notification channel "
+		     "closed: %s notify QP failed; data QPs unaffected "
+		     "(generation %u)", ep->name, by_peer ? "the peer's" : "our",
+		     ep->generation);
+	plane_publish(pl, ep);
+}
+
 void
 upgrade_event(struct rn_plane *pl, struct rn_endpoint *ep,
 	      const struct rn_lcore_event *ev)
 {
-	if (ev->type == RN_LCORE_EVENT_NOTIFY_OPENED &&
+	if (ev->type == RN_LCORE_EVENT_NOTIFY_FAILED)
+		channel_closed(pl, ep, false);
+	else if (ev->type == RN_LCORE_EVENT_NOTIFY_OPENED &&
 	    ep->upgrade == EP_UPGRADE_OPENING)
 		opened(pl, ep, ev->arg);
 	else if (ev->type == RN_LCORE_EVENT_NOTIFY_CONNECTED &&
@@ -352,6 +377,10 @@ upgrade_frame(struct rn_plane *pl, struct rn_endpoint *ep,
 			return;
 		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_ENABLE, ep->req);
 		done(pl, ep);
+		return;
+	case RN_NOTIFY_QP_CLOSED:
+		if (ep->native)
+			channel_closed(pl, ep, true);
 		return;
 	default:
 		return;

@@ -139,7 +139,7 @@ decode_notify_qp(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 		return bad(why, why_len, "notify QP: length %u", len);
 	step = p[4];
 	with_qp = step == RN_NOTIFY_QP_OFFER || step == RN_NOTIFY_QP_ACCEPT;
-	if (step < RN_NOTIFY_QP_OFFER || step > RN_NOTIFY_QP_READY)
+	if (step < RN_NOTIFY_QP_OFFER || step > RN_NOTIFY_QP_CLOSED)
 		return bad(why, why_len, "notify QP: unknown step %u", step);
 	if (len != RN_PROTO_NOTIFY_QP_FIXED + (with_qp ? RN_PROTO_QP_SIZE : 0))
 		return bad(why, why_len, "notify QP: length %u for step %u",

@@ -131,7 +131,7 @@ rn_proto_encode_notify_qp(uint8_t *buf, size_t cap, uint32_t generation,
 			   (with_qp ? RN_PROTO_QP_SIZE : 0);
 	uint8_t *p = buf + RN_PROTO_HEADER_SIZE;
 
-	if (step < RN_NOTIFY_QP_OFFER || step > RN_NOTIFY_QP_READY ||
+	if (step < RN_NOTIFY_QP_OFFER || step > RN_NOTIFY_QP_CLOSED ||
 	    (with_qp && qp == NULL) ||
 	    header(buf, cap, RN_PROTO_NOTIFY_QP, payload) == 0)
 		return 0;

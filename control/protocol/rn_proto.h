@@ -46,6 +46,8 @@ enum rn_proto_notify_qp_step {
 	RN_NOTIFY_QP_ACCEPT = 2,   /* here is mine, connected to yours */
 	RN_NOTIFY_QP_REFUSE = 3,   /* none here (reason below) */
 	RN_NOTIFY_QP_READY = 4,    /* mine is connected to yours: send */
+	RN_NOTIFY_QP_CLOSED = 5,   /* mine failed locally: send no more to
+				    * it, nor credits (data QPs go on) */
 };
 
 enum rn_proto_notify_qp_refusal {

@@ -5,9 +5,11 @@
  * added to a connected endpoint when a bay came back (the control thread's
  * NOTIFY_* commands, control/endpoint/upgrade.c); its receive slots posted
  * before it connects; dropped, bay and CQ room with it, when it is not to
- * be used.
+ * be used; closed when the peer's fails, and retired, once drained, when
+ * either failed.
  */
 #include <errno.h>
+#include <rte_cycles.h>
 
 #include "lcore_internal.h"
 #include "rn_rq.h"
@@ -99,9 +101,10 @@ rn_lcore_channel_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 
 /*
  * A notify QP not to be used: the peer has none (handshake), or refused or
- * left unanswered the offer of this one (added later). Nothing was ever
- * posted on it: it goes now, and its bay and CQEs with it, to the next
- * endpoint that has a use for them.
+ * left unanswered the offer of this one (added later), and nothing was
+ * ever posted on it; or it failed and drained (retire_channel()). It goes
+ * now, and its bay and CQEs with it, to the next endpoint that has a use
+ * for them.
  */
 void
 rn_lcore_channel_drop(struct rn_lcore *lc, struct rn_lcore_ep *ep)
@@ -117,6 +120,71 @@ rn_lcore_channel_drop(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	rn_lcore_count(&lc->stats.qps, -1);
 	give_back_bay(lc, ep, cqes);
 	rn_lcore_notify_free(lc, ep);
+}
+
+/*
+ * The peer's notify QP failed locally (its NOTIFY_QP CLOSED): ours sends
+ * no more, and goes to ERR, which fails what it had in flight (-EPIPE,
+ * never replayed) at once rather than after its retries.
+ */
+void
+rn_lcore_channel_peer_closed(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	if (ep->n.qp == NULL || ep->n.failed)
+		return;
+	rn_lcore_notify_stop(lc, ep);
+	rn_nic_qp_modify(lc->nic, ep->n.qp, RN_QP_ERR, NULL);
+	RN_LCORE_LOG(INFO, "lcore %u: the notify QP of %s failed at its end: "
+		     "native channel closed, data QPs unaffected",
+		     lc->lcore_id, ep->req->remote.name);
+}
+
+/*
+ * A failed native channel retires once its QP drained (ERR flushed every
+ * WQE; one that does not drain goes after RN_LCORE_DRAIN_MAX_S, its CQEs
+ * scrubbed) and the application released every slot delivered from it:
+ * the QP goes, its bay and CQ room with it, and the endpoint is one without
+ * a native channel (the fallback rules apply) until the control thread adds
+ * a new one, which the bay coming back prompts (upgrade.c). What the
+ * endpoint's channels counted carries over to the next. Looked at no more
+ * than once a millisecond: the application may hold slots a long time.
+ */
+static void
+retire_channel(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	RTE_ASSERT(ep->n.qp == &ep->qps[ep->n_qps - 1]);
+	ep->natives_posted += ep->n.sends.posted;
+	ep->natives_received = ep->n.native_received;
+	rn_lcore_channel_drop(lc, ep);
+	ep->n = (struct ep_notify){ 0 };
+}
+
+void
+rn_lcore_channel_reap(struct rn_lcore *lc)
+{
+	uint64_t now = rte_get_tsc_cycles();
+	uint32_t waiting = 0;
+	bool retired = false;
+
+	if (now < lc->channel_reap_tsc)
+		return;
+	lc->channel_reap_tsc = now + lc->tsc_hz / 1000;
+	for (struct rn_lcore_ep *ep = lc->eps; ep != NULL; ep = ep->next_all) {
+		/* A channel of a failed or closing endpoint goes with it. */
+		if (!ep->n.failed || ep->n.qp == NULL || ep->closing ||
+		    ep->failed)
+			continue;
+		if (ep->n.held != 0 || (!rn_lcore_qp_drained(ep->n.qp) &&
+					now < ep->drain_deadline)) {
+			waiting++;
+			continue;
+		}
+		retire_channel(lc, ep);
+		retired = true;
+	}
+	lc->channels_failed = waiting;
+	if (retired)
+		rn_lcore_bay_returned(lc, false);
 }
 
 /*

@@ -17,7 +17,6 @@
 #include "rn_rq.h"
 #include "rn_sq.h"
 
-#define EP_DRAIN_MAX_S 1          /* a QP that never drains is destroyed */
 #define WR_ID_PROBE RN_EP_WR_ID(0, RN_EP_WR_PROBE, 0)
 
 /* Endpoint events must arrive: wait for room rather than drop one. */
@@ -343,7 +342,8 @@ close_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	/* ERR flushes every outstanding WQE: their CQEs drain below. */
 	for (uint32_t i = 0; i < ep->n_qps; i++)
 		rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_ERR, NULL);
-	ep->drain_deadline = rte_get_tsc_cycles() + EP_DRAIN_MAX_S * lc->tsc_hz;
+	ep->drain_deadline = rte_get_tsc_cycles() +
+			     RN_LCORE_DRAIN_MAX_S * lc->tsc_hz;
 	ep->next = lc->closing;
 	lc->closing = ep;
 }
@@ -465,6 +465,10 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 			rn_lcore_bay_returned(lc, true);
 		}
 		return;
+	case RN_LCORE_CMD_NOTIFY_CLOSE:
+		if (rn_lcore_ep_live(req) != NULL)
+			rn_lcore_channel_peer_closed(lc, req->ep);
+		return;
 	default:
 		return;
 	}
@@ -521,12 +525,9 @@ rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc)
 static bool
 drained(const struct rn_lcore_ep *ep)
 {
-	for (uint32_t i = 0; i < ep->n_qps; i++) {
-		const struct rn_qp *qp = &ep->qps[i];
-
-		if (qp->sq.ci != qp->sq.pi || qp->rq.tail != qp->rq.head)
+	for (uint32_t i = 0; i < ep->n_qps; i++)
+		if (!rn_lcore_qp_drained(&ep->qps[i]))
 			return false;
-	}
 	return true;
 }
 

@@ -70,7 +70,11 @@ struct rn_lcore_ep {
 	bool failed;                /* EP_FAILED sent: once per incarnation */
 	bool closing;
 	bool probing;
-	uint64_t drain_deadline;    /* TSC */
+	uint64_t drain_deadline;    /* TSC: closing, or its channel failed */
+	/* What the native channels it had before this one did, as the
+	 * receiver orders notifications per incarnation (notify_order.h). */
+	uint32_t natives_posted;    /* SENDs posted */
+	uint32_t natives_received;  /* SENDs received */
 	struct rn_lcore_ep *next;   /* lc->closing */
 	struct rn_lcore_ep *prev_all, *next_all;   /* lc->eps */
 };
@@ -98,6 +102,16 @@ void rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc);
 void rn_lcore_ep_reap(struct rn_lcore *lc);
 /* At exit: destroy every endpoint still open, without events. */
 void rn_lcore_ep_free_all(struct rn_lcore *lc);
+
+/* A QP in ERR flushes every WQE; one that never drains goes after this. */
+#define RN_LCORE_DRAIN_MAX_S 1
+
+/* Whether every WQE posted on qp has completed (its CQE polled). */
+static inline bool
+rn_lcore_qp_drained(const struct rn_qp *qp)
+{
+	return qp->sq.ci == qp->sq.pi && qp->rq.tail == qp->rq.head;
+}
 
 /* req's endpoint while it is live (neither failed nor closing), or NULL. */
 static inline struct rn_lcore_ep *
@@ -127,6 +141,9 @@ int rn_lcore_channel_post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 				   struct rn_qp *qp);
 void rn_lcore_channel_open(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 void rn_lcore_channel_drop(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+void rn_lcore_channel_peer_closed(struct rn_lcore *lc,
+				  struct rn_lcore_ep *ep);
+void rn_lcore_channel_reap(struct rn_lcore *lc);
 void rn_lcore_bay_returned(struct rn_lcore *lc, bool after_drop);
 int rn_lcore_channel_add(struct rn_lcore *lc, struct rn_ep_request *req);
 int rn_lcore_channel_connect(struct rn_lcore *lc, struct rn_ep_request *req);
@@ -143,6 +160,9 @@ void rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 /* Whether ep's notify QP was connected to the peer's (attached). */
 bool rn_lcore_notify_attached(const struct rn_lcore_ep *ep);
 void rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* ep's native channel stops for good: no SEND or credit WRITE more; it
+ * retires once drained (rn_lcore_channel_reap()). */
+void rn_lcore_notify_stop(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 void rn_lcore_notify_free(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 /* A QP of ep completed in error: tell the control thread, once. */
 void rn_lcore_ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep,

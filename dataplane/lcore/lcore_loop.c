@@ -6,7 +6,8 @@
  *   3. poll the CQ of this lcore's endpoints and dispatch the completions,
  *      then take the application's notifications to send and the receive
  *      slots it released,
- *   4. reap endpoints whose QPs finished draining (rarely any),
+ *   4. reap endpoints whose QPs finished draining, and failed native
+ *      channels (rarely any),
  *   5. apply the idle policy when the iteration found nothing to do.
  */
 #include <sys/eventfd.h>
@@ -115,6 +116,8 @@ rn_lcore_run(void *arg)
 		work += rn_lcore_notify_poll(lc);
 		if (unlikely(lc->closing != NULL))
 			rn_lcore_ep_reap(lc);
+		if (unlikely(lc->channels_failed != 0))
+			rn_lcore_channel_reap(lc);
 
 		rn_lcore_count(&lc->stats.loops, 1);
 		if (work != 0) {

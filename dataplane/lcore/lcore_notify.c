@@ -49,6 +49,7 @@ rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 		return -ENOMEM;
 	n->recv_slots = rn_notify_recv_slot(&lc->notify, (uint32_t)ep->bay, 0);
 	n->recv_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_RECV, 0);
+	n->native_received = ep->natives_received;
 	rn_credit_rx_init(&n->rx, slots);
 	return 0;
 }
@@ -137,6 +138,17 @@ rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	if (lc->by_slot[ep->req->slot] == ep)
 		lc->by_slot[ep->req->slot] = NULL;
+}
+
+void
+rn_lcore_notify_stop(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	ep->n.failed = true;
+	ep->n.max_frame = 0;
+	ep->n.max_inline = 0;
+	ep->drain_deadline = rte_get_tsc_cycles() +
+			     RN_LCORE_DRAIN_MAX_S * lc->tsc_hz;
+	lc->channels_failed++;
 }
 
 void
@@ -254,7 +266,7 @@ forward_tcp(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
 				     .lcore_id = (uint16_t)lc->lcore_id,
 				     .cookie = (uintptr_t)req };
 
-	req->native_before = ep->n.sends.posted;
+	req->native_before = ep->natives_posted + ep->n.sends.posted;
 	req->generation = generation(ep);
 	rn_lcore_post_event_wait(lc, ev);
 }
@@ -628,14 +640,17 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		if (wc->status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR || n->failed)
 			return;
 		if (local_fault(wc->status)) {
-			/* Ours alone: the channel stops, the data QPs go on. */
-			n->failed = true;
-			n->max_frame = 0;
-			n->max_inline = 0;
+			/* Ours alone: the channel stops, the data QPs go on.
+			 * The peer is told, else its SENDs into our QP, now
+			 * in ERR, would exhaust their retries and fail the
+			 * endpoint, data QPs and all. */
+			rn_lcore_notify_stop(lc, ep);
 			RN_LCORE_LOG(WARNING, "lcore %u: notify QP of %s failed "
 				     "locally (syndrome 0x%x): native channel "
 				     "closed, data QPs unaffected", lc->lcore_id,
 				     ep->req->remote.name, wc->status);
+			rn_lcore_ep_post(lc, RN_LCORE_EVENT_NOTIFY_FAILED,
+					 wc->status, ep->req);
 		} else {
 			rn_lcore_ep_failed(lc, ep, wc->status);
 		}

@@ -40,6 +40,8 @@ enum rn_lcore_cmd_type {
 	RN_LCORE_CMD_NOTIFY_ENABLE,  /* both QPs are connected: send */
 	RN_LCORE_CMD_NOTIFY_DROP,    /* not wanted after all (the offer was
 				      * refused or not answered) */
+	RN_LCORE_CMD_NOTIFY_CLOSE,   /* the peer's notify QP failed: ours
+				      * stops and goes to ERR */
 };
 
 /* 16 bytes, copied by value through the ring: no allocation per command. */
@@ -68,6 +70,8 @@ enum rn_lcore_event_type {
 	RN_LCORE_EVENT_BAY_FREE,    /* no request: a bay of notification
 				     * buffers is free, and it or CQ room just
 				     * came back; arg 1 after a NOTIFY_DROP */
+	RN_LCORE_EVENT_NOTIFY_FAILED,/* our notify QP failed locally (arg: the
+				      * syndrome): the peer is to stop */
 };
 
 struct rn_lcore_event {
@@ -124,6 +128,7 @@ struct rn_lcore {
 	struct rn_lcore_cq cqs[RN_LCORE_MAX_CQS];
 	struct rn_qp_table *qps;
 	struct rn_lcore_ep *closing;    /* draining before destruction */
+	uint32_t channels_failed;       /* native channels yet to retire */
 	struct rn_lcore_ep *eps;        /* every endpoint open here */
 	struct rn_notify_region notify; /* base NULL: no native channels */
 	struct rte_ring *notify_requests;   /* app -> lcore, MP/SC */
@@ -169,6 +174,7 @@ struct rn_lcore {
 	/* A notify QP the device refused: said once, as the same caps fail
 	 * the same way for every endpoint. */
 	bool notify_qp_refused_said;
+	uint64_t channel_reap_tsc;      /* failed channels looked at next */
 } __rte_cache_aligned;
 
 

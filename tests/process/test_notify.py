@@ -914,19 +914,54 @@ def test_completion_reports_acknowledged_and_failed():
 
 
 def test_local_notify_fault_leaves_data_qps_working():
+    # A local fault closes the native channel, never the endpoint: the
+    # peer is told, the data QPs go on, and once both sides drained the
+    # failed channel a new one is added, in the same incarnation.
     p = Pair("l")
     try:
         assert send(p.a, p.b, "k", "before") == 0
         assert poll_all(p.b, 1) == [(p.a, "k", "before")]
+        # One delivery held on each side (not polled yet): a failed
+        # channel waits for its slots before it retires.
+        for x, y in ((p.a, p.b), (p.b, p.a)):
+            assert send(x, y, "held", "1") == 0
+            wait_until("held", lambda y=y: counters(y)["notify_received"] >= 1)
         e = endpoint(p.a, p.b)
+        eb = endpoint(p.b, p.a)
         assert sim_fault(p.a, "local_qp", p.b) == 0
-        # The native channel is closed for good: -EPIPE, never TCP.
+        # The failed channel never falls back: -EPIPE, not TCP.
         wait_until("the channel closed", lambda: send(p.a, p.b, "k", "x") ==
                    -errno.EPIPE)
         assert "failed locally" in p.d[0].stderr()
-        # The endpoint and its data QPs go on: more RDMA probes succeed.
-        wait_until("more probes", lambda: endpoint(p.a, p.b)["probes_ok"] >=
-                   e["probes_ok"] + 2)
+        # The peer is told, and stops sending into the failed QP: its
+        # SENDs would exhaust their retries there and reset the endpoint.
+        wait_until("the peer told", lambda: send(p.b, p.a, "k", "y") ==
+                   -errno.EPIPE)
+        assert "the peer's notify QP failed" in p.d[1].stderr()
+        # The endpoint and its data QPs go on, both sides: more RDMA
+        # probes succeed, and neither side reconnected.
+        for x, y in ((p.a, p.b), (p.b, p.a)):
+            wait_until("more probes", lambda x=x, y=y: endpoint(x, y)[
+                "probes_ok"] >= e["probes_ok"] + 2)
+            assert endpoint(x, y)["native"] == 0
+        assert_same_incarnation(p, e)
+        after = endpoint(p.b, p.a)
+        assert after["generation"] == eb["generation"], after
+        assert after["to_failed"] == eb["to_failed"], after
+        # The held deliveries released, both channels retire and a new
+        # one is added: native again both ways, still the same incarnation.
+        assert poll(p.a) == [(p.b, "held", "1")]
+        assert poll(p.b) == [(p.a, "held", "1")]
+        for x, y in ((p.a, p.b), (p.b, p.a)):
+            wait_until("native again", lambda x=x, y=y: endpoint(x, y)[
+                "native"] == 1)
+        assert endpoint(p.a, p.b)["native_added"] + \
+            endpoint(p.b, p.a)["native_added"] == 2
+        for x, y in ((p.a, p.b), (p.b, p.a)):
+            got = counters(y)["notify_received"]
+            assert send(x, y, "k", "again") == 0
+            assert poll_all(y, 1) == [(x, "k", "again")]
+            assert counters(y)["notify_received"] == got + 1   # natively
         assert_same_incarnation(p, e)
     finally:
         p.stop()

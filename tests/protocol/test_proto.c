@@ -310,11 +310,17 @@ test_notify_qp_steps(void **state)
 				      0, 4, NULL);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(f.notify_qp.step, RN_NOTIFY_QP_READY);
-	/* An ACCEPT needs its QP; there is no step 5. */
+	n = rn_proto_encode_notify_qp(buf, sizeof(buf), 10, RN_NOTIFY_QP_CLOSED,
+				      0, 0, NULL);
+	assert_int_equal(n, HDR + 8);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.notify_qp.generation, 10);
+	assert_int_equal(f.notify_qp.step, RN_NOTIFY_QP_CLOSED);
+	/* An ACCEPT needs its QP; there is no step 6. */
 	assert_int_equal(rn_proto_encode_notify_qp(buf, sizeof(buf), 1,
 						   RN_NOTIFY_QP_ACCEPT, 0, 1,
 						   NULL), 0);
-	assert_int_equal(rn_proto_encode_notify_qp(buf, sizeof(buf), 1, 5, 0,
+	assert_int_equal(rn_proto_encode_notify_qp(buf, sizeof(buf), 1, 6, 0,
 						   1, NULL), 0);
 	/* Malformed: a READY with a QP record, a REFUSE without a reason, a
 	 * data QP offered, credits over the depth, a step 0. */
