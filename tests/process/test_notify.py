@@ -1195,6 +1195,41 @@ def read_notify(sock):
     return body[4:4 + n].decode(), body[8 + n:].decode()
 
 
+def test_every_grown_cq_carries_notifications():
+    # The hub's CQ holds one endpoint's QPs (a data QP, 129 CQEs, and a
+    # notify QP of 16 slots, 48, in 256): its second peer's endpoint makes
+    # its lcore grow a second CQ. Notifications then go natively both ways
+    # on both endpoints: the lcore polls the CQ it grew too.
+    hub, p1, p2 = unique("gh"), unique("g1"), unique("g2")
+    ports = {n: free_port() for n in (hub, p1, p2)}
+
+    def text(me, peers):
+        return node_text(me, ports[me], [(x, "127.0.0.1", ports[x])
+                                         for x in peers],
+                         nic="data_qps = 1\ncq_size = 256\n"
+                         "cqs_per_lcore = 2\n", notify=notify_cfg(),
+                         dead_after=NOTIFY_DEAD_AFTER_MS)
+    ds = [Daemon(hub, text=text(hub, [p1, p2])),
+          Daemon(p1, text=text(p1, [hub])), Daemon(p2, text=text(p2, [hub]))]
+    try:
+        for d in ds:
+            d.wait_running()
+        for x, y in ((hub, p1), (hub, p2), (p1, hub), (p2, hub)):
+            wait_until(f"{x} connected", lambda x=x, y=y: endpoint(x, y)[
+                "state"] == "connected")
+            assert endpoint(x, y)["native"] == 1, (x, y)
+        assert status(hub)["cqs"][0] == 2
+        for peer in (p1, p2):
+            for x, y in ((hub, peer), (peer, hub)):
+                got = counters(y)["notify_received"]
+                assert send(x, y, "k", peer) == 0, (x, y)
+                assert poll_all(y, 1) == [(x, "k", peer)], (x, y)
+                assert counters(y)["notify_received"] == got + 1   # natively
+    finally:
+        for d in ds:
+            assert d.stop() == 0, d.stderr()
+
+
 def test_peers_found_by_name_among_many():
     # Each send looks its peer up by name in an index: among many callers
     # (without a notify QP, so each notification arrives on its caller's
@@ -1578,6 +1613,7 @@ for t in [test_native_delivery_in_order,
           test_senders_on_several_lcores_keep_order_and_lose_nothing,
           test_poll_takes_every_ring_in_turn,
           test_cq_capacity_growth_and_failure,
+          test_every_grown_cq_carries_notifications,
           test_notification_to_self,
           test_self_gets_a_native_channel_when_a_bay_frees,
           test_local_notify_fault_leaves_data_qps_working,
