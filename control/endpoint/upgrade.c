@@ -246,6 +246,10 @@ channel_closed(struct rn_plane *pl, struct rn_endpoint *ep, bool by_peer)
 	else
 		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CLOSE, ep->req);
 	ep->native = false;
+	/* A channel being added that failed already: no READY or connection
+	 * may now make it native. It retires; the bay coming back starts
+	 * the next try. */
+	ep->upgrade = EP_UPGRADE_IDLE;
 	RN_PLANE_LOG(WARNING, "endpoint %s: native notification channel "
 		     "closed: %s notify QP failed; data QPs unaffected "
 		     "(generation %u)", ep->name, by_peer ? "the peer's" : "our",

@@ -157,6 +157,11 @@ retire_channel(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	ep->natives_received = ep->n.native_received;
 	rn_lcore_channel_drop(lc, ep);
 	ep->n = (struct ep_notify){ 0 };
+	/* The peer's running count of slots it reposted for the old channel
+	 * is no credit for the next, whose count starts at 0: nothing more
+	 * lands here through the QP just destroyed. */
+	__atomic_store_n((uint32_t *)&ep->probe[EP_PROBE_CREDITS], 0,
+			 __ATOMIC_RELEASE);
 }
 
 void

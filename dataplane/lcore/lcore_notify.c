@@ -544,7 +544,9 @@ rn_lcore_notify_frame(const struct rn_notify_delivery *d)
 {
 	const struct rn_lcore_ep *ep = d->owner;
 
-	/* Both set before the delivery was enqueued, and never changed. */
+	/* Both set before the delivery was enqueued; recv_slots changes only
+	 * when a failed channel retires, after every delivery of it was
+	 * released (rn_lcore_channel_reap()). */
 	return ep->n.recv_slots + (size_t)d->index * ep->lc->notify.slot_size;
 }
 

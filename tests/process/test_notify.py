@@ -919,13 +919,19 @@ def test_local_notify_fault_leaves_data_qps_working():
     # failed channel a new one is added, in the same incarnation.
     p = Pair("l")
     try:
-        assert send(p.a, p.b, "k", "before") == 0
-        assert poll_all(p.b, 1) == [(p.a, "k", "before")]
+        # A window's worth each way first: the credit words count them.
+        for x, y in ((p.a, p.b), (p.b, p.a)):
+            for i in range(SLOTS):
+                assert send(x, y, "before", str(i)) == 0
+            assert poll_all(y, SLOTS) == [(x, "before", str(i))
+                                          for i in range(SLOTS)]
         # One delivery held on each side (not polled yet): a failed
         # channel waits for its slots before it retires.
         for x, y in ((p.a, p.b), (p.b, p.a)):
+            got = counters(y)["notify_received"]
             assert send(x, y, "held", "1") == 0
-            wait_until("held", lambda y=y: counters(y)["notify_received"] >= 1)
+            wait_until("held", lambda y=y, got=got: counters(y)[
+                "notify_received"] == got + 1)
         e = endpoint(p.a, p.b)
         eb = endpoint(p.b, p.a)
         assert sim_fault(p.a, "local_qp", p.b) == 0
@@ -940,9 +946,9 @@ def test_local_notify_fault_leaves_data_qps_working():
         assert "the peer's notify QP failed" in p.d[1].stderr()
         # The endpoint and its data QPs go on, both sides: more RDMA
         # probes succeed, and neither side reconnected.
-        for x, y in ((p.a, p.b), (p.b, p.a)):
-            wait_until("more probes", lambda x=x, y=y: endpoint(x, y)[
-                "probes_ok"] >= e["probes_ok"] + 2)
+        for x, y, before in ((p.a, p.b, e), (p.b, p.a, eb)):
+            wait_until("more probes", lambda x=x, y=y, before=before:
+                       endpoint(x, y)["probes_ok"] >= before["probes_ok"] + 2)
             assert endpoint(x, y)["native"] == 0
         assert_same_incarnation(p, e)
         after = endpoint(p.b, p.a)
@@ -957,11 +963,15 @@ def test_local_notify_fault_leaves_data_qps_working():
                 "native"] == 1)
         assert endpoint(p.a, p.b)["native_added"] + \
             endpoint(p.b, p.a)["native_added"] == 2
+        # Natively, with the new channel's credits: exactly its slots
+        # (the old channel's credit count is none of them).
         for x, y in ((p.a, p.b), (p.b, p.a)):
             got = counters(y)["notify_received"]
-            assert send(x, y, "k", "again") == 0
-            assert poll_all(y, 1) == [(x, "k", "again")]
-            assert counters(y)["notify_received"] == got + 1   # natively
+            results = [send(x, y, "k", str(i)) for i in range(SLOTS + 1)]
+            assert results == [0] * SLOTS + [-errno.EAGAIN], (x, results)
+            assert poll_all(y, SLOTS) == [(x, "k", str(i))
+                                          for i in range(SLOTS)]
+            assert counters(y)["notify_received"] == got + SLOTS
         assert_same_incarnation(p, e)
     finally:
         p.stop()
