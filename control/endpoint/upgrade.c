@@ -33,7 +33,9 @@
  * with the others, and it sends at once.
  *
  * A native channel whose notify QP fails locally closes, the data QPs
- * untouched: CLOSED tells the peer, which sends nothing more into it.
+ * untouched: CLOSED tells the peer, which sends nothing more into it. Each
+ * side's lcore retires its failed channel once drained, and the bay coming
+ * back starts an offer as above: a new channel, in the same incarnation.
  */
 #include <stdio.h>
 #include <string.h>
