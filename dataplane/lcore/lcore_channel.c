@@ -122,6 +122,17 @@ rn_lcore_channel_drop(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	rn_lcore_notify_free(lc, ep);
 }
 
+void
+rn_lcore_channel_stop(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	ep->n.failed = true;
+	ep->n.max_frame = 0;
+	ep->n.max_inline = 0;
+	ep->drain_deadline = rte_get_tsc_cycles() +
+			     RN_LCORE_DRAIN_MAX_S * lc->tsc_hz;
+	lc->channels_failed++;
+}
+
 /*
  * The peer's notify QP failed locally (its NOTIFY_QP CLOSED): ours sends
  * no more, and goes to ERR, which fails what it had in flight (-EPIPE,
@@ -132,7 +143,7 @@ rn_lcore_channel_peer_closed(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	if (ep->n.qp == NULL || ep->n.failed)
 		return;
-	rn_lcore_notify_stop(lc, ep);
+	rn_lcore_channel_stop(lc, ep);
 	rn_nic_qp_modify(lc->nic, ep->n.qp, RN_QP_ERR, NULL);
 	RN_LCORE_LOG(INFO, "lcore %u: the notify QP of %s failed at its end: "
 		     "native channel closed, data QPs unaffected",
@@ -175,9 +186,9 @@ rn_lcore_channel_reap(struct rn_lcore *lc)
 		return;
 	lc->channel_reap_tsc = now + lc->tsc_hz / 1000;
 	for (struct rn_lcore_ep *ep = lc->eps; ep != NULL; ep = ep->next_all) {
-		/* A channel of a failed or closing endpoint goes with it. */
-		if (!ep->n.failed || ep->n.qp == NULL || ep->closing ||
-		    ep->failed)
+		/* A channel of a failed or closing endpoint goes with it. A
+		 * stopped channel keeps its QP until it retires here. */
+		if (!ep->n.failed || ep->closing || ep->failed)
 			continue;
 		if (ep->n.held != 0 || (!rn_lcore_qp_drained(ep->n.qp) &&
 					now < ep->drain_deadline)) {

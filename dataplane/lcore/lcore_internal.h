@@ -141,6 +141,9 @@ int rn_lcore_channel_post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 				   struct rn_qp *qp);
 void rn_lcore_channel_open(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 void rn_lcore_channel_drop(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* ep's native channel stops for good: no SEND or credit WRITE more; it
+ * retires once drained (rn_lcore_channel_reap()). */
+void rn_lcore_channel_stop(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 void rn_lcore_channel_peer_closed(struct rn_lcore *lc,
 				  struct rn_lcore_ep *ep);
 void rn_lcore_channel_reap(struct rn_lcore *lc);
@@ -160,9 +163,6 @@ void rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 /* Whether ep's notify QP was connected to the peer's (attached). */
 bool rn_lcore_notify_attached(const struct rn_lcore_ep *ep);
 void rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep);
-/* ep's native channel stops for good: no SEND or credit WRITE more; it
- * retires once drained (rn_lcore_channel_reap()). */
-void rn_lcore_notify_stop(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 void rn_lcore_notify_free(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 /* A QP of ep completed in error: tell the control thread, once. */
 void rn_lcore_ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep,

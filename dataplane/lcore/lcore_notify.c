@@ -141,17 +141,6 @@ rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 }
 
 void
-rn_lcore_notify_stop(struct rn_lcore *lc, struct rn_lcore_ep *ep)
-{
-	ep->n.failed = true;
-	ep->n.max_frame = 0;
-	ep->n.max_inline = 0;
-	ep->drain_deadline = rte_get_tsc_cycles() +
-			     RN_LCORE_DRAIN_MAX_S * lc->tsc_hz;
-	lc->channels_failed++;
-}
-
-void
 rn_lcore_notify_free(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	/* Freed before every CQE came (a CQ that stopped, a drain that
@@ -646,7 +635,7 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			 * The peer is told, else its SENDs into our QP, now
 			 * in ERR, would exhaust their retries and fail the
 			 * endpoint, data QPs and all. */
-			rn_lcore_notify_stop(lc, ep);
+			rn_lcore_channel_stop(lc, ep);
 			RN_LCORE_LOG(WARNING, "lcore %u: notify QP of %s failed "
 				     "locally (syndrome 0x%x): native channel "
 				     "closed, data QPs unaffected", lc->lcore_id,

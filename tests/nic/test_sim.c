@@ -752,8 +752,8 @@ test_qp_never_outgrows_its_cqes(void **state)
  * inline), for every number of slots from 2 and several max_inline: the
  * ring the device makes lets the slots' signalling (one in k,
  * rn_send_slots_init()) pace inline SENDs of the largest frame, so the
- * lcore's clamp on max_inline never bites. A ring past 32768
- * BBs is refused (its 16-bit WQE counter would lap).
+ * lcore's clamp on max_inline never bites. A ring past 32768 BBs is
+ * refused (its 16-bit WQE counter would lap).
  */
 static void
 test_notify_ring_paces_the_largest_inline_send(void **state)

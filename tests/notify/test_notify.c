@@ -86,12 +86,6 @@ test_frame_refuses_what_does_not_add_up(void **state)
 	assert_int_equal(rn_notify_frame_read(buf, 13, &v), -EBADMSG);
 }
 
-/*
- * Every length through each way of copying (up to 64 inline, a call
- * beyond), at every alignment: exactly len bytes, nothing around. The
- * source is exactly len bytes on the heap, so that the sanitized build
- * catches a read past its end.
- */
 /* The immediate's bytes on the wire: little endian (protocol version 3). */
 static void
 test_imm_little_endian(void **state)
@@ -105,6 +99,12 @@ test_imm_little_endian(void **state)
 	assert_int_equal(rn_notify_imm_count(imm), 0x01020304);
 }
 
+/*
+ * Every length through each way of copying (up to 64 inline, a call
+ * beyond), at every alignment: exactly len bytes, nothing around. The
+ * source is exactly len bytes on the heap, so that the sanitized build
+ * catches a read past its end.
+ */
 static void
 test_frame_copy_every_length(void **state)
 {
