@@ -2,22 +2,23 @@
 # Instructions per notification on the worker lcore, counted by callgrind
 # (repeatable on a noisy machine, unlike time): two rnotify-bench processes
 # under valgrind, native channel, notifications of BYTES (name + msg; the
-# frame adds 8, and frames up to [notify] max_inline, 64, go inline).
+# frame adds 8; up to [notify] max_inline bytes, 64, they go inline).
 #   send side    send_one() (a request of one notification) and
 #                send_burst() (of several): for each notification take a
-#                credit and a send slot, build and post the SEND_IMM; ring
-#                the doorbell once per request; plus the completions
-#                (rn_lcore_notify_completion) that free the send slots:
-#                only one SEND in up to 32 is signalled and its CQE frees
-#                every slot before it, so their cost is divided by the
-#                SENDs, not by the CQEs
-#   receive side received(): frame checks,
-#                delivery to the application's ring; plus repost() when the
-#                application gives the slot back
-# Each figure is instructions per notification. The software device
-# (sim_*) runs outside these functions: not counted. CQ polling is per CQE
-# and measured by scripts/bench-datapath.sh; the dequeues of the lcore's
-# request and release rings are not counted either.
+#                place in the send window (a credit and a send slot),
+#                build and post the SEND_IMM; ring the doorbell once per
+#                request; plus the completions (rn_lcore_notify_completion)
+#                that free the send slots: only one SEND in up to 32 is
+#                signalled and its CQE frees every slot before it, so
+#                their cost is divided by the SENDs, not by the CQEs
+#   receive side received(): frame checks, delivery to the application's
+#                ring; plus repost() when the application gives the slot
+#                back
+# Each figure is instructions per notification. The four functions are
+# kept out of line in the lcore so that callgrind records each as a call.
+# Not counted: the software device, which runs outside them; CQ polling,
+# per CQE, measured by scripts/bench-datapath.sh; the dequeues of the
+# lcore's request and release rings.
 # With BURST > 1 the one-way notifications go BURST to a request
 # (rn_notify_send_burst()); the pings, one to a request, stay in the count.
 # Usage: scripts/bench-notify-instructions.sh [BYTES [BURST]]  (64, 1)
