@@ -4,6 +4,7 @@ DPDK's telemetry client, waits with deadlines (for events, never to assert
 timing), seeded random choices, and the runner that collects a file's
 test_* functions and prints TAP (rnproto.py is the protocol codec)."""
 
+import contextlib
 import ctypes
 import json
 import os
@@ -295,6 +296,15 @@ class Pair:
 
     def stop(self):
         stop_all(self.d)
+
+
+def rdma_devices():
+    """The RDMA devices the kernel shows (what libibverbs lists)."""
+    names = set()
+    for d in ("/sys/class/infiniband", "/sys/class/infiniband_verbs"):
+        with contextlib.suppress(OSError):
+            names.update(n for n in os.listdir(d) if n != "abi_version")
+    return sorted(names)
 
 
 class Skip(Exception):
