@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,24 @@
 #include "rn_notify_credit.h"
 #include "rn_notify_frame.h"
 #include "rn_notify_slots.h"
+
+/*
+ * The seed of a test's random choices: RNOTIFY_TEST_SEED when set (to
+ * replay a failure, or to try other choices), else the test's own fixed
+ * one, so that a plain run is the same every time. Printed as a TAP
+ * comment either way.
+ */
+static unsigned int
+test_seed(const char *test, unsigned int fixed)
+{
+	const char *env = getenv("RNOTIFY_TEST_SEED");
+	unsigned int seed = env != NULL ? (unsigned int)strtoul(env, NULL, 0)
+					: fixed;
+
+	printf("# %s: random choices from seed %u (RNOTIFY_TEST_SEED=%u "
+	       "replays them)\n", test, seed, seed);
+	return seed;
+}
 
 static void
 test_frame_round_trip_binary(void **state)
@@ -215,7 +234,7 @@ test_credits_random_traffic(void **state)
 	unsigned int n_transit = 0;
 
 	(void)state;
-	srand(7);
+	srand(test_seed(__func__, 7));
 	rn_send_slots_init(&s, 64, cookie, want);
 	rn_credit_tx_init(&tx, WINDOW);
 	rn_credit_rx_init(&rx, WINDOW);
@@ -565,10 +584,11 @@ static void
 test_send_slots_model(void **state)
 {
 	static const uint32_t sizes[] = { 1, 2, 4, 8, 16, 32, 64 };
+	unsigned int seed = test_seed(__func__, 1000);
 
 	(void)state;
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-		run_model(sizes[i], 1000 + i);
+		run_model(sizes[i], seed + i);
 }
 
 int

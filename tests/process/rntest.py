@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Shared helpers for the process tests: daemons started from a config,
 DPDK's telemetry client, waits with deadlines (for events, never to assert
-timing), and TAP output."""
+timing), seeded random choices, and the runner that collects a file's
+test_* functions and prints TAP (rnproto.py is the protocol codec)."""
 
+import contextlib
 import ctypes
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -18,7 +21,16 @@ import traceback
 RNOTIFYD = os.path.abspath(sys.argv[1])
 TMP = tempfile.mkdtemp(prefix="rn-process-test-")
 START_TIMEOUT_S = 20
-_results = []
+
+# The control plane's timing in node_text(): heartbeats every 50 ms, a peer
+# silent for 300 ms is dead.
+HEARTBEAT_MS = 50
+DEAD_AFTER_MS = 300
+# Small notification buffers: several daemons share the test machine.
+NOTIFY = "slots = 16\nslot_size = 4096\n"
+# A fake peer's QPs never answer and it sends no heartbeats: give it time.
+SLOW_QPS = "qp_timeout = 20\n"
+FAKE_PEER_DEAD_AFTER_MS = 30000
 
 
 def unique(tag):
@@ -40,6 +52,30 @@ def config(name, extra=""):
         "[notify]\nslots = 16\nslot_size = 4096\n"
     return write_config(name, f"[dataplane]\nname = {name}\nmemory_mb = 32\n"
                               f"idle = adaptive\n{extra}\n{control}{notify}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def node_text(name, port, peers, listen="127.0.0.1", nic="",
+              dead_after=DEAD_AFTER_MS, notify=NOTIFY, connect_timeout=1000,
+              connect="eager", dataplane=""):
+    """A daemon's whole config, with its control plane's timing made short
+    for the tests; peers: list of (name, address, port)."""
+    text = (f"[dataplane]\nname = {name}\nmemory_mb = 32\nidle = adaptive\n"
+            f"{dataplane}"
+            f"[nic]\n{nic}\n[notify]\n{notify}\n"
+            f"[control]\nlisten = {listen}\nport = {port}\n"
+            f"heartbeat_ms = {HEARTBEAT_MS}\ndead_after_ms = {dead_after}\n"
+            f"connect_timeout_ms = {connect_timeout}\n"
+            f"reconnect_min_ms = 20\nreconnect_max_ms = 200\n")
+    for peer, address, peer_port in peers:
+        text += (f"[peer {peer}]\naddress = {address}\nport = {peer_port}\n"
+                 f"connect = {connect}\n")
+    return text
 
 
 def runtime_dir(name):
@@ -98,6 +134,12 @@ def endpoints(name):
         start = e["next"]
 
 
+def lcore_counters(name):
+    """(QPs, endpoint QP sets) of the daemon's first worker lcore."""
+    s = status(name)
+    return s["qps"][0], s["endpoint_qp_sets"][0]
+
+
 def die_with_parent():
     """In the child before exec: SIGTERM when the test runner dies, so that
     an interrupted run leaves no daemon behind (Daemons are started from
@@ -121,9 +163,18 @@ def wait_until(what, fn, timeout=START_TIMEOUT_S, every=0.05):
     raise AssertionError(f"{what}: not after {timeout}s (last: {last!r})")
 
 
+def wait_connected(name, peer):
+    """Wait until name's endpoint to peer is connected."""
+    wait_until(f"{name} connected to {peer}",
+               lambda: endpoint(name, peer)["state"] == "connected")
+
+
 class Daemon:
+    """rnotifyd started on a config: config(name, extra), or text."""
+
     def __init__(self, name, extra="", text=None, netns=None, env=None):
         self.name = name
+        self.killed = False   # by the test: no clean exit to expect
         self.stderr_path = os.path.join(TMP, name + ".err")
         path = write_config(name, text) if text is not None else \
             config(name, extra)
@@ -159,34 +210,175 @@ class Daemon:
             raise AssertionError(f"no exit after {sig.name}: {self.stderr()}")
 
     def kill(self):
+        self.killed = True
         self.proc.kill()
         self.proc.wait()
 
 
-def tap(fn):
+def stop_all(daemons):
+    """Stop every daemon (SIGTERM), then fail unless each exited 0, those
+    the test killed aside: one that fails to stop still lets the others
+    stop."""
+    bad = []
+    for d in daemons:
+        if d.killed:
+            continue
+        try:
+            rc = d.stop()
+        except AssertionError as e:
+            bad.append(f"{d.name}: {e}")
+            continue
+        if rc != 0:
+            bad.append(f"{d.name}: exit {rc}: {d.stderr()}")
+    assert not bad, "\n".join(bad)
+
+
+class Pair:
+    """Two daemons, a and b, each with the other as its one peer. node:
+    node_text()'s keywords for both; sides: more for each, a pair of
+    dicts. Started and running; connected both ways too when both call
+    eagerly."""
+
+    def __init__(self, tag, netns=(None, None), addrs=("127.0.0.1",) * 2,
+                 env=(None, None), sides=({}, {}), **node):
+        self.names = (unique(tag + "a"), unique(tag + "b"))
+        self.a, self.b = self.names
+        self.ports = (free_port(), free_port())
+        self.netns, self.addrs, self.env = netns, addrs, env
+        self.node = [dict(node, **side) for side in sides]
+        self.d = [self.start(0), self.start(1)]
+        try:
+            for d in self.d:
+                d.wait_running()
+            if all(n.get("connect", "eager") == "eager" for n in self.node):
+                wait_connected(self.a, self.b)
+                wait_connected(self.b, self.a)
+        except BaseException:
+            for d in self.d:
+                d.kill()
+            raise
+
+    def text(self, i):
+        j = 1 - i
+        return node_text(self.names[i], self.ports[i],
+                         [(self.names[j], self.addrs[j], self.ports[j])],
+                         listen=self.addrs[i], **self.node[i])
+
+    def start(self, i):
+        return Daemon(self.names[i], text=self.text(i), netns=self.netns[i],
+                      env=self.env[i])
+
+    def ep(self, i):
+        """Daemon i's endpoint to the other."""
+        return endpoint(self.names[i], self.names[1 - i])
+
+    def wait_connected(self, i, newer_than=0, session=None):
+        """Daemon i's endpoint once connected, with a generation over
+        newer_than, to the peer's session if given, and probed."""
+        def up():
+            e = self.ep(i)
+            return e if (e["state"] == "connected" and
+                         e["generation"] > newer_than and
+                         (session is None or e["peer_session"] == session) and
+                         e["probes_ok"] >= 1) else None
+        return wait_until(f"{self.names[i]} connected to {self.names[1 - i]}",
+                          up)
+
+    def restart(self, i):
+        """kill -9 daemon i, start it again on its config, and wait until
+        the other side is connected to its new incarnation."""
+        gen = self.ep(1 - i)["generation"]
+        self.d[i].kill()
+        self.d[i] = self.start(i)
+        self.d[i].wait_running()
+        wait_until("reconnected", lambda: (lambda e: e["state"] ==
+                   "connected" and e["generation"] > gen)(self.ep(1 - i)))
+
+    def stop(self):
+        stop_all(self.d)
+
+
+def rdma_devices():
+    """The RDMA devices the kernel shows (what libibverbs lists)."""
+    names = set()
+    for d in ("/sys/class/infiniband", "/sys/class/infiniband_verbs"):
+        with contextlib.suppress(OSError):
+            names.update(n for n in os.listdir(d) if n != "abi_version")
+    return sorted(names)
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here: reported as a TAP SKIP with
+    its message as the reason, never as a pass."""
+
+
+def skip_unless(condition, why):
+    if not condition:
+        raise Skip(why)
+
+
+SEED_ENV = "RNOTIFY_TEST_SEED"
+# One seed per run, from the environment to replay a failure, else the
+# clock; each test draws from its own generator (seed and test name), so
+# that a test replays alike alone (RN_TEST_ONLY) or among the others.
+SEED = int(os.environ.get(SEED_ENV, time.time_ns() % (1 << 32)))
+_current = None   # the test running now
+_notes = []
+
+
+def note(line):
+    """A line printed with the current test's TAP result, pass or fail."""
+    _notes.append(line)
+
+
+def seeded_random():
+    """The random generator for the running test's choices; its seed is
+    printed with the test's result."""
+    note(f"random choices: {SEED_ENV}={SEED} replays them")
+    return random.Random(f"{SEED}-{_current}")
+
+
+def _run_one(number, fn):
+    """Run one test; print its TAP line at once, so that a run that times
+    out still shows what passed."""
+    global _current
+    _current = fn.__name__
+    _notes.clear()
+    ok, why = True, ""
     try:
         fn()
-        _results.append((True, fn.__name__, ""))
+    except Skip as e:
+        ok, why = None, str(e)
     except AssertionError as e:
         # A bare assert says nothing: then where it failed.
-        _results.append((False, fn.__name__,
-                         str(e) or traceback.format_exc()))
+        ok, why = False, str(e) or traceback.format_exc()
     except Exception:
-        _results.append((False, fn.__name__, traceback.format_exc()))
+        ok, why = False, traceback.format_exc()
+    if ok is None:
+        print(f"ok {number} - {fn.__name__} # SKIP {why}")
+    else:
+        print(f"{'ok' if ok else 'not ok'} {number} - {fn.__name__}")
+    for line in _notes + (why.splitlines() if ok is False else []):
+        print(f"# {line}")
+    sys.stdout.flush()
+    return ok is not False
 
 
-def skip(fn, why):
-    _results.append((None, fn.__name__, why))
-
-
-def finish():
-    print(f"1..{len(_results)}")
-    for i, (ok, name, why) in enumerate(_results, 1):
-        if ok is None:
-            print(f"ok {i} - {name} # SKIP {why}")
-            continue
-        print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-        for line in why.splitlines():
-            print(f"# {line}")
+def run_tests(namespace):
+    """Run every test_* function a test file defines, in the order of its
+    definitions, print TAP, and exit: pass the file's globals(). With
+    RN_TEST_ONLY=name, that one test only."""
+    tests = [fn for name, fn in namespace.items()
+             if name.startswith("test_") and callable(fn) and
+             getattr(fn, "__module__", None) == namespace["__name__"]]
+    only = os.environ.get("RN_TEST_ONLY")
+    if only is not None:
+        tests = [fn for fn in tests if fn.__name__ == only]
+    if not tests:
+        print(f"1..0 # SKIP RN_TEST_ONLY={only} names no test here")
+        shutil.rmtree(TMP, ignore_errors=True)
+        sys.exit(0)
+    passed = [_run_one(i, fn) for i, fn in enumerate(tests, 1)]
+    print(f"1..{len(tests)}")
     shutil.rmtree(TMP, ignore_errors=True)
-    sys.exit(0 if all(ok is not False for ok, _, _ in _results) else 1)
+    sys.exit(0 if all(passed) else 1)

@@ -8,96 +8,26 @@ endpoint churn leaks nothing. Over loopback, and between two network
 namespaces when run as root. Prints TAP. Usage: test_endpoints.py RNOTIFYD"""
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 
 import rnproto
-from rntest import (Daemon, endpoint, endpoints, finish, skip, status, tap, telemetry,
-                    unique, wait_until)
+from rntest import (DEAD_AFTER_MS, FAKE_PEER_DEAD_AFTER_MS, NOTIFY, SLOW_QPS,
+                    Daemon, Pair, endpoint, endpoints, free_port,
+                    lcore_counters, node_text, run_tests, skip_unless, status,
+                    stop_all, unique, wait_connected, wait_until)
 
-HEARTBEAT_MS = 50
-DEAD_AFTER_MS = 300
-TICK_MS = HEARTBEAT_MS // 2
-# How late the declaration may come: one tick, plus scheduling on a busy
-# 2-core machine. The daemon measures the silence itself.
+# How late the declaration may come: one tick (half a heartbeat), plus
+# scheduling on a busy 2-core machine. The daemon measures the silence
+# itself.
 DETECT_SLACK_MS = 250
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# Small notification buffers: several daemons share the test machine.
-NOTIFY = "slots = 16\nslot_size = 4096\n"
-
-
-def node_text(name, port, peers, listen="127.0.0.1", nic="",
-              dead_after=DEAD_AFTER_MS, notify=NOTIFY, connect_timeout=1000,
-              connect="eager", dataplane=""):
-    """peers: list of (name, address, port)."""
-    text = (f"[dataplane]\nname = {name}\nmemory_mb = 32\nidle = adaptive\n"
-            f"{dataplane}"
-            f"[nic]\n{nic}\n[notify]\n{notify}\n"
-            f"[control]\nlisten = {listen}\nport = {port}\n"
-            f"heartbeat_ms = {HEARTBEAT_MS}\ndead_after_ms = {dead_after}\n"
-            f"connect_timeout_ms = {connect_timeout}\n"
-            f"reconnect_min_ms = 20\nreconnect_max_ms = 200\n")
-    for peer, address, peer_port in peers:
-        text += (f"[peer {peer}]\naddress = {address}\nport = {peer_port}\n"
-                 f"connect = {connect}\n")
-    return text
-
-
-class Pair:
-    """Two daemons that call each other."""
-
-    def __init__(self, tag, netns=(None, None), addrs=("127.0.0.1",) * 2):
-        self.names = (unique(tag + "a"), unique(tag + "b"))
-        self.ports = (free_port(), free_port())
-        self.netns = netns
-        self.addrs = addrs
-        self.d = [self.start(0), self.start(1)]
-
-    def text(self, i):
-        j = 1 - i
-        return node_text(self.names[i], self.ports[i],
-                         [(self.names[j], self.addrs[j], self.ports[j])],
-                         listen=self.addrs[i])
-
-    def start(self, i):
-        return Daemon(self.names[i], text=self.text(i), netns=self.netns[i])
-
-    def ep(self, i):
-        return endpoint(self.names[i], self.names[1 - i])
-
-    def wait_connected(self, i, newer_than=0, session=None):
-        def up():
-            e = self.ep(i)
-            return e if (e["state"] == "connected" and
-                         e["generation"] > newer_than and
-                         (session is None or e["peer_session"] == session) and
-                         e["probes_ok"] >= 1) else None
-        return wait_until(f"{self.names[i]} connected to {self.names[1 - i]}",
-                          up)
-
-    def stop(self):
-        for d in self.d:
-            assert d.stop() == 0, d.stderr()
-
-
-def lcore_counters(name):
-    s = status(name)
-    return s["qps"][0], s["endpoint_qp_sets"][0]
 
 
 def test_handshake_and_rdma_probe():
     p = Pair("h")
     try:
-        for d in p.d:
-            d.wait_running()
         a, b = p.wait_connected(0), p.wait_connected(1)
         sa, sb = status(p.names[0]), status(p.names[1])
         assert a["peer_session"] == sb["session"], (a, sb)
@@ -135,13 +65,11 @@ def test_configured_peer_known_by_its_address_however_written():
     try:
         for d in (da, db):
             d.wait_running()
-        wait_until("a connected", lambda: endpoint(a, b)["state"] ==
-                   "connected")
+        wait_connected(a, b)
         assert endpoint(b, a)["state"] == "connected"
         assert "configured at another address" not in db.stderr()
     finally:
-        for d in (da, db):
-            assert d.stop() == 0, d.stderr()
+        stop_all((da, db))
 
 
 def test_native_channel_only_where_buffers_allow():
@@ -167,8 +95,7 @@ def test_native_channel_only_where_buffers_allow():
                           (off, NOTIFY + "enabled = false\n")):
             d[p] = node(p, notify)
             d[p].wait_running()
-            wait_until(f"{hub} connected to {p}", lambda p=p: endpoint(
-                hub, p)["state"] == "connected")
+            wait_connected(hub, p)
         # The node with notifications off offers TCP fallback only.
         assert endpoint(hub, off)["peer_caps"] == 2, endpoint(hub, off)
         # The hub offered its one bay's notify QP to the first (caps 7)
@@ -179,15 +106,12 @@ def test_native_channel_only_where_buffers_allow():
         assert lcore_counters(hub) == (3 * 2 + 1, 3), lcore_counters(hub)
         assert lcore_counters(off) == (2, 1), lcore_counters(off)
     finally:
-        for x in d.values():
-            assert x.stop() == 0, x.stderr()
+        stop_all(d.values())
 
 
 def test_kill_9_then_restart_gets_new_generation():
     p = Pair("k")
     try:
-        for d in p.d:
-            d.wait_running()
         before = p.wait_connected(0)
         p.d[1].kill()
         failed = wait_until("the killed peer declared dead", lambda: (
@@ -214,8 +138,6 @@ def test_kill_9_then_restart_gets_new_generation():
 def test_silent_peer_declared_dead_in_time():
     p = Pair("s")
     try:
-        for d in p.d:
-            d.wait_running()
         before = p.wait_connected(0)
         os.kill(p.d[1].proc.pid, signal.SIGSTOP)   # alive, but silent
         try:
@@ -250,11 +172,6 @@ class FakePeer:
 
     def close(self):
         self.sock.close()
-
-
-# A fake peer's QPs never answer and it sends no heartbeats: give it time.
-SLOW_QPS = "qp_timeout = 20\n"
-FAKE_PEER_DEAD_AFTER_MS = 30000
 
 
 def test_simultaneous_connect_leaves_one_endpoint():
@@ -337,15 +254,12 @@ def test_mute_peer_does_not_stall_the_others():
         for c in held:
             c.close()
         fake.close()
-        assert d.stop() == 0, d.stderr()
-        assert g.stop() == 0, g.stderr()
+        stop_all((d, g))
 
 
 def test_bad_frames_close_only_their_connection():
     p = Pair("g")
     try:
-        for d in p.d:
-            d.wait_running()
         before = p.wait_connected(0)
         port = status(p.names[0])["control_port"]
         cases = [
@@ -395,11 +309,9 @@ WARM_UP_CYCLES = 200
 
 def test_endpoint_churn_leaks_nothing():
     name = unique("c")
-    # A generous handshake budget: once in a few thousand cycles a
-    # handshake once stalled past the 1 s it had. Not seen again in
-    # 550,000 timed cycles (none over 100 ms; 2026-11-30); a syslog send
-    # that blocked, since removed, is one explanation. Leaks are what this
-    # test is about.
+    # A generous handshake budget: on a loaded machine a handshake may
+    # stall past a second, and leaks, not timing, are what this test is
+    # about.
     d = Daemon(name, text=node_text(name, 0, [], nic=SLOW_QPS,
                                     dead_after=FAKE_PEER_DEAD_AFTER_MS,
                                     connect_timeout=10000))
@@ -421,8 +333,7 @@ def test_endpoint_churn_leaks_nothing():
         # cycle is counted exactly below; RSS catches leaks of 2 KiB a
         # cycle and more (a QP set or a connection buffer: 50+ MiB).
         # Closed connections are freed as the next is accepted, so their
-        # 64 KiB buffers no longer pile up between ticks: RSS measured
-        # -72..+200 KiB over six runs, where it had swung by 1.5 MiB.
+        # 64 KiB buffers do not pile up between ticks.
         for i in range(WARM_UP_CYCLES):
             cycle(i)
         wait_until("warm-up drained", lambda: lcore_counters(name) == (0, 0))
@@ -448,6 +359,8 @@ def sh(cmd):
 
 
 def test_two_network_namespaces_and_a_cut_link():
+    skip_unless(os.geteuid() == 0 and shutil.which("ip"),
+                "network namespaces need root and iproute2")
     ns = (f"rn-ep-a-{os.getpid()}", f"rn-ep-b-{os.getpid()}")
     veth = (f"rnea{os.getpid() % 10000}", f"rneb{os.getpid() % 10000}")
     addrs = ("10.98.0.1", "10.98.0.2")
@@ -462,8 +375,6 @@ def test_two_network_namespaces_and_a_cut_link():
                f"ip -n {ns[i]} link set {veth[i]} up && "
                f"ip -n {ns[i]} link set lo up")
         p = Pair("n", netns=ns, addrs=addrs)
-        for d in p.d:
-            d.wait_running()
         before = p.wait_connected(0)
         p.wait_connected(1)
         sh(f"ip -n {ns[0]} link set {veth[0]} down")
@@ -486,23 +397,4 @@ def test_two_network_namespaces_and_a_cut_link():
                            shell=True, capture_output=True)
 
 
-if __name__ == "__main__":
-    only = os.environ.get("RN_TEST_ONLY")
-    for t in [test_handshake_and_rdma_probe,
-              test_configured_peer_known_by_its_address_however_written,
-              test_native_channel_only_where_buffers_allow,
-              test_kill_9_then_restart_gets_new_generation,
-              test_silent_peer_declared_dead_in_time,
-              test_simultaneous_connect_leaves_one_endpoint,
-              test_mute_peer_does_not_stall_the_others,
-              test_bad_frames_close_only_their_connection,
-              test_endpoint_churn_leaks_nothing]:
-        if only is None or only == t.__name__:
-            tap(t)
-    if os.geteuid() == 0 and subprocess.run("command -v ip", shell=True,
-                                            capture_output=True).returncode == 0:
-        tap(test_two_network_namespaces_and_a_cut_link)
-    else:
-        skip(test_two_network_namespaces_and_a_cut_link,
-             "network namespaces need root and iproute2")
-    finish()
+run_tests(globals())
