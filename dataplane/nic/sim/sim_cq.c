@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 int
 sim_cq_create(struct sim_ctx *ctx, uint32_t cqe_cnt, struct rn_cq *cq)

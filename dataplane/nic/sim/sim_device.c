@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 static int
 sim_open(const struct rn_nic_config *cfg, const char *listen,

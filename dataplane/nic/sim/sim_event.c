@@ -13,7 +13,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 int
 sim_events_open(struct sim_ctx *ctx)

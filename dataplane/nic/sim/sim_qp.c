@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 static uint32_t
 log2_u32(uint32_t v)

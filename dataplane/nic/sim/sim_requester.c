@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_wqe.h"
+#include "sim_wqe_pvt.h"
 
 /* IB min_rnr_timer encoding (IBA table 45), in microseconds x 100. */
 static const uint32_t rnr_timer_10us[32] = {

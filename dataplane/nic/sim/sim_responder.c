@@ -9,7 +9,7 @@
 #include <rte_byteorder.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 static void
 reply(struct sim_ctx *ctx, struct sim_wire *wire, const struct sim_qp *sqp,

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 #define RX_CHUNK 65536
 #define EPOLL_BATCH 32

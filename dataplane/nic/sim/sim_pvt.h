@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#ifndef RN_SIM_INTERNAL_H
-#define RN_SIM_INTERNAL_H
+#ifndef RN_SIM_PVT_H
+#define RN_SIM_PVT_H
 
 /*
  * The software mlx5 device. One struct sim_ctx per device context, run by
@@ -23,7 +23,7 @@
 
 #include "rn_nic.h"
 #include "rn_sim.h"
-#include "sim_packet.h"
+#include "sim_packet_pvt.h"
 
 #define SIM_MAX_MRS 1024
 #define SIM_MAX_QPS 4096
@@ -227,4 +227,4 @@ void sim_event_raise(struct sim_ctx *ctx, enum sim_event kind);
 int sim_event_fd(struct rn_nic *nic);
 int sim_take_event(struct rn_nic *nic, char *text, size_t len, bool *fatal);
 
-#endif /* RN_SIM_INTERNAL_H */
+#endif /* RN_SIM_PVT_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#ifndef RN_SIM_PACKET_H
-#define RN_SIM_PACKET_H
+#ifndef RN_SIM_PACKET_PVT_H
+#define RN_SIM_PACKET_PVT_H
 
 /*
  * Frames on the software wire between two sim device contexts (a TCP stream).
@@ -43,4 +43,4 @@ struct sim_pkt_hello {
 
 #define SIM_PKT_MAX_PAYLOAD (1u << 30)
 
-#endif /* RN_SIM_PACKET_H */
+#endif /* RN_SIM_PACKET_PVT_H */

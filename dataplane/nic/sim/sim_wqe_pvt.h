@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#ifndef RN_SIM_WQE_H
-#define RN_SIM_WQE_H
+#ifndef RN_SIM_WQE_PVT_H
+#define RN_SIM_WQE_PVT_H
 
 /* Reading a send WQE out of the SQ ring, as the NIC fetches it. */
 
 #include <rte_byteorder.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 struct sim_wqe {
 	uint32_t bb;               /* first BB, free running */
@@ -51,4 +51,4 @@ sim_wqe_copy(const struct sim_qp *sqp, uint32_t bb, uint32_t byte_off,
  */
 int sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w);
 
-#endif /* RN_SIM_WQE_H */
+#endif /* RN_SIM_WQE_PVT_H */
