@@ -34,7 +34,7 @@
 
 /* A data segment's byte count: 0 stands for 2 GiB (mlx5 format). */
 static inline uint64_t
-sim_seg_bytes(__be32 byte_count)
+rn_sim_seg_bytes(__be32 byte_count)
 {
 	uint32_t n = rte_be_to_cpu_32(byte_count);
 
@@ -113,11 +113,12 @@ struct sim_qp {
 	uint32_t expected_psn;
 };
 
-struct sim_cut {
+/* Fault injection toward one remote device (rn_sim_wire_cut(), _delay()). */
+struct sim_fault {
 	struct sim_addr addr;
 	uint64_t delay_ns;        /* >0: delayed, not cut */
 	bool cut;
-	struct sim_cut *next;
+	struct sim_fault *next;
 };
 
 enum sim_event {
@@ -136,7 +137,7 @@ struct sim_ctx {
 	struct sim_qp *qps[SIM_MAX_QPS];   /* by qpn - SIM_QPN_BASE */
 	struct sim_qp *live;
 	struct sim_wire *wires;
-	struct sim_cut *faults;
+	struct sim_fault *faults;
 	struct rn_sim_stats stats;
 	uint8_t *scratch;         /* gathered payloads */
 	size_t scratch_cap;
@@ -150,81 +151,81 @@ struct sim_ctx {
 };
 
 static inline struct sim_ctx *
-sim_ctx_of(struct rn_nic *nic)
+rn_sim_ctx_of(struct rn_nic *nic)
 {
 	return container_of(nic, struct sim_ctx, nic);
 }
 
 /* 24-bit PSN arithmetic: a - b as a signed distance. */
 static inline int32_t
-sim_psn_diff(uint32_t a, uint32_t b)
+rn_sim_psn_diff(uint32_t a, uint32_t b)
 {
 	return (int32_t)((a - b) << 8) >> 8;
 }
 
 /* sim_device.c */
-struct sim_qp *sim_qp_lookup(struct sim_ctx *ctx, uint32_t qpn);
+struct sim_qp *rn_sim_qp_lookup(struct sim_ctx *ctx, uint32_t qpn);
 /* Check [addr, addr+len) lies in MR key with access; 0 or a syndrome. */
-const struct sim_mr *sim_mr_check(struct sim_ctx *ctx, uint32_t key,
-				  uint64_t addr, uint64_t len, uint32_t access);
+const struct sim_mr *rn_sim_mr_check(struct sim_ctx *ctx, uint32_t key,
+				     uint64_t addr, uint64_t len, uint32_t access);
 
 /* sim_cq.c */
-int sim_cq_create(struct sim_ctx *ctx, uint32_t cqe_cnt, struct rn_cq *cq);
-void sim_cq_destroy(struct rn_cq *cq);
+int rn_sim_cq_create(struct sim_ctx *ctx, uint32_t cqe_cnt, struct rn_cq *cq);
+void rn_sim_cq_destroy(struct rn_cq *cq);
 /* Write cqe (op_own's opcode set, owner bit added here). */
-void sim_cq_push(struct sim_cq *cq, struct mlx5_cqe64 *cqe);
-void sim_cq_push_error(struct sim_cq *cq, uint8_t cqe_opcode, uint8_t syndrome,
-		       uint8_t wqe_opcode, uint32_t qpn, uint16_t wqe_counter);
+void rn_sim_cq_push(struct sim_cq *cq, struct mlx5_cqe64 *cqe);
+void rn_sim_cq_push_error(struct sim_cq *cq, uint8_t cqe_opcode, uint8_t syndrome,
+			  uint8_t wqe_opcode, uint32_t qpn, uint16_t wqe_counter);
 
 /* sim_qp.c */
-int sim_qp_create(struct sim_ctx *ctx, struct rn_cq *scq, struct rn_cq *rcq,
-		  const struct rn_qp_caps *caps, struct rn_qp *qp);
-int sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp,
-		  enum rn_qp_state state, const struct rn_qp_connect *conn);
-void sim_qp_destroy(struct sim_ctx *ctx, struct sim_qp *sqp);
+int rn_sim_qp_create(struct sim_ctx *ctx, struct rn_cq *scq, struct rn_cq *rcq,
+		     const struct rn_qp_caps *caps, struct rn_qp *qp);
+int rn_sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp,
+		     enum rn_qp_state state, const struct rn_qp_connect *conn);
+void rn_sim_qp_destroy(struct sim_ctx *ctx, struct sim_qp *sqp);
 /* Enter ERR: flush every WQE outstanding on both queues. */
-void sim_qp_error(struct sim_qp *sqp);
+void rn_sim_qp_enter_err(struct sim_qp *sqp);
 /* Flush the WQEs in flight (sent, not acknowledged), oldest first. */
-void sim_qp_flush_inflight(struct sim_qp *sqp);
+void rn_sim_qp_flush_inflight(struct sim_qp *sqp);
 /* In ERR: flush WQEs posted since (software keeps posting). */
-unsigned int sim_qp_flush_new(struct sim_qp *sqp);
-uint32_t sim_rq_posted(const struct sim_qp *sqp);
+unsigned int rn_sim_qp_flush_new(struct sim_qp *sqp);
+uint32_t rn_sim_rq_posted(const struct sim_qp *sqp);
 
 /* sim_requester.c */
-unsigned int sim_requester_run(struct sim_qp *sqp);
-void sim_requester_ack(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
-void sim_requester_read_resp(struct sim_qp *sqp, const struct sim_pkt_hdr *h,
-			     const uint8_t *data);
-void sim_requester_rnr_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
-void sim_requester_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
+unsigned int rn_sim_requester_run(struct sim_qp *sqp);
+void rn_sim_requester_ack(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
+void rn_sim_requester_read_resp(struct sim_qp *sqp, const struct sim_pkt_hdr *h,
+				const uint8_t *data);
+void rn_sim_requester_rnr_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
+void rn_sim_requester_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
 /* Complete the oldest in-flight WQE with an error, then enter ERR. */
-void sim_requester_fail(struct sim_qp *sqp, uint8_t syndrome);
+void rn_sim_requester_fail(struct sim_qp *sqp, uint8_t syndrome);
 
 /* sim_responder.c */
-void sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
-			   const struct sim_pkt_hdr *h, const uint8_t *payload);
+void rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
+			      const struct sim_pkt_hdr *h, const uint8_t *payload);
 
 /* sim_wire.c */
-int sim_wire_listen(struct sim_ctx *ctx, const char *listen);
-void sim_wire_close_all(struct sim_ctx *ctx);
+int rn_sim_wire_listen(struct sim_ctx *ctx, const char *listen);
+void rn_sim_wire_close_all(struct sim_ctx *ctx);
 /* Queue a frame to remote; the payload may be split in two (gathers). */
-void sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
-		   const struct sim_pkt_hdr *h, const void *payload);
+void rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
+		      const struct sim_pkt_hdr *h, const void *payload);
 /* Reply on the wire a request came in on (or the wire to its sender). */
-void sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
-		    const struct sim_pkt_hdr *h, const void *payload);
-unsigned int sim_wire_progress(struct sim_ctx *ctx);
-void sim_wire_flush(struct sim_ctx *ctx);
-const struct sim_addr *sim_wire_remote(const struct sim_wire *wire);
-struct sim_cut *sim_fault_find(struct sim_ctx *ctx, const struct sim_addr *a);
+void rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
+		       const struct sim_pkt_hdr *h, const void *payload);
+unsigned int rn_sim_wire_receive(struct sim_ctx *ctx);
+void rn_sim_wire_transmit(struct sim_ctx *ctx);
+const struct sim_addr *rn_sim_wire_remote(const struct sim_wire *wire);
+struct sim_fault *rn_sim_fault_find(struct sim_ctx *ctx, const struct sim_addr *a);
 
-void sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out);
+void rn_sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out);
 
 /* Asynchronous events (sim_event.c). */
-int sim_events_open(struct sim_ctx *ctx);
-void sim_events_close(struct sim_ctx *ctx);
-void sim_event_raise(struct sim_ctx *ctx, enum sim_event kind);
-int sim_event_fd(struct rn_nic *nic);
-int sim_take_event(struct rn_nic *nic, char *text, size_t len, bool *fatal);
+int rn_sim_events_open(struct sim_ctx *ctx);
+void rn_sim_events_close(struct sim_ctx *ctx);
+void rn_sim_event_raise(struct sim_ctx *ctx, enum sim_event kind);
+int rn_sim_event_fd(struct rn_nic *nic);
+int rn_sim_event_take(struct rn_nic *nic, char *text, size_t len, bool *fatal);
 
 #endif /* RN_SIM_PVT_H */

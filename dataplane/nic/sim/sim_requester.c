@@ -49,9 +49,9 @@ opcode_min_ds(uint8_t opcode)
 }
 
 int
-sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w)
+rn_sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w)
 {
-	const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)sim_wqe_unit(sqp, bb, 0);
+	const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)rn_sim_wqe_unit(sqp, bb, 0);
 	uint32_t opmod_idx_opcode = rte_be_to_cpu_32(ctrl->opmod_idx_opcode);
 	uint32_t qpn_ds = rte_be_to_cpu_32(ctrl->qpn_ds);
 	uint32_t min_ds;
@@ -70,7 +70,7 @@ sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w)
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 	w->first_data = 1;
 	if (min_ds == 2) {
-		const struct mlx5_wqe_raddr_seg *r = (const void *)sim_wqe_unit(sqp, bb, 1);
+		const struct mlx5_wqe_raddr_seg *r = (const void *)rn_sim_wqe_unit(sqp, bb, 1);
 
 		w->raddr = rte_be_to_cpu_64(r->raddr);
 		w->rkey = rte_be_to_cpu_32(r->rkey);
@@ -78,7 +78,7 @@ sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w)
 	}
 	if (w->ds > w->first_data) {
 		const struct mlx5_wqe_inl_data_seg *inl =
-			(const void *)sim_wqe_unit(sqp, bb, w->first_data);
+			(const void *)rn_sim_wqe_unit(sqp, bb, w->first_data);
 
 		w->inl = (rte_be_to_cpu_32(inl->byte_count) & MLX5_INLINE_SEG) != 0;
 		if (w->inl && w->opcode == MLX5_OPCODE_RDMA_READ)
@@ -114,8 +114,8 @@ gather(struct sim_qp *sqp, const struct sim_wqe *w, uint8_t *out,
 	uint64_t sum = 0;
 
 	for (uint32_t u = w->first_data; u < w->ds; u++) {
-		const struct mlx5_wqe_data_seg *d = (const void *)sim_wqe_unit(sqp, w->bb, u);
-		uint64_t len = sim_seg_bytes(d->byte_count);
+		const struct mlx5_wqe_data_seg *d = (const void *)rn_sim_wqe_unit(sqp, w->bb, u);
+		uint64_t len = rn_sim_seg_bytes(d->byte_count);
 		uint64_t addr = rte_be_to_cpu_64(d->addr);
 		uint32_t lkey = rte_be_to_cpu_32(d->lkey);
 
@@ -123,7 +123,7 @@ gather(struct sim_qp *sqp, const struct sim_wqe *w, uint8_t *out,
 			break;
 		if (sum + len > SIM_MAX_MSG)
 			return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-		if (sim_mr_check(sqp->ctx, lkey, addr, len, access) == NULL)
+		if (rn_sim_mr_check(sqp->ctx, lkey, addr, len, access) == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
 		if (out != NULL)
 			memcpy(out + sum, (const void *)(uintptr_t)addr, len);
@@ -157,7 +157,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn)
 		h.dma_len = total;
 	} else if (w->inl) {
 		const struct mlx5_wqe_inl_data_seg *inl =
-			(const void *)sim_wqe_unit(sqp, w->bb, w->first_data);
+			(const void *)rn_sim_wqe_unit(sqp, w->bb, w->first_data);
 
 		total = rte_be_to_cpu_32(inl->byte_count) & ~MLX5_INLINE_SEG;
 		if (4 + total > (w->ds - w->first_data) * 16)
@@ -165,7 +165,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn)
 		payload = scratch(ctx, RTE_MAX(total, 1u));
 		if (payload == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-		sim_wqe_copy(sqp, w->bb, w->first_data * 16 + 4, payload, total);
+		rn_sim_wqe_copy(sqp, w->bb, w->first_data * 16 + 4, payload, total);
 		h.length = h.dma_len = total;
 		rc = 0;
 	} else {
@@ -179,7 +179,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn)
 	}
 	if (rc != 0)
 		return rc;
-	sim_wire_send(ctx, &sqp->remote, &h, payload);
+	rn_sim_wire_send(ctx, &sqp->remote, &h, payload);
 	return 0;
 }
 
@@ -207,7 +207,7 @@ push_req_cqe(struct sim_qp *sqp, const struct sim_inflight *f,
 	cqe.sop_drop_qpn = rte_cpu_to_be_32((uint32_t)f->opcode << 24 | sqp->qpn);
 	cqe.wqe_counter = rte_cpu_to_be_16((uint16_t)f->bb);
 	cqe.op_own = MLX5_CQE_REQ << 4;
-	sim_cq_push(sqp->scq, &cqe);
+	rn_sim_cq_push(sqp->scq, &cqe);
 }
 
 /* The responder got as far as psn: retire what it acknowledged. */
@@ -231,7 +231,7 @@ retire_until(struct sim_qp *sqp, uint32_t limit, bool inclusive)
 
 	while (sqp->inflight_count > 0) {
 		struct sim_inflight *f = oldest(sqp);
-		int32_t d = sim_psn_diff(f->psn, limit);
+		int32_t d = rn_sim_psn_diff(f->psn, limit);
 
 		if (d > 0 || (d == 0 && !inclusive) ||
 		    f->opcode == MLX5_OPCODE_RDMA_READ)
@@ -250,23 +250,23 @@ flush_oldest(struct sim_qp *sqp)
 {
 	struct sim_inflight *f = oldest(sqp);
 
-	sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR,
-			  MLX5_CQE_SYNDROME_WR_FLUSH_ERR, f->opcode, sqp->qpn,
-			  (uint16_t)f->bb);
+	rn_sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR,
+			     MLX5_CQE_SYNDROME_WR_FLUSH_ERR, f->opcode, sqp->qpn,
+			     (uint16_t)f->bb);
 	retire_oldest(sqp);
 }
 
 void
-sim_requester_fail(struct sim_qp *sqp, uint8_t syndrome)
+rn_sim_requester_fail(struct sim_qp *sqp, uint8_t syndrome)
 {
 	if (sqp->inflight_count > 0) {
 		struct sim_inflight *f = oldest(sqp);
 
-		sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR, syndrome,
-				  f->opcode, sqp->qpn, (uint16_t)f->bb);
+		rn_sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR, syndrome,
+				     f->opcode, sqp->qpn, (uint16_t)f->bb);
 		retire_oldest(sqp);
 	}
-	sim_qp_error(sqp);
+	rn_sim_qp_enter_err(sqp);
 }
 
 /*
@@ -280,12 +280,12 @@ fail_unsent(struct sim_qp *sqp, const struct sim_wqe *w, uint8_t syndrome)
 	uint32_t posted = (rte_be_to_cpu_32(__atomic_load_n(
 		&sqp->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE)) - sqp->sq_next) & 0xffff;
 
-	sim_qp_flush_inflight(sqp);
-	sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR, syndrome, w->opcode,
-			  sqp->qpn, (uint16_t)sqp->sq_next);
+	rn_sim_qp_flush_inflight(sqp);
+	rn_sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR, syndrome, w->opcode,
+			     sqp->qpn, (uint16_t)sqp->sq_next);
 	/* A malformed WQE's size cannot be trusted past what was posted. */
 	sqp->sq_next += RTE_MIN(w->nbb, RTE_MAX(posted, 1u));
-	sim_qp_error(sqp);
+	rn_sim_qp_enter_err(sqp);
 }
 
 /* Go-back-N: send every in-flight WQE again, same PSNs. */
@@ -296,7 +296,7 @@ resend_all(struct sim_qp *sqp)
 		struct sim_inflight *f =
 			&sqp->inflight[(sqp->inflight_head + i) % sqp->inflight_cap];
 		struct sim_wqe w;
-		int rc = sim_wqe_parse(sqp, f->bb, &w);
+		int rc = rn_sim_wqe_parse(sqp, f->bb, &w);
 
 		if (rc == 0)
 			rc = execute(sqp, &w, f->psn);
@@ -305,7 +305,7 @@ resend_all(struct sim_qp *sqp)
 			 * before it completes (flushed), then it fails. */
 			for (uint32_t j = 0; j < i; j++)
 				flush_oldest(sqp);
-			sim_requester_fail(sqp, (uint8_t)rc);
+			rn_sim_requester_fail(sqp, (uint8_t)rc);
 			return;
 		}
 		sqp->ctx->stats.retransmits++;
@@ -330,8 +330,8 @@ check_timers(struct sim_qp *sqp)
 	    now < sqp->deadline_ns)
 		return true;
 	if (sqp->retries_left == 0) {
-		sim_requester_fail(sqp,
-				   MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+		rn_sim_requester_fail(sqp,
+				      MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
 		return false;
 	}
 	sqp->retries_left--;
@@ -340,13 +340,13 @@ check_timers(struct sim_qp *sqp)
 }
 
 unsigned int
-sim_requester_run(struct sim_qp *sqp)
+rn_sim_requester_run(struct sim_qp *sqp)
 {
 	unsigned int done = 0;
 	uint32_t head;
 
 	if (sqp->state == RN_QP_ERR)
-		return sim_qp_flush_new(sqp);
+		return rn_sim_qp_flush_new(sqp);
 	if (sqp->state != RN_QP_RTS || !check_timers(sqp))
 		return 0;
 	head = rte_be_to_cpu_32(__atomic_load_n(&sqp->dbrec[MLX5_SND_DBR],
@@ -354,7 +354,7 @@ sim_requester_run(struct sim_qp *sqp)
 	while (((head - sqp->sq_next) & 0xffff) != 0 && done < SIM_EXEC_BUDGET) {
 		struct sim_wqe w;
 		struct sim_inflight *f;
-		int rc = sim_wqe_parse(sqp, sqp->sq_next, &w);
+		int rc = rn_sim_wqe_parse(sqp, sqp->sq_next, &w);
 
 		if (rc == 0)
 			rc = execute(sqp, &w, sqp->next_psn);
@@ -380,14 +380,14 @@ sim_requester_run(struct sim_qp *sqp)
 }
 
 void
-sim_requester_ack(struct sim_qp *sqp, const struct sim_pkt_hdr *h)
+rn_sim_requester_ack(struct sim_qp *sqp, const struct sim_pkt_hdr *h)
 {
 	retire_until(sqp, h->psn, true);
 }
 
 void
-sim_requester_read_resp(struct sim_qp *sqp, const struct sim_pkt_hdr *h,
-			const uint8_t *data)
+rn_sim_requester_read_resp(struct sim_qp *sqp, const struct sim_pkt_hdr *h,
+			   const uint8_t *data)
 {
 	struct sim_inflight *f;
 	struct sim_wqe w;
@@ -399,14 +399,14 @@ sim_requester_read_resp(struct sim_qp *sqp, const struct sim_pkt_hdr *h,
 	f = oldest(sqp);
 	if (f->psn != h->psn || f->opcode != MLX5_OPCODE_RDMA_READ)
 		return;   /* a duplicate response to a resent READ */
-	sim_wqe_parse(sqp, f->bb, &w);
+	rn_sim_wqe_parse(sqp, f->bb, &w);
 	if (gather(sqp, &w, NULL, &capacity, RN_ACCESS_LOCAL_WRITE) != 0) {
-		sim_requester_fail(sqp, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+		rn_sim_requester_fail(sqp, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
 		return;
 	}
 	/* Scatter the response over the WQE's data segments. */
 	for (uint32_t u = w.first_data; u < w.ds && done < h->length; u++) {
-		const struct mlx5_wqe_data_seg *d = (const void *)sim_wqe_unit(sqp, w.bb, u);
+		const struct mlx5_wqe_data_seg *d = (const void *)rn_sim_wqe_unit(sqp, w.bb, u);
 		uint32_t len = RTE_MIN(rte_be_to_cpu_32(d->byte_count),
 				       h->length - done);
 
@@ -421,15 +421,15 @@ sim_requester_read_resp(struct sim_qp *sqp, const struct sim_pkt_hdr *h,
 }
 
 void
-sim_requester_rnr_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h)
+rn_sim_requester_rnr_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h)
 {
 	retire_until(sqp, h->psn, false);
 	if (sqp->inflight_count == 0 || (sqp->flags & SIM_QP_RNR_WAIT))
 		return;
 	if (sqp->conn.rnr_retry != 7) {   /* 7: retry forever */
 		if (sqp->rnr_left == 0) {
-			sim_requester_fail(sqp,
-					   MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
+			rn_sim_requester_fail(sqp,
+					      MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
 			return;
 		}
 		sqp->rnr_left--;
@@ -439,9 +439,9 @@ sim_requester_rnr_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h)
 }
 
 void
-sim_requester_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h)
+rn_sim_requester_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h)
 {
 	retire_until(sqp, h->psn, false);
 	if (sqp->inflight_count > 0 && oldest(sqp)->psn == h->psn)
-		sim_requester_fail(sqp, h->syndrome);
+		rn_sim_requester_fail(sqp, h->syndrome);
 }

@@ -26,7 +26,7 @@ reply(struct sim_ctx *ctx, struct sim_wire *wire, const struct sim_qp *sqp,
 		.psn = psn,
 	};
 
-	sim_wire_reply(ctx, wire, &h, data);
+	rn_sim_wire_reply(ctx, wire, &h, data);
 }
 
 static uint8_t *
@@ -49,19 +49,19 @@ scatter(struct sim_qp *sqp, const uint8_t *data, uint32_t len)
 
 	for (uint32_t i = 0; i < sqp->rq_max_sge; i++) {
 		uint32_t lkey = rte_be_to_cpu_32(seg[i].lkey);
-		uint64_t n = sim_seg_bytes(seg[i].byte_count);
+		uint64_t n = rn_sim_seg_bytes(seg[i].byte_count);
 
 		if (lkey == MLX5_INVALID_LKEY)
 			break;
-		if (sim_mr_check(sqp->ctx, lkey, rte_be_to_cpu_64(seg[i].addr), n,
-				 RN_ACCESS_LOCAL_WRITE) == NULL)
+		if (rn_sim_mr_check(sqp->ctx, lkey, rte_be_to_cpu_64(seg[i].addr), n,
+				    RN_ACCESS_LOCAL_WRITE) == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
 		capacity += n;
 	}
 	if (capacity < len)
 		return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
 	for (uint32_t i = 0; done < len; i++) {
-		uint32_t n = (uint32_t)RTE_MIN(sim_seg_bytes(seg[i].byte_count),
+		uint32_t n = (uint32_t)RTE_MIN(rn_sim_seg_bytes(seg[i].byte_count),
 					       (uint64_t)(len - done));
 
 		memcpy((void *)(uintptr_t)rte_be_to_cpu_64(seg[i].addr),
@@ -83,7 +83,7 @@ push_recv_cqe(struct sim_qp *sqp, uint8_t cqe_opcode, uint32_t len,
 	cqe.sop_drop_qpn = rte_cpu_to_be_32(sqp->qpn);
 	cqe.wqe_counter = rte_cpu_to_be_16((uint16_t)sqp->rq_next);
 	cqe.op_own = (uint8_t)(cqe_opcode << 4);
-	sim_cq_push(sqp->rcq, &cqe);
+	rn_sim_cq_push(sqp->rcq, &cqe);
 	sqp->rq_next++;
 }
 
@@ -95,12 +95,12 @@ fail(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
      uint8_t requester_syndrome)
 {
 	if (consumed_recv) {
-		sim_cq_push_error(sqp->rcq, MLX5_CQE_RESP_ERR, local_syndrome, 0,
-				  sqp->qpn, (uint16_t)sqp->rq_next);
+		rn_sim_cq_push_error(sqp->rcq, MLX5_CQE_RESP_ERR, local_syndrome, 0,
+				     sqp->qpn, (uint16_t)sqp->rq_next);
 		sqp->rq_next++;
 	}
 	reply(ctx, wire, sqp, SIM_PKT_NAK, psn, requester_syndrome, NULL, 0);
-	sim_qp_error(sqp);
+	rn_sim_qp_enter_err(sqp);
 }
 
 static void
@@ -127,8 +127,8 @@ static void
 execute_write(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	      const struct sim_pkt_hdr *h, const uint8_t *payload)
 {
-	if (sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
-			 RN_ACCESS_REMOTE_WRITE) == NULL ||
+	if (rn_sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
+			    RN_ACCESS_REMOTE_WRITE) == NULL ||
 	    !(sqp->conn.access & RN_ACCESS_REMOTE_WRITE)) {
 		fail(ctx, wire, sqp, h->psn, 0, false,
 		     MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
@@ -145,8 +145,8 @@ static bool
 read_allowed(struct sim_ctx *ctx, const struct sim_qp *sqp,
 	     const struct sim_pkt_hdr *h)
 {
-	return sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
-			    RN_ACCESS_REMOTE_READ) != NULL &&
+	return rn_sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
+			       RN_ACCESS_REMOTE_READ) != NULL &&
 	       (sqp->conn.access & RN_ACCESS_REMOTE_READ);
 }
 
@@ -171,17 +171,17 @@ static bool
 from_peer(const struct sim_qp *sqp, struct sim_wire *wire,
 	  const struct sim_pkt_hdr *h)
 {
-	const struct sim_addr *src = sim_wire_remote(wire);
+	const struct sim_addr *src = rn_sim_wire_remote(wire);
 
 	return h->src_qpn == sqp->conn.remote_qpn && src != NULL &&
 	       src->ip == sqp->remote.ip && src->port == sqp->remote.port;
 }
 
 void
-sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
-		      const struct sim_pkt_hdr *h, const uint8_t *payload)
+rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
+			 const struct sim_pkt_hdr *h, const uint8_t *payload)
 {
-	struct sim_qp *sqp = sim_qp_lookup(ctx, h->dst_qpn);
+	struct sim_qp *sqp = rn_sim_qp_lookup(ctx, h->dst_qpn);
 	int32_t d;
 
 	if (sqp == NULL || (sqp->state != RN_QP_RTR && sqp->state != RN_QP_RTS) ||
@@ -195,7 +195,7 @@ sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 		ctx->stats.dropped_malformed++;
 		return;
 	}
-	d = sim_psn_diff(h->psn, sqp->expected_psn);
+	d = rn_sim_psn_diff(h->psn, sqp->expected_psn);
 	if (d > 0) {
 		ctx->stats.dropped_out_of_order++;
 		return;
@@ -214,7 +214,7 @@ sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 	case MLX5_OPCODE_SEND_IMM:
 	case MLX5_OPCODE_RDMA_WRITE_IMM:
 		/* Needs a receive WQE: without one, RNR NAK, nothing done. */
-		if (sim_rq_posted(sqp) == 0) {
+		if (rn_sim_rq_posted(sqp) == 0) {
 			ctx->stats.rnr_naks_sent++;
 			reply(ctx, wire, sqp, SIM_PKT_RNR_NAK, h->psn, 0, NULL, 0);
 			return;

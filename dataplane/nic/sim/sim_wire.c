@@ -51,22 +51,22 @@ addr_equal(const struct sim_addr *a, const struct sim_addr *b)
 }
 
 void
-sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out)
+rn_sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out)
 {
 	memcpy(&out->ip, &in->gid[12], sizeof(out->ip));
 	out->port = in->lid;
 }
 
 const struct sim_addr *
-sim_wire_remote(const struct sim_wire *wire)
+rn_sim_wire_remote(const struct sim_wire *wire)
 {
 	return wire->known ? &wire->remote : NULL;
 }
 
-struct sim_cut *
-sim_fault_find(struct sim_ctx *ctx, const struct sim_addr *a)
+struct sim_fault *
+rn_sim_fault_find(struct sim_ctx *ctx, const struct sim_addr *a)
 {
-	for (struct sim_cut *f = ctx->faults; f != NULL; f = f->next)
+	for (struct sim_fault *f = ctx->faults; f != NULL; f = f->next)
 		if (addr_equal(&f->addr, a))
 			return f;
 	return NULL;
@@ -156,7 +156,7 @@ static void
 queue_frame(struct sim_ctx *ctx, struct sim_wire *w,
 	    const struct sim_pkt_hdr *h, const void *payload)
 {
-	struct sim_cut *fault = sim_fault_find(ctx, &w->remote);
+	struct sim_fault *fault = rn_sim_fault_find(ctx, &w->remote);
 	size_t plen = payload != NULL ? h->length : 0;
 	struct delayed_frame *f;
 
@@ -212,10 +212,10 @@ wire_connect(struct sim_ctx *ctx, const struct sim_addr *remote)
 }
 
 void
-sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
-	      const struct sim_pkt_hdr *h, const void *payload)
+rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
+		 const struct sim_pkt_hdr *h, const void *payload)
 {
-	struct sim_cut *fault = sim_fault_find(ctx, remote);
+	struct sim_fault *fault = rn_sim_fault_find(ctx, remote);
 	struct sim_wire *w, *any = NULL;
 
 	if (fault != NULL && fault->cut)
@@ -237,24 +237,24 @@ sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 }
 
 void
-sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
-	       const struct sim_pkt_hdr *h, const void *payload)
+rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
+		  const struct sim_pkt_hdr *h, const void *payload)
 {
-	struct sim_cut *fault = sim_fault_find(ctx, &wire->remote);
+	struct sim_fault *fault = rn_sim_fault_find(ctx, &wire->remote);
 
 	if (fault != NULL && fault->cut)
 		return;
 	if (!wire->dead)
 		queue_frame(ctx, wire, h, payload);
 	else
-		sim_wire_send(ctx, &wire->remote, h, payload);
+		rn_sim_wire_send(ctx, &wire->remote, h, payload);
 }
 
 static void
 dispatch_reply(struct sim_ctx *ctx, struct sim_wire *w,
 	       const struct sim_pkt_hdr *h, const uint8_t *payload)
 {
-	struct sim_qp *sqp = sim_qp_lookup(ctx, h->dst_qpn);
+	struct sim_qp *sqp = rn_sim_qp_lookup(ctx, h->dst_qpn);
 
 	if (sqp == NULL || sqp->state != RN_QP_RTS ||
 	    h->src_qpn != sqp->conn.remote_qpn ||
@@ -264,16 +264,16 @@ dispatch_reply(struct sim_ctx *ctx, struct sim_wire *w,
 	}
 	switch (h->type) {
 	case SIM_PKT_ACK:
-		sim_requester_ack(sqp, h);
+		rn_sim_requester_ack(sqp, h);
 		break;
 	case SIM_PKT_READ_RESP:
-		sim_requester_read_resp(sqp, h, payload);
+		rn_sim_requester_read_resp(sqp, h, payload);
 		break;
 	case SIM_PKT_RNR_NAK:
-		sim_requester_rnr_nak(sqp, h);
+		rn_sim_requester_rnr_nak(sqp, h);
 		break;
 	case SIM_PKT_NAK:
-		sim_requester_nak(sqp, h);
+		rn_sim_requester_nak(sqp, h);
 		break;
 	}
 }
@@ -285,13 +285,13 @@ dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_pkt_hdr *h,
 	ctx->stats.frames_received++;
 	if (h->type == SIM_PKT_HELLO) {
 		const struct sim_pkt_hello *hello = (const void *)payload;
-		struct sim_cut *fault;
+		struct sim_fault *fault;
 
 		if (h->length != sizeof(*hello))
 			return;
 		w->remote = (struct sim_addr){ hello->ip, hello->port };
 		w->known = true;
-		fault = sim_fault_find(ctx, &w->remote);
+		fault = rn_sim_fault_find(ctx, &w->remote);
 		if (fault != NULL && fault->cut)
 			wire_kill(ctx, w);
 		return;
@@ -299,7 +299,7 @@ dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_pkt_hdr *h,
 	if (!w->known)
 		return;
 	if (h->type == SIM_PKT_REQUEST)
-		sim_responder_request(ctx, w, h, payload);
+		rn_sim_responder_request(ctx, w, h, payload);
 	else
 		dispatch_reply(ctx, w, h, payload);
 }
@@ -362,7 +362,7 @@ accept_all(struct sim_ctx *ctx)
 }
 
 unsigned int
-sim_wire_progress(struct sim_ctx *ctx)
+rn_sim_wire_receive(struct sim_ctx *ctx)
 {
 	struct epoll_event events[EPOLL_BATCH];
 	unsigned int work = 0;
@@ -407,7 +407,7 @@ wire_write(struct sim_ctx *ctx, struct sim_wire *w)
 }
 
 void
-sim_wire_flush(struct sim_ctx *ctx)
+rn_sim_wire_transmit(struct sim_ctx *ctx)
 {
 	struct sim_wire **link = &ctx->wires;
 
@@ -426,7 +426,7 @@ sim_wire_flush(struct sim_ctx *ctx)
 }
 
 int
-sim_wire_listen(struct sim_ctx *ctx, const char *address)
+rn_sim_wire_listen(struct sim_ctx *ctx, const char *address)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
@@ -454,22 +454,22 @@ sim_wire_listen(struct sim_ctx *ctx, const char *address)
 }
 
 void
-sim_wire_close_all(struct sim_ctx *ctx)
+rn_sim_wire_close_all(struct sim_ctx *ctx)
 {
 	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next)
 		wire_kill(ctx, w);
-	sim_wire_flush(ctx);
+	rn_sim_wire_transmit(ctx);
 }
 
 /* The fault entry for remote, made on first use. */
-static struct sim_cut *
+static struct sim_fault *
 fault_get(struct sim_ctx *ctx, const struct rn_nic_addr *remote)
 {
 	struct sim_addr a;
-	struct sim_cut *f;
+	struct sim_fault *f;
 
-	sim_addr_from_nic(remote, &a);
-	f = sim_fault_find(ctx, &a);
+	rn_sim_addr_from_nic(remote, &a);
+	f = rn_sim_fault_find(ctx, &a);
 	if (f == NULL) {
 		f = calloc(1, sizeof(*f));
 		if (f == NULL)
@@ -484,8 +484,8 @@ fault_get(struct sim_ctx *ctx, const struct rn_nic_addr *remote)
 int
 rn_sim_wire_cut(struct rn_nic *nic, const struct rn_nic_addr *remote)
 {
-	struct sim_ctx *ctx = sim_ctx_of(nic);
-	struct sim_cut *f = fault_get(ctx, remote);
+	struct sim_ctx *ctx = rn_sim_ctx_of(nic);
+	struct sim_fault *f = fault_get(ctx, remote);
 
 	if (f == NULL)
 		return -ENOMEM;
@@ -499,7 +499,7 @@ rn_sim_wire_cut(struct rn_nic *nic, const struct rn_nic_addr *remote)
 int
 rn_sim_wire_restore(struct rn_nic *nic, const struct rn_nic_addr *remote)
 {
-	struct sim_cut *f = fault_get(sim_ctx_of(nic), remote);
+	struct sim_fault *f = fault_get(rn_sim_ctx_of(nic), remote);
 
 	if (f == NULL)
 		return -ENOMEM;
@@ -511,7 +511,7 @@ int
 rn_sim_wire_delay(struct rn_nic *nic, const struct rn_nic_addr *remote,
 		  uint32_t delay_us)
 {
-	struct sim_cut *f = fault_get(sim_ctx_of(nic), remote);
+	struct sim_fault *f = fault_get(rn_sim_ctx_of(nic), remote);
 
 	if (f == NULL)
 		return -ENOMEM;

@@ -24,7 +24,7 @@ struct sim_wqe {
 
 /* The 16-byte unit number unit of the WQE at bb, wrapping at the ring end. */
 static inline const uint8_t *
-sim_wqe_unit(const struct sim_qp *sqp, uint32_t bb, uint32_t unit)
+rn_sim_wqe_unit(const struct sim_qp *sqp, uint32_t bb, uint32_t unit)
 {
 	size_t ring = (size_t)sqp->sq_wqe_cnt * 64;
 	size_t off = ((size_t)(bb & (sqp->sq_wqe_cnt - 1)) * 64 + unit * 16) % ring;
@@ -34,8 +34,8 @@ sim_wqe_unit(const struct sim_qp *sqp, uint32_t bb, uint32_t unit)
 
 /* Copy len bytes starting at byte byte_off of the WQE, wrapping. */
 static inline void
-sim_wqe_copy(const struct sim_qp *sqp, uint32_t bb, uint32_t byte_off,
-	     void *dst, uint32_t len)
+rn_sim_wqe_copy(const struct sim_qp *sqp, uint32_t bb, uint32_t byte_off,
+		void *dst, uint32_t len)
 {
 	size_t ring = (size_t)sqp->sq_wqe_cnt * 64;
 	size_t off = ((size_t)(bb & (sqp->sq_wqe_cnt - 1)) * 64 + byte_off) % ring;
@@ -49,6 +49,6 @@ sim_wqe_copy(const struct sim_qp *sqp, uint32_t bb, uint32_t byte_off,
  * Parse and validate the WQE at bb: its index matches bb, its QPN is this
  * QP's, its DS fits its opcode. Returns 0 or MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR.
  */
-int sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w);
+int rn_sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w);
 
 #endif /* RN_SIM_WQE_PVT_H */
