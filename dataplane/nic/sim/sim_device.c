@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The sim device context: protection domain and memory registrations, the
- * provider operations, and the progress loop the owning lcore runs:
+ * The sim device context: the provider operations, and the progress loop
+ * the owning lcore runs:
  *   1. read the wires and run the responder and completer on what arrived,
- *   2. let each QP's requester execute newly doorbelled WQEs and timers,
+ *   2. for each QP, let the completer check the ACK timeout, then the
+ *      requester resend or execute newly doorbelled WQEs,
  *   3. write out what was queued on the wires.
  */
 #include <errno.h>
@@ -91,82 +92,6 @@ sim_query_addr(struct rn_nic *nic, struct rn_nic_addr *out)
 	return 0;
 }
 
-/* Keys: slot index in the high 24 bits, a generation byte below, so a
- * stale key of a deregistered region never matches its slot's next user. */
-static int
-sim_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint32_t access,
-	   struct rn_mr *mr)
-{
-	struct sim_ctx *ctx = rn_sim_ctx_of(nic);
-
-	/* As ibv_reg_mr: remote write needs local write. */
-	if ((access & RN_ACCESS_REMOTE_WRITE) && !(access & RN_ACCESS_LOCAL_WRITE))
-		return -EINVAL;
-	for (uint32_t i = 0; i < SIM_MAX_MRS; i++) {
-		struct sim_mr *m = &ctx->mrs[i];
-
-		if (m->key != 0)
-			continue;
-		ctx->mr_generation++;
-		*m = (struct sim_mr){
-			.addr = (uintptr_t)addr,
-			.length = length,
-			.access = access,
-			.key = (i + 1) << 8 | (ctx->mr_generation & 0xff),
-		};
-		*mr = (struct rn_mr){ .addr = addr, .length = length,
-				      .lkey = m->key, .rkey = m->key, .priv = m };
-		return 0;
-	}
-	return -ENOSPC;
-}
-
-static int
-sim_mr_reg_dmabuf(struct rn_nic *nic, uint64_t offset, size_t length,
-		  uint64_t iova, int fd, uint32_t access, struct rn_mr *mr)
-{
-	(void)nic, (void)offset, (void)length, (void)iova, (void)fd;
-	(void)access, (void)mr;
-	return -EOPNOTSUPP;   /* no device memory behind a software NIC */
-}
-
-static int
-sim_mr_dereg(struct rn_nic *nic, struct rn_mr *mr)
-{
-	struct sim_mr *m = mr->priv;
-
-	(void)nic;
-	if (m == NULL || m->key != mr->lkey)
-		return -EINVAL;
-	m->key = 0;
-	mr->priv = NULL;
-	return 0;
-}
-
-const struct sim_mr *
-rn_sim_mr_check(struct sim_ctx *ctx, uint32_t key, uint64_t addr, uint64_t len,
-		uint32_t access)
-{
-	uint32_t index = (key >> 8) - 1;
-	const struct sim_mr *m;
-
-	if (index >= SIM_MAX_MRS)
-		return NULL;
-	m = &ctx->mrs[index];
-	if (m->key != key || (m->access & access) != access ||
-	    addr < m->addr || len > m->length || addr - m->addr > m->length - len)
-		return NULL;
-	return m;
-}
-
-struct sim_qp *
-rn_sim_qp_lookup(struct sim_ctx *ctx, uint32_t qpn)
-{
-	uint32_t index = qpn - SIM_QPN_BASE;
-
-	return index < SIM_MAX_QPS ? ctx->qps[index] : NULL;
-}
-
 static int
 sim_cq_create_op(struct rn_nic *nic, uint32_t cqe_cnt, struct rn_cq *cq)
 {
@@ -207,6 +132,18 @@ sim_qp_destroy_op(struct rn_nic *nic, struct rn_qp *qp)
 	return 0;
 }
 
+/* A frame off the wire: a request for the responder, or a reply to one of
+ * our requests for the completer. */
+static void
+deliver(struct sim_ctx *ctx, struct sim_wire *wire,
+	const struct sim_pkt_hdr *h, const uint8_t *payload)
+{
+	if (h->type == SIM_PKT_REQUEST)
+		rn_sim_responder_request(ctx, wire, h, payload);
+	else
+		rn_sim_completer_receive(ctx, wire, h, payload);
+}
+
 static unsigned int
 sim_progress(struct rn_nic *nic)
 {
@@ -216,9 +153,11 @@ sim_progress(struct rn_nic *nic)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ctx->now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	work = rn_sim_wire_receive(ctx);
-	for (struct sim_qp *q = ctx->live; q != NULL; q = q->next)
+	work = rn_sim_wire_receive(ctx, deliver);
+	for (struct sim_qp *q = ctx->live; q != NULL; q = q->next) {
+		rn_sim_completer_timeout(q);
 		work += rn_sim_requester_run(q);
+	}
 	rn_sim_wire_transmit(ctx);
 	return work;
 }
@@ -237,9 +176,9 @@ const struct rn_nic_ops rn_nic_sim_ops = {
 	.open = sim_open,
 	.close = sim_close,
 	.query_addr = sim_query_addr,
-	.mr_reg = sim_mr_reg,
-	.mr_reg_dmabuf = sim_mr_reg_dmabuf,
-	.mr_dereg = sim_mr_dereg,
+	.mr_reg = rn_sim_mr_reg,
+	.mr_reg_dmabuf = rn_sim_mr_reg_dmabuf,
+	.mr_dereg = rn_sim_mr_dereg,
 	.cq_create = sim_cq_create_op,
 	.cq_destroy = sim_cq_destroy_op,
 	.qp_create = sim_qp_create_op,

@@ -5,13 +5,23 @@
 /*
  * The software mlx5 device. One struct sim_ctx per device context, run by
  * the lcore that owns it, from rn_nic_progress(): no thread of its own.
- * Engines, one file each (as in Linux rxe):
- *   sim_device.c     context, protection domain, MRs, progress loop
- *   sim_cq.c         CQE writer: owner bit, overrun detection
- *   sim_qp.c         QP lifecycle and state machine, flushing
- *   sim_requester.c  executes SQ WQEs, retries, completes on ACK/NAK
+ * One file per engine, as in Linux rxe:
+ *   sim_device.c     context, provider operations, progress loop
+ *   sim_mr.c         memory registrations, key and bounds checks
+ *   sim_qp.c         QP lifecycle: rings, state machine, flushing in ERR
+ *   sim_requester.c  executes send WQEs, and executes them again (go-back-N)
+ *   sim_completer.c  what comes back for them (ACK, READ response, NAKs)
+ *                    or does not (ACK timeout); requester CQEs
  *   sim_responder.c  executes incoming requests against the RQ and MRs
+ *   sim_wqe.c        reads send WQEs: parse, gather, scatter
+ *   sim_cq.c         CQE writer: owner bit, overrun detection
  *   sim_wire.c       TCP wires between contexts, framing, fault injection
+ *   sim_event.c      asynchronous events for the control thread
+ * Calls go one way: the device calls the engines; the requester calls the
+ * completer to fail a WQE in flight; the engines call the QP, WQE reader,
+ * MRs, CQ writer and wire. The wire hands the frames it reads to the
+ * device's callback. One call goes back up: a CQ that overruns fails at
+ * once the QPs completing to it (sim_cq.c -> sim_qp.c), as hardware does.
  */
 
 #include <netinet/in.h>
@@ -74,8 +84,15 @@ struct sim_inflight {
 	bool signaled;
 };
 
-enum sim_qp_flags {
-	SIM_QP_RNR_WAIT = 1 << 0, /* requester waits out an RNR NAK */
+/*
+ * What the requester does on its next run, beside the QP's own state (RTS).
+ * The completer moves it out of SEND: an RNR NAK to RNR_WAIT, an ACK timeout
+ * to RESEND; the requester moves it back once it has resent.
+ */
+enum sim_req_state {
+	SIM_REQ_SEND,             /* execute WQEs as the doorbell passes them */
+	SIM_REQ_RNR_WAIT,         /* wait until rnr_resume_ns, then RESEND */
+	SIM_REQ_RESEND,           /* go-back-N: execute every WQE in flight again */
 };
 
 struct sim_qp {
@@ -99,14 +116,14 @@ struct sim_qp {
 	struct rn_qp_connect conn;
 	struct sim_addr remote;
 
-	/* Requester: WQEs in flight, oldest first. */
+	/* Requester and completer: WQEs in flight, oldest first. */
 	struct sim_inflight *inflight;
 	uint32_t inflight_head, inflight_count, inflight_cap;
 	uint32_t next_psn;
+	enum sim_req_state req_state;
 	uint64_t deadline_ns;     /* ACK timeout of the oldest in flight */
 	uint8_t retries_left;
 	uint8_t rnr_left;
-	uint32_t flags;           /* enum sim_qp_flags */
 	uint64_t rnr_resume_ns;
 
 	/* Responder. */
@@ -163,9 +180,46 @@ rn_sim_psn_diff(uint32_t a, uint32_t b)
 	return (int32_t)((a - b) << 8) >> 8;
 }
 
-/* sim_device.c */
-struct sim_qp *rn_sim_qp_lookup(struct sim_ctx *ctx, uint32_t qpn);
-/* Check [addr, addr+len) lies in MR key with access; 0 or a syndrome. */
+static inline bool
+rn_sim_addr_equal(const struct sim_addr *a, const struct sim_addr *b)
+{
+	return a->ip == b->ip && a->port == b->port;
+}
+
+/* The i-th WQE in flight, 0 the oldest. */
+static inline struct sim_inflight *
+rn_sim_inflight_at(struct sim_qp *sqp, uint32_t i)
+{
+	return &sqp->inflight[(sqp->inflight_head + i) % sqp->inflight_cap];
+}
+
+/* The oldest WQE in flight is done with (its CQE written, if any). */
+static inline void
+rn_sim_inflight_retire(struct sim_qp *sqp)
+{
+	sqp->inflight_head = (sqp->inflight_head + 1) % sqp->inflight_cap;
+	sqp->inflight_count--;
+}
+
+/* (Re)start the ACK timer of the oldest WQE in flight: local ACK timeout
+ * 4.096 us * 2^timeout (timeout 0: none, never checked). */
+static inline void
+rn_sim_ack_timer_start(struct sim_qp *sqp)
+{
+	uint8_t t = sqp->conn.timeout;
+
+	sqp->deadline_ns = sqp->ctx->now_ns + (t == 0 ? 0 : 4096ull << t);
+}
+
+/* sim_mr.c: the provider's mr_reg, mr_reg_dmabuf, mr_dereg. */
+int rn_sim_mr_reg(struct rn_nic *nic, void *addr, size_t length,
+		  uint32_t access, struct rn_mr *mr);
+int rn_sim_mr_reg_dmabuf(struct rn_nic *nic, uint64_t offset, size_t length,
+			 uint64_t iova, int fd, uint32_t access,
+			 struct rn_mr *mr);
+int rn_sim_mr_dereg(struct rn_nic *nic, struct rn_mr *mr);
+/* The MR of key if [addr, addr+len) lies in it and it grants access;
+ * else NULL. */
 const struct sim_mr *rn_sim_mr_check(struct sim_ctx *ctx, uint32_t key,
 				     uint64_t addr, uint64_t len, uint32_t access);
 
@@ -189,17 +243,33 @@ void rn_sim_qp_enter_err(struct sim_qp *sqp);
 void rn_sim_qp_flush_inflight(struct sim_qp *sqp);
 /* In ERR: flush WQEs posted since (software keeps posting). */
 unsigned int rn_sim_qp_flush_new(struct sim_qp *sqp);
+/* Send and receive WQEs posted past the next one the device takes. */
+uint32_t rn_sim_sq_posted(const struct sim_qp *sqp);
 uint32_t rn_sim_rq_posted(const struct sim_qp *sqp);
+/* The QP numbered qpn, or NULL. */
+struct sim_qp *rn_sim_qp_lookup(struct sim_ctx *ctx, uint32_t qpn);
+/* Does a frame from src_qpn over wire come from the QP sqp connects to? */
+bool rn_sim_qp_from_peer(const struct sim_qp *sqp,
+			 const struct sim_wire *wire, uint32_t src_qpn);
 
-/* sim_requester.c */
+/* sim_requester.c: resend, or execute what the doorbell passed; in ERR,
+ * flush what was posted since. Returns the WQEs it executed or flushed. */
 unsigned int rn_sim_requester_run(struct sim_qp *sqp);
-void rn_sim_requester_ack(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
-void rn_sim_requester_read_resp(struct sim_qp *sqp, const struct sim_pkt_hdr *h,
-				const uint8_t *data);
-void rn_sim_requester_rnr_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
-void rn_sim_requester_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h);
-/* Complete the oldest in-flight WQE with an error, then enter ERR. */
-void rn_sim_requester_fail(struct sim_qp *sqp, uint8_t syndrome);
+
+/* sim_completer.c */
+/* A reply (ACK, READ_RESP, RNR_NAK, NAK) arrived on wire. */
+void rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
+			      const struct sim_pkt_hdr *h,
+			      const uint8_t *payload);
+/* Before the requester runs: has the oldest WQE in flight waited past its
+ * ACK timeout? Then resend, or fail once retry_cnt retries ran out. */
+void rn_sim_completer_timeout(struct sim_qp *sqp);
+/*
+ * The WQE in flight at position pos (0: the oldest) failed with syndrome:
+ * those before it complete with WR_FLUSH, it with syndrome, and the QP
+ * enters ERR, which flushes the rest.
+ */
+void rn_sim_completer_fail(struct sim_qp *sqp, uint32_t pos, uint8_t syndrome);
 
 /* sim_responder.c */
 void rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
@@ -214,10 +284,18 @@ void rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 /* Reply on the wire a request came in on (or the wire to its sender). */
 void rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
 		       const struct sim_pkt_hdr *h, const void *payload);
-unsigned int rn_sim_wire_receive(struct sim_ctx *ctx);
+/* Where the wire hands every frame but its own HELLO, from a remote it
+ * knows. */
+typedef void rn_sim_deliver_fn(struct sim_ctx *ctx, struct sim_wire *wire,
+			       const struct sim_pkt_hdr *h,
+			       const uint8_t *payload);
+/* Accept connections, read frames and hand them to deliver. Returns the
+ * frames read. */
+unsigned int rn_sim_wire_receive(struct sim_ctx *ctx,
+				 rn_sim_deliver_fn *deliver);
+/* Write out what was queued; free the wires that closed. */
 void rn_sim_wire_transmit(struct sim_ctx *ctx);
 const struct sim_addr *rn_sim_wire_remote(const struct sim_wire *wire);
-struct sim_fault *rn_sim_fault_find(struct sim_ctx *ctx, const struct sim_addr *a);
 
 void rn_sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out);
 

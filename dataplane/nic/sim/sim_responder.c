@@ -166,17 +166,6 @@ execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	      (const void *)(uintptr_t)h->raddr, h->dma_len);
 }
 
-/* Does this request come from the QP that sqp is connected to? */
-static bool
-from_peer(const struct sim_qp *sqp, struct sim_wire *wire,
-	  const struct sim_pkt_hdr *h)
-{
-	const struct sim_addr *src = rn_sim_wire_remote(wire);
-
-	return h->src_qpn == sqp->conn.remote_qpn && src != NULL &&
-	       src->ip == sqp->remote.ip && src->port == sqp->remote.port;
-}
-
 void
 rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 			 const struct sim_pkt_hdr *h, const uint8_t *payload)
@@ -185,7 +174,7 @@ rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 	int32_t d;
 
 	if (sqp == NULL || (sqp->state != RN_QP_RTR && sqp->state != RN_QP_RTS) ||
-	    !from_peer(sqp, wire, h)) {
+	    !rn_sim_qp_from_peer(sqp, wire, h->src_qpn)) {
 		ctx->stats.dropped_no_qp++;
 		return;
 	}

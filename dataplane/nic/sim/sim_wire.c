@@ -44,12 +44,6 @@ struct sim_wire {
 	struct sim_wire *next;
 };
 
-static bool
-addr_equal(const struct sim_addr *a, const struct sim_addr *b)
-{
-	return a->ip == b->ip && a->port == b->port;
-}
-
 void
 rn_sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out)
 {
@@ -63,11 +57,11 @@ rn_sim_wire_remote(const struct sim_wire *wire)
 	return wire->known ? &wire->remote : NULL;
 }
 
-struct sim_fault *
-rn_sim_fault_find(struct sim_ctx *ctx, const struct sim_addr *a)
+static struct sim_fault *
+fault_find(struct sim_ctx *ctx, const struct sim_addr *a)
 {
 	for (struct sim_fault *f = ctx->faults; f != NULL; f = f->next)
-		if (addr_equal(&f->addr, a))
+		if (rn_sim_addr_equal(&f->addr, a))
 			return f;
 	return NULL;
 }
@@ -156,7 +150,7 @@ static void
 queue_frame(struct sim_ctx *ctx, struct sim_wire *w,
 	    const struct sim_pkt_hdr *h, const void *payload)
 {
-	struct sim_fault *fault = rn_sim_fault_find(ctx, &w->remote);
+	struct sim_fault *fault = fault_find(ctx, &w->remote);
 	size_t plen = payload != NULL ? h->length : 0;
 	struct delayed_frame *f;
 
@@ -215,7 +209,7 @@ void
 rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 		 const struct sim_pkt_hdr *h, const void *payload)
 {
-	struct sim_fault *fault = rn_sim_fault_find(ctx, remote);
+	struct sim_fault *fault = fault_find(ctx, remote);
 	struct sim_wire *w, *any = NULL;
 
 	if (fault != NULL && fault->cut)
@@ -223,7 +217,7 @@ rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 	/* Our own connection first, always the same one: frames of a QP
 	 * must not switch wires and overtake each other. */
 	for (w = ctx->wires; w != NULL; w = w->next) {
-		if (w->dead || !w->known || !addr_equal(&w->remote, remote))
+		if (w->dead || !w->known || !rn_sim_addr_equal(&w->remote, remote))
 			continue;
 		if (w->outbound)
 			break;
@@ -240,7 +234,7 @@ void
 rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
 		  const struct sim_pkt_hdr *h, const void *payload)
 {
-	struct sim_fault *fault = rn_sim_fault_find(ctx, &wire->remote);
+	struct sim_fault *fault = fault_find(ctx, &wire->remote);
 
 	if (fault != NULL && fault->cut)
 		return;
@@ -251,36 +245,8 @@ rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
 }
 
 static void
-dispatch_reply(struct sim_ctx *ctx, struct sim_wire *w,
-	       const struct sim_pkt_hdr *h, const uint8_t *payload)
-{
-	struct sim_qp *sqp = rn_sim_qp_lookup(ctx, h->dst_qpn);
-
-	if (sqp == NULL || sqp->state != RN_QP_RTS ||
-	    h->src_qpn != sqp->conn.remote_qpn ||
-	    !addr_equal(&w->remote, &sqp->remote)) {
-		ctx->stats.dropped_no_qp++;
-		return;
-	}
-	switch (h->type) {
-	case SIM_PKT_ACK:
-		rn_sim_requester_ack(sqp, h);
-		break;
-	case SIM_PKT_READ_RESP:
-		rn_sim_requester_read_resp(sqp, h, payload);
-		break;
-	case SIM_PKT_RNR_NAK:
-		rn_sim_requester_rnr_nak(sqp, h);
-		break;
-	case SIM_PKT_NAK:
-		rn_sim_requester_nak(sqp, h);
-		break;
-	}
-}
-
-static void
 dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_pkt_hdr *h,
-	 const uint8_t *payload)
+	 const uint8_t *payload, rn_sim_deliver_fn *deliver)
 {
 	ctx->stats.frames_received++;
 	if (h->type == SIM_PKT_HELLO) {
@@ -291,22 +257,18 @@ dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_pkt_hdr *h,
 			return;
 		w->remote = (struct sim_addr){ hello->ip, hello->port };
 		w->known = true;
-		fault = rn_sim_fault_find(ctx, &w->remote);
+		fault = fault_find(ctx, &w->remote);
 		if (fault != NULL && fault->cut)
 			wire_kill(ctx, w);
 		return;
 	}
-	if (!w->known)
-		return;
-	if (h->type == SIM_PKT_REQUEST)
-		rn_sim_responder_request(ctx, w, h, payload);
-	else
-		dispatch_reply(ctx, w, h, payload);
+	if (w->known)
+		deliver(ctx, w, h, payload);
 }
 
 /* Read what the socket has and dispatch every whole frame. */
 static unsigned int
-wire_read(struct sim_ctx *ctx, struct sim_wire *w)
+wire_read(struct sim_ctx *ctx, struct sim_wire *w, rn_sim_deliver_fn *deliver)
 {
 	unsigned int frames = 0;
 	bool closed = false;
@@ -337,7 +299,7 @@ wire_read(struct sim_ctx *ctx, struct sim_wire *w)
 		}
 		if (w->rx_len - off < sizeof(h) + h.length)
 			break;
-		dispatch(ctx, w, &h, w->rx + off + sizeof(h));
+		dispatch(ctx, w, &h, w->rx + off + sizeof(h), deliver);
 		off += sizeof(h) + h.length;
 		frames++;
 	}
@@ -362,7 +324,7 @@ accept_all(struct sim_ctx *ctx)
 }
 
 unsigned int
-rn_sim_wire_receive(struct sim_ctx *ctx)
+rn_sim_wire_receive(struct sim_ctx *ctx, rn_sim_deliver_fn *deliver)
 {
 	struct epoll_event events[EPOLL_BATCH];
 	unsigned int work = 0;
@@ -374,7 +336,7 @@ rn_sim_wire_receive(struct sim_ctx *ctx)
 		if (w == NULL)
 			accept_all(ctx);
 		else if (!w->dead)
-			work += wire_read(ctx, w);
+			work += wire_read(ctx, w, deliver);
 	}
 	return work;
 }
@@ -469,7 +431,7 @@ fault_get(struct sim_ctx *ctx, const struct rn_nic_addr *remote)
 	struct sim_fault *f;
 
 	rn_sim_addr_from_nic(remote, &a);
-	f = rn_sim_fault_find(ctx, &a);
+	f = fault_find(ctx, &a);
 	if (f == NULL) {
 		f = calloc(1, sizeof(*f));
 		if (f == NULL)
@@ -491,7 +453,7 @@ rn_sim_wire_cut(struct rn_nic *nic, const struct rn_nic_addr *remote)
 		return -ENOMEM;
 	f->cut = true;
 	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next)
-		if (w->known && addr_equal(&w->remote, &f->addr))
+		if (w->known && rn_sim_addr_equal(&w->remote, &f->addr))
 			wire_kill(ctx, w);
 	return 0;
 }

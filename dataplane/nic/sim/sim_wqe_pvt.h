@@ -2,7 +2,7 @@
 #ifndef RN_SIM_WQE_PVT_H
 #define RN_SIM_WQE_PVT_H
 
-/* Reading a send WQE out of the SQ ring, as the NIC fetches it. */
+/* Reading a send WQE out of the SQ ring, as the NIC fetches it (sim_wqe.c). */
 
 #include <rte_byteorder.h>
 #include <string.h>
@@ -21,6 +21,13 @@ struct sim_wqe {
 	uint32_t first_data;       /* 16-byte unit where data starts */
 	bool inl;
 };
+
+/* 64-byte BBs taken by a WQE of ds 16-byte units: at least one. */
+static inline uint32_t
+rn_sim_wqe_bbs(uint32_t ds)
+{
+	return RTE_MAX((ds + 3) / 4, 1u);
+}
 
 /* The 16-byte unit number unit of the WQE at bb, wrapping at the ring end. */
 static inline const uint8_t *
@@ -50,5 +57,19 @@ rn_sim_wqe_copy(const struct sim_qp *sqp, uint32_t bb, uint32_t byte_off,
  * QP's, its DS fits its opcode. Returns 0 or MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR.
  */
 int rn_sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w);
+
+/*
+ * The data segments of w: their total length into *total, their lkeys
+ * checked for access, their bytes copied to out unless NULL. A byte count
+ * of 0 means 2 GiB, as on the NIC. Returns 0, LOCAL_PROT for a bad lkey, or
+ * LOCAL_LENGTH over SIM_MAX_MSG (the port's max_msg_sz).
+ */
+int rn_sim_wqe_gather(const struct sim_qp *sqp, const struct sim_wqe *w,
+		      uint8_t *out, uint32_t *total, uint32_t access);
+
+/* Copy len bytes of data over w's data segments, in order (a READ's
+ * response). The caller checked them with rn_sim_wqe_gather(). */
+void rn_sim_wqe_scatter(const struct sim_qp *sqp, const struct sim_wqe *w,
+			const uint8_t *data, uint32_t len);
 
 #endif /* RN_SIM_WQE_PVT_H */
