@@ -97,7 +97,7 @@ rn_sim_completer_fail(struct sim_qp *sqp, uint32_t pos, uint8_t syndrome)
 }
 
 static void
-receive_read_resp(struct sim_qp *sqp, const struct sim_pkt_hdr *h,
+receive_read_resp(struct sim_qp *sqp, const struct sim_frame_hdr *h,
 		  const uint8_t *data)
 {
 	struct sim_inflight *f;
@@ -124,7 +124,7 @@ receive_read_resp(struct sim_qp *sqp, const struct sim_pkt_hdr *h,
 }
 
 static void
-receive_rnr_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h)
+receive_rnr_nak(struct sim_qp *sqp, const struct sim_frame_hdr *h)
 {
 	retire_until(sqp, h->psn, false);
 	if (sqp->inflight_count == 0 || sqp->req_state == SIM_REQ_RNR_WAIT)
@@ -142,7 +142,7 @@ receive_rnr_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h)
 }
 
 static void
-receive_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h)
+receive_nak(struct sim_qp *sqp, const struct sim_frame_hdr *h)
 {
 	retire_until(sqp, h->psn, false);
 	if (sqp->inflight_count > 0 && rn_sim_inflight_at(sqp, 0)->psn == h->psn)
@@ -151,7 +151,7 @@ receive_nak(struct sim_qp *sqp, const struct sim_pkt_hdr *h)
 
 void
 rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
-			 const struct sim_pkt_hdr *h, const uint8_t *payload)
+			 const struct sim_frame_hdr *h, const uint8_t *payload)
 {
 	struct sim_qp *sqp = rn_sim_qp_lookup(ctx, h->dst_qpn);
 
@@ -161,16 +161,16 @@ rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 		return;
 	}
 	switch (h->type) {
-	case SIM_PKT_ACK:
+	case SIM_FRAME_ACK:
 		retire_until(sqp, h->psn, true);
 		break;
-	case SIM_PKT_READ_RESP:
+	case SIM_FRAME_READ_RESP:
 		receive_read_resp(sqp, h, payload);
 		break;
-	case SIM_PKT_RNR_NAK:
+	case SIM_FRAME_RNR_NAK:
 		receive_rnr_nak(sqp, h);
 		break;
-	case SIM_PKT_NAK:
+	case SIM_FRAME_NAK:
 		receive_nak(sqp, h);
 		break;
 	}

@@ -136,9 +136,9 @@ sim_qp_destroy_op(struct rn_nic *nic, struct rn_qp *qp)
  * our requests for the completer. */
 static void
 deliver(struct sim_ctx *ctx, struct sim_wire *wire,
-	const struct sim_pkt_hdr *h, const uint8_t *payload)
+	const struct sim_frame_hdr *h, const uint8_t *payload)
 {
-	if (h->type == SIM_PKT_REQUEST)
+	if (h->type == SIM_FRAME_REQUEST)
 		rn_sim_responder_request(ctx, wire, h, payload);
 	else
 		rn_sim_completer_receive(ctx, wire, h, payload);

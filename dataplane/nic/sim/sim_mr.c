@@ -8,8 +8,9 @@
 
 #include "sim_pvt.h"
 
-/* Keys: slot index in the high 24 bits, a generation byte below, so a
- * stale key of a deregistered region never matches its slot's next user. */
+/* Keys: the entry's index + 1 in the high 24 bits, a generation byte below,
+ * so a stale key of a deregistered region never matches the entry's next
+ * user. */
 int
 rn_sim_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint32_t access,
 	      struct rn_mr *mr)

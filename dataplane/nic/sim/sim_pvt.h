@@ -33,7 +33,7 @@
 
 #include "rn_nic.h"
 #include "rn_sim.h"
-#include "sim_packet_pvt.h"
+#include "sim_frame_pvt.h"
 
 #define SIM_MAX_MRS 1024
 #define SIM_MAX_QPS 4096
@@ -64,7 +64,7 @@ struct sim_mr {
 	uint64_t addr;
 	uint64_t length;
 	uint32_t access;          /* enum rn_access */
-	uint32_t key;             /* lkey == rkey; 0: free slot */
+	uint32_t key;             /* lkey == rkey; 0: a free entry */
 };
 
 struct sim_cq {
@@ -259,7 +259,7 @@ unsigned int rn_sim_requester_run(struct sim_qp *sqp);
 /* sim_completer.c */
 /* A reply (ACK, READ_RESP, RNR_NAK, NAK) arrived on wire. */
 void rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
-			      const struct sim_pkt_hdr *h,
+			      const struct sim_frame_hdr *h,
 			      const uint8_t *payload);
 /* Before the requester runs: has the oldest WQE in flight waited past its
  * ACK timeout? Then resend, or fail once retry_cnt retries ran out. */
@@ -271,23 +271,24 @@ void rn_sim_completer_timeout(struct sim_qp *sqp);
  */
 void rn_sim_completer_fail(struct sim_qp *sqp, uint32_t pos, uint8_t syndrome);
 
-/* sim_responder.c */
+/* sim_responder.c: a request arrived on wire. */
 void rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
-			      const struct sim_pkt_hdr *h, const uint8_t *payload);
+			      const struct sim_frame_hdr *h,
+			      const uint8_t *payload);
 
 /* sim_wire.c */
 int rn_sim_wire_listen(struct sim_ctx *ctx, const char *listen);
 void rn_sim_wire_close_all(struct sim_ctx *ctx);
 /* Queue a frame to remote; the payload may be split in two (gathers). */
 void rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
-		      const struct sim_pkt_hdr *h, const void *payload);
+		      const struct sim_frame_hdr *h, const void *payload);
 /* Reply on the wire a request came in on (or the wire to its sender). */
 void rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
-		       const struct sim_pkt_hdr *h, const void *payload);
+		       const struct sim_frame_hdr *h, const void *payload);
 /* Where the wire hands every frame but its own HELLO, from a remote it
  * knows. */
 typedef void rn_sim_deliver_fn(struct sim_ctx *ctx, struct sim_wire *wire,
-			       const struct sim_pkt_hdr *h,
+			       const struct sim_frame_hdr *h,
 			       const uint8_t *payload);
 /* Accept connections, read frames and hand them to deliver. Returns the
  * frames read. */

@@ -32,8 +32,8 @@ static int
 execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn)
 {
 	struct sim_ctx *ctx = sqp->ctx;
-	struct sim_pkt_hdr h = {
-		.type = SIM_PKT_REQUEST,
+	struct sim_frame_hdr h = {
+		.type = SIM_FRAME_REQUEST,
 		.opcode = w->opcode,
 		.dst_qpn = sqp->conn.remote_qpn,
 		.src_qpn = sqp->qpn,

@@ -16,7 +16,7 @@ reply(struct sim_ctx *ctx, struct sim_wire *wire, const struct sim_qp *sqp,
       uint8_t type, uint32_t psn, uint8_t syndrome, const void *data,
       uint32_t len)
 {
-	struct sim_pkt_hdr h = {
+	struct sim_frame_hdr h = {
 		.length = len,
 		.type = type,
 		.syndrome = syndrome,
@@ -99,13 +99,13 @@ fail(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 				     sqp->qpn, (uint16_t)sqp->rq_next);
 		sqp->rq_next++;
 	}
-	reply(ctx, wire, sqp, SIM_PKT_NAK, psn, requester_syndrome, NULL, 0);
+	reply(ctx, wire, sqp, SIM_FRAME_NAK, psn, requester_syndrome, NULL, 0);
 	rn_sim_qp_enter_err(sqp);
 }
 
 static void
 execute_send(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
-	     const struct sim_pkt_hdr *h, const uint8_t *payload)
+	     const struct sim_frame_hdr *h, const uint8_t *payload)
 {
 	int rc = scatter(sqp, payload, h->length);
 
@@ -120,12 +120,12 @@ execute_send(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 			   MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND,
 		      h->length, h->opcode == MLX5_OPCODE_SEND_IMM ? h->imm : 0);
 	sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
-	reply(ctx, wire, sqp, SIM_PKT_ACK, h->psn, 0, NULL, 0);
+	reply(ctx, wire, sqp, SIM_FRAME_ACK, h->psn, 0, NULL, 0);
 }
 
 static void
 execute_write(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
-	      const struct sim_pkt_hdr *h, const uint8_t *payload)
+	      const struct sim_frame_hdr *h, const uint8_t *payload)
 {
 	if (rn_sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
 			    RN_ACCESS_REMOTE_WRITE) == NULL ||
@@ -138,12 +138,12 @@ execute_write(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	if (h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)
 		push_recv_cqe(sqp, MLX5_CQE_RESP_WR_IMM, h->dma_len, h->imm);
 	sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
-	reply(ctx, wire, sqp, SIM_PKT_ACK, h->psn, 0, NULL, 0);
+	reply(ctx, wire, sqp, SIM_FRAME_ACK, h->psn, 0, NULL, 0);
 }
 
 static bool
 read_allowed(struct sim_ctx *ctx, const struct sim_qp *sqp,
-	     const struct sim_pkt_hdr *h)
+	     const struct sim_frame_hdr *h)
 {
 	return rn_sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
 			       RN_ACCESS_REMOTE_READ) != NULL &&
@@ -152,7 +152,7 @@ read_allowed(struct sim_ctx *ctx, const struct sim_qp *sqp,
 
 static void
 execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
-	     const struct sim_pkt_hdr *h, bool duplicate)
+	     const struct sim_frame_hdr *h, bool duplicate)
 {
 	if (!read_allowed(ctx, sqp, h)) {
 		if (!duplicate)
@@ -162,13 +162,13 @@ execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	}
 	if (!duplicate)
 		sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
-	reply(ctx, wire, sqp, SIM_PKT_READ_RESP, h->psn, 0,
+	reply(ctx, wire, sqp, SIM_FRAME_READ_RESP, h->psn, 0,
 	      (const void *)(uintptr_t)h->raddr, h->dma_len);
 }
 
 void
 rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
-			 const struct sim_pkt_hdr *h, const uint8_t *payload)
+			 const struct sim_frame_hdr *h, const uint8_t *payload)
 {
 	struct sim_qp *sqp = rn_sim_qp_lookup(ctx, h->dst_qpn);
 	int32_t d;
@@ -194,7 +194,7 @@ rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 		if (h->opcode == MLX5_OPCODE_RDMA_READ)
 			execute_read(ctx, wire, sqp, h, true);
 		else
-			reply(ctx, wire, sqp, SIM_PKT_ACK,
+			reply(ctx, wire, sqp, SIM_FRAME_ACK,
 			      (sqp->expected_psn - 1) & 0xffffff, 0, NULL, 0);
 		return;
 	}
@@ -205,7 +205,8 @@ rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 		/* Needs a receive WQE: without one, RNR NAK, nothing done. */
 		if (rn_sim_rq_posted(sqp) == 0) {
 			ctx->stats.rnr_naks_sent++;
-			reply(ctx, wire, sqp, SIM_PKT_RNR_NAK, h->psn, 0, NULL, 0);
+			reply(ctx, wire, sqp, SIM_FRAME_RNR_NAK, h->psn, 0,
+			      NULL, 0);
 			return;
 		}
 		if (h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)

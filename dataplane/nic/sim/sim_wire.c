@@ -148,7 +148,7 @@ tx_append(struct sim_wire *w, const void *a, size_t alen, const void *b,
 
 static void
 queue_frame(struct sim_ctx *ctx, struct sim_wire *w,
-	    const struct sim_pkt_hdr *h, const void *payload)
+	    const struct sim_frame_hdr *h, const void *payload)
 {
 	struct sim_fault *fault = fault_find(ctx, &w->remote);
 	size_t plen = payload != NULL ? h->length : 0;
@@ -183,8 +183,10 @@ wire_connect(struct sim_ctx *ctx, const struct sim_addr *remote)
 		.sin_port = htons(remote->port),
 		.sin_addr.s_addr = remote->ip,
 	};
-	struct sim_pkt_hello hello = { .ip = ctx->self.ip, .port = ctx->self.port };
-	struct sim_pkt_hdr h = { .length = sizeof(hello), .type = SIM_PKT_HELLO };
+	struct sim_frame_hello hello = { .ip = ctx->self.ip,
+					 .port = ctx->self.port };
+	struct sim_frame_hdr h = { .length = sizeof(hello),
+				   .type = SIM_FRAME_HELLO };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	struct sim_wire *w;
 
@@ -207,7 +209,7 @@ wire_connect(struct sim_ctx *ctx, const struct sim_addr *remote)
 
 void
 rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
-		 const struct sim_pkt_hdr *h, const void *payload)
+		 const struct sim_frame_hdr *h, const void *payload)
 {
 	struct sim_fault *fault = fault_find(ctx, remote);
 	struct sim_wire *w, *any = NULL;
@@ -232,7 +234,7 @@ rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 
 void
 rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
-		  const struct sim_pkt_hdr *h, const void *payload)
+		  const struct sim_frame_hdr *h, const void *payload)
 {
 	struct sim_fault *fault = fault_find(ctx, &wire->remote);
 
@@ -245,12 +247,12 @@ rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
 }
 
 static void
-dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_pkt_hdr *h,
+dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_frame_hdr *h,
 	 const uint8_t *payload, rn_sim_deliver_fn *deliver)
 {
 	ctx->stats.frames_received++;
-	if (h->type == SIM_PKT_HELLO) {
-		const struct sim_pkt_hello *hello = (const void *)payload;
+	if (h->type == SIM_FRAME_HELLO) {
+		const struct sim_frame_hello *hello = (const void *)payload;
 		struct sim_fault *fault;
 
 		if (h->length != sizeof(*hello))
@@ -289,11 +291,11 @@ wire_read(struct sim_ctx *ctx, struct sim_wire *w, rn_sim_deliver_fn *deliver)
 			break;
 	}
 	/* Frames that arrived before the peer closed still count. */
-	while (!w->dead && w->rx_len - off >= sizeof(struct sim_pkt_hdr)) {
-		struct sim_pkt_hdr h;
+	while (!w->dead && w->rx_len - off >= sizeof(struct sim_frame_hdr)) {
+		struct sim_frame_hdr h;
 
 		memcpy(&h, w->rx + off, sizeof(h));
-		if (h.length > SIM_PKT_MAX_PAYLOAD) {
+		if (h.length > SIM_FRAME_MAX_PAYLOAD) {
 			closed = true;   /* not our protocol */
 			break;
 		}
