@@ -243,7 +243,10 @@ void rn_sim_qp_enter_err(struct sim_qp *sqp);
 void rn_sim_qp_flush_inflight(struct sim_qp *sqp);
 /* In ERR: flush WQEs posted since (software keeps posting). */
 unsigned int rn_sim_qp_flush_new(struct sim_qp *sqp);
-/* Send and receive WQEs posted past the next one the device takes. */
+/* Send BBs and receive WQEs posted past the next one the device takes.
+ * The doorbell record is loaded with acquire: it pairs with the write
+ * barrier the data path puts between the WQEs and its store
+ * (rn_sq_ring_doorbell_posted(), rn_rq_ring_doorbell()). */
 uint32_t rn_sim_sq_posted(const struct sim_qp *sqp);
 uint32_t rn_sim_rq_posted(const struct sim_qp *sqp);
 /* The QP numbered qpn, or NULL. */

@@ -124,6 +124,7 @@ send_new(struct sim_qp *sqp)
 	unsigned int done = 0;
 	uint32_t head;
 
+	/* Acquire, as rn_sim_sq_posted(): the WQEs before head are written. */
 	head = rte_be_to_cpu_32(__atomic_load_n(&sqp->dbrec[MLX5_SND_DBR],
 						__ATOMIC_ACQUIRE)) & 0xffff;
 	while (((head - sqp->sq_next) & 0xffff) != 0 && done < SIM_EXEC_BUDGET) {
