@@ -159,16 +159,21 @@ rn_sim_requester_run(struct sim_qp *sqp)
 		return rn_sim_qp_flush_new(sqp);
 	if (sqp->state != RN_QP_RTS)
 		return 0;
-	if (sqp->req_state == SIM_REQ_RNR_WAIT) {
-		if (sqp->ctx->now_ns < sqp->rnr_resume_ns)
-			return 0;
-		sqp->req_state = SIM_REQ_RESEND;
+	for (;;) {
+		switch (sqp->req_state) {
+		case SIM_REQ_RNR_WAIT:
+			if (sqp->ctx->now_ns < sqp->rnr_resume_ns)
+				return 0;
+			sqp->req_state = SIM_REQ_RESEND;
+			break;
+		case SIM_REQ_RESEND:
+			sqp->req_state = SIM_REQ_SEND;
+			resend_all(sqp);
+			if (sqp->state != RN_QP_RTS)
+				return 0;   /* a WQE failed: the QP is in ERR */
+			break;
+		case SIM_REQ_SEND:
+			return send_new(sqp);
+		}
 	}
-	if (sqp->req_state == SIM_REQ_RESEND) {
-		sqp->req_state = SIM_REQ_SEND;
-		resend_all(sqp);
-		if (sqp->state != RN_QP_RTS)
-			return 0;
-	}
-	return send_new(sqp);
 }
