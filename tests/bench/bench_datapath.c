@@ -64,7 +64,7 @@ await_cqes(struct end **ends, struct rn_cq *cq, uint32_t n)
 		if ((op_own >> 4) != MLX5_CQE_INVALID &&
 		    (op_own & MLX5_CQE_OWNER_MASK) == !!(index & cq->cqe_cnt))
 			return;
-		ends_progress(ends);
+		rn_harness_progress(ends);
 	}
 }
 
@@ -98,8 +98,8 @@ main(void)
 	struct rn_wr gather_wr = { .sg_list = gather, .num_sge = 4,
 				   .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
 
-	if (end_open(&a, NULL, 256, NULL) != 0 ||
-	    end_open(&b, NULL, 256, NULL) != 0 ||
+	if (rn_harness_open(&a, NULL, 256, NULL) != 0 ||
+	    rn_harness_open(&b, NULL, 256, NULL) != 0 ||
 	    a.nic->ops->mr_reg(a.nic, abuf, sizeof(abuf), RN_ACCESS_LOCAL_WRITE,
 			       &amr) != 0 ||
 	    b.nic->ops->mr_reg(b.nic, bbuf, sizeof(bbuf), RN_ACCESS_LOCAL_WRITE,
@@ -107,7 +107,7 @@ main(void)
 		fprintf(stderr, "bench: cannot open the sim devices\n");
 		return 1;
 	}
-	end_pair(&a, &b);
+	rn_harness_pair(&a, &b);
 	for (int i = 0; i < 4; i++)
 		gather[i] = (struct rn_sge){ (uintptr_t)abuf + 1024u * i, 1024,
 					     amr.lkey };
@@ -147,7 +147,7 @@ main(void)
 	printf("bench_post_gather_send %d\n", ITERATIONS);
 	printf("bench_poll_cqe %lu\n", polls);
 	printf("bench_repost_recv %d\n", 2 * ITERATIONS);
-	end_close(&a);
-	end_close(&b);
+	rn_harness_close(&a);
+	rn_harness_close(&b);
 	return 0;
 }

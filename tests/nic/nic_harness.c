@@ -4,13 +4,13 @@
 
 #include "nic_harness.h"
 
-const struct rn_qp_caps harness_caps = {
+const struct rn_qp_caps rn_harness_caps = {
 	.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = RN_WR_MAX_SGE,
 	.max_recv_sge = 4, .max_inline = 256,
 };
 
 uint64_t
-now_ms(void)
+rn_harness_now_ms(void)
 {
 	struct timespec ts;
 
@@ -19,8 +19,8 @@ now_ms(void)
 }
 
 int
-end_open(struct end *e, const char *listen, uint32_t cqe,
-	 const struct rn_qp_caps *caps)
+rn_harness_open(struct end *e, const char *listen, uint32_t cqe,
+		const struct rn_qp_caps *caps)
 {
 	struct rn_nic_config cfg = { .provider = RN_NIC_SIM, .port = 1 };
 	char why[128];
@@ -35,14 +35,15 @@ end_open(struct end *e, const char *listen, uint32_t cqe,
 		rc = rn_nic_cq_create(e->nic, cqe, e->qps, &e->cq);
 	if (rc == 0)
 		rc = rn_nic_qp_create(e->nic, &e->cq, &e->cq,
-				      caps != NULL ? caps : &harness_caps, &e->qp);
+				      caps != NULL ? caps : &rn_harness_caps,
+				      &e->qp);
 	if (rc == 0)
 		rc = e->nic->ops->query_addr(e->nic, &e->addr);
 	return rc;
 }
 
 void
-end_close(struct end *e)
+rn_harness_close(struct end *e)
 {
 	if (e->qp.priv != NULL)
 		rn_nic_qp_destroy(e->nic, &e->qp);
@@ -55,7 +56,7 @@ end_close(struct end *e)
 }
 
 struct rn_qp_connect
-end_connect_params(const struct end_info *peer)
+rn_harness_connect_params(const struct end_info *peer)
 {
 	return (struct rn_qp_connect){
 		.remote = peer->addr,
@@ -74,7 +75,7 @@ end_connect_params(const struct end_info *peer)
 }
 
 int
-end_connect(struct end *e, const struct rn_qp_connect *conn)
+rn_harness_connect(struct end *e, const struct rn_qp_connect *conn)
 {
 	int rc = rn_nic_qp_modify(e->nic, &e->qp, RN_QP_INIT, NULL);
 
@@ -86,40 +87,40 @@ end_connect(struct end *e, const struct rn_qp_connect *conn)
 }
 
 void
-end_pair(struct end *a, struct end *b)
+rn_harness_pair(struct end *a, struct end *b)
 {
 	struct end_info ia = { .addr = a->addr, .qpn = a->qp.qpn };
 	struct end_info ib = { .addr = b->addr, .qpn = b->qp.qpn };
-	struct rn_qp_connect ca = end_connect_params(&ib);
-	struct rn_qp_connect cb = end_connect_params(&ia);
+	struct rn_qp_connect ca = rn_harness_connect_params(&ib);
+	struct rn_qp_connect cb = rn_harness_connect_params(&ia);
 
-	end_connect(a, &ca);
-	end_connect(b, &cb);
+	rn_harness_connect(a, &ca);
+	rn_harness_connect(b, &cb);
 }
 
 void
-ends_progress(struct end **ends)
+rn_harness_progress(struct end **ends)
 {
 	for (; *ends != NULL; ends++)
 		rn_nic_progress((*ends)->nic);
 }
 
 unsigned int
-end_wait(struct end **ends, struct end *e, struct rn_wc *wc, unsigned int want,
-	 int timeout_ms)
+rn_harness_wait(struct end **ends, struct end *e, struct rn_wc *wc,
+		unsigned int want, int timeout_ms)
 {
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = rn_harness_now_ms() + (uint64_t)timeout_ms;
 	unsigned int got = 0;
 
-	while (got < want && now_ms() < deadline) {
-		ends_progress(ends);
+	while (got < want && rn_harness_now_ms() < deadline) {
+		rn_harness_progress(ends);
 		got += rn_cq_poll(&e->cq, wc + got, want - got);
 	}
 	return got;
 }
 
 int
-end_post(struct end *e, const struct rn_wr *wr)
+rn_harness_post(struct end *e, const struct rn_wr *wr)
 {
 	int rc = rn_sq_post(&e->qp.sq, wr);
 
@@ -129,8 +130,8 @@ end_post(struct end *e, const struct rn_wr *wr)
 }
 
 int
-end_post_recv(struct end *e, void *buf, uint32_t len, uint32_t lkey,
-	      uint64_t wr_id)
+rn_harness_post_recv(struct end *e, void *buf, uint32_t len, uint32_t lkey,
+		     uint64_t wr_id)
 {
 	struct rn_sge sge = { (uintptr_t)buf, len, lkey };
 	int rc = rn_rq_post(&e->qp.rq, &sge, 1, wr_id);

@@ -38,8 +38,8 @@ pair_setup(void **state)
 {
 	struct pair *p = calloc(1, sizeof(*p));
 
-	if (p == NULL || end_open(&p->a, NULL, 256, NULL) != 0 ||
-	    end_open(&p->b, NULL, 256, NULL) != 0)
+	if (p == NULL || rn_harness_open(&p->a, NULL, 256, NULL) != 0 ||
+	    rn_harness_open(&p->b, NULL, 256, NULL) != 0)
 		return -1;
 	p->abuf = calloc(1, BUF_SIZE);
 	p->bbuf = calloc(1, BUF_SIZE);
@@ -49,7 +49,7 @@ pair_setup(void **state)
 	    p->b.nic->ops->mr_reg(p->b.nic, p->bbuf, BUF_SIZE, all_access,
 				  &p->bmr) != 0)
 		return -1;
-	end_pair(&p->a, &p->b);
+	rn_harness_pair(&p->a, &p->b);
 	p->ends[0] = &p->a;
 	p->ends[1] = &p->b;
 	*state = p;
@@ -61,8 +61,8 @@ pair_teardown(void **state)
 {
 	struct pair *p = *state;
 
-	end_close(&p->a);
-	end_close(&p->b);
+	rn_harness_close(&p->a);
+	rn_harness_close(&p->b);
 	free(p->abuf);
 	free(p->bbuf);
 	free(p);
@@ -84,7 +84,7 @@ expect_wc(struct pair *p, struct end *e, uint8_t opcode, uint8_t status,
 {
 	struct rn_wc wc = { 0 };
 
-	if (end_wait(p->ends, e, &wc, 1, WAIT_MS) != 1)
+	if (rn_harness_wait(p->ends, e, &wc, 1, WAIT_MS) != 1)
 		fail_msg("no completion on qpn 0x%x (state %s)", e->qp.qpn,
 			 rn_qp_state_name(rn_sim_qp_state(&e->qp)));
 	print_wc(&wc);
@@ -100,7 +100,7 @@ expect_no_wc(struct pair *p, struct end *e, int ms)
 {
 	struct rn_wc wc;
 
-	if (end_wait(p->ends, e, &wc, 1, ms) != 0) {
+	if (rn_harness_wait(p->ends, e, &wc, 1, ms) != 0) {
 		print_wc(&wc);
 		fail_msg("unexpected completion");
 	}
@@ -123,8 +123,8 @@ test_send_recv(void **state)
 	struct rn_wc wc;
 
 	fill(p->abuf, 3000, 1);
-	assert_int_equal(end_post_recv(&p->b, p->bbuf, 4096, p->bmr.lkey, 77), 0);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 4096, p->bmr.lkey, 77), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	wc = expect_wc(p, &p->b, RN_WC_RECV, 0, 77);
 	assert_int_equal(wc.byte_len, 3000);
 	assert_memory_equal(p->bbuf, p->abuf, 3000);
@@ -142,8 +142,8 @@ test_send_imm_inline(void **state)
 			    .flags = RN_WR_SIGNALED | RN_WR_INLINE };
 	struct rn_wc wc;
 
-	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 5), 0);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 5), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	wc = expect_wc(p, &p->b, RN_WC_RECV_IMM, 0, 5);
 	assert_int_equal(wc.imm, htobe32(0xfeed));
 	assert_int_equal(wc.byte_len, sizeof(msg));
@@ -159,8 +159,8 @@ test_zero_byte_send(void **state)
 			    .flags = RN_WR_SIGNALED };
 	struct rn_wc wc;
 
-	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 6), 0);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 6), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	wc = expect_wc(p, &p->b, RN_WC_RECV, 0, 6);
 	assert_int_equal(wc.byte_len, 0);
 	expect_wc(p, &p->a, RN_WC_SEND, 0, 3);
@@ -177,7 +177,7 @@ test_write_and_write_imm(void **state)
 	struct rn_wc wc;
 
 	fill(p->abuf, 65536, 9);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->a, RN_WC_WRITE, 0, 4);
 	assert_memory_equal(p->bbuf + 4096, p->abuf, 65536);
 	/* A plain WRITE consumes no receive WQE and makes no responder CQE. */
@@ -186,8 +186,8 @@ test_write_and_write_imm(void **state)
 	wr.opcode = RN_WR_WRITE_IMM;
 	wr.imm = htobe32(31);
 	wr.wr_id = 5;
-	assert_int_equal(end_post_recv(&p->b, NULL, 0, p->bmr.lkey, 8), 0);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, NULL, 0, p->bmr.lkey, 8), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	wc = expect_wc(p, &p->b, RN_WC_RECV_WRITE_IMM, 0, 8);
 	assert_int_equal(wc.imm, htobe32(31));
 	assert_int_equal(wc.byte_len, 65536);
@@ -209,7 +209,7 @@ test_read_into_gather(void **state)
 	struct rn_wc wc;
 
 	fill(p->bbuf, 8192, 3);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	wc = expect_wc(p, &p->a, RN_WC_READ, 0, 6);
 	assert_int_equal(wc.byte_len, 6000);
 	assert_memory_equal(p->abuf, p->bbuf + 10, 100);
@@ -236,7 +236,7 @@ test_selective_signalling(void **state)
 		assert_int_equal(rn_sq_post(&p->a.qp.sq, &wr), 0);
 	}
 	rn_sq_ring_doorbell(&p->a.qp.sq);   /* one doorbell, eleven WQEs */
-	assert_int_equal(end_wait(p->ends, &p->b, wc, 11, WAIT_MS), 11);
+	assert_int_equal(rn_harness_wait(p->ends, &p->b, wc, 11, WAIT_MS), 11);
 	for (int i = 0; i < 11; i++)
 		assert_int_equal(wc[i].wr_id, 100 + i);   /* in order */
 	expect_wc(p, &p->a, RN_WC_SEND, 0, 10);
@@ -258,9 +258,9 @@ test_many_laps(void **state)
 		uint32_t *word = (uint32_t *)p->abuf;
 
 		*word = i;
-		assert_int_equal(end_post_recv(&p->b, p->bbuf, 4, p->bmr.lkey, i), 0);
+		assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 4, p->bmr.lkey, i), 0);
 		wr.wr_id = i;
-		assert_int_equal(end_post(&p->a, &wr), 0);
+		assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 		wc = expect_wc(p, &p->b, RN_WC_RECV, 0, i);
 		assert_int_equal(wc.byte_len, 4);
 		assert_int_equal(*(uint32_t *)p->bbuf, i);
@@ -279,11 +279,11 @@ test_rnr_then_delivery(void **state)
 			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
 	struct rn_sim_stats stats;
 
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_no_wc(p, &p->a, 30);
 	rn_sim_stats(p->b.nic, &stats);
 	assert_true(stats.rnr_naks_sent >= 1);
-	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 10), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 10), 0);
 	expect_wc(p, &p->b, RN_WC_RECV, 0, 10);
 	expect_wc(p, &p->a, RN_WC_SEND, 0, 9);
 }
@@ -292,13 +292,13 @@ static void
 reconnect_a(struct pair *p, uint8_t rnr_retry, uint8_t retry_cnt)
 {
 	struct end_info ib = { .addr = p->b.addr, .qpn = p->b.qp.qpn };
-	struct rn_qp_connect c = end_connect_params(&ib);
+	struct rn_qp_connect c = rn_harness_connect_params(&ib);
 
 	c.rnr_retry = rnr_retry;
 	c.retry_cnt = retry_cnt;
 	c.timeout = 8;   /* 1 ms */
 	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RESET, NULL), 0);
-	assert_int_equal(end_connect(&p->a, &c), 0);
+	assert_int_equal(rn_harness_connect(&p->a, &c), 0);
 }
 
 static void
@@ -312,9 +312,9 @@ test_rnr_retry_exceeded(void **state)
 	struct rn_sim_stats stats;
 
 	reconnect_a(p, 2, 3);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	wr.wr_id = 12;
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	/* Unsignalled, yet it completes: errors always do. */
 	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR, 11);
 	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 12);
@@ -334,9 +334,9 @@ test_cut_wire_transport_retry_exceeded(void **state)
 	struct rn_sim_stats stats;
 
 	reconnect_a(p, 7, 2);
-	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 1), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 1), 0);
 	assert_int_equal(rn_sim_wire_cut(p->a.nic, &p->b.addr), 0);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->a, RN_WC_SEND,
 		  MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, 13);
 	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
@@ -346,7 +346,7 @@ test_cut_wire_transport_retry_exceeded(void **state)
 	/* Restored, a fresh connection works again. */
 	assert_int_equal(rn_sim_wire_restore(p->a.nic, &p->b.addr), 0);
 	reconnect_a(p, 7, 2);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->b, RN_WC_RECV, 0, 1);
 	expect_wc(p, &p->a, RN_WC_SEND, 0, 13);
 }
@@ -365,20 +365,20 @@ test_delayed_wire_delivers_once(void **state)
 	reconnect_a(p, 7, 7);   /* 1 ms timeout, 7 retries: 8 ms budget */
 	assert_int_equal(rn_sim_wire_delay(p->a.nic, &p->b.addr, 3000), 0);
 	for (uint32_t i = 0; i < 4; i++)
-		assert_int_equal(end_post_recv(&p->b, p->bbuf + 64 * i, 64,
-					       p->bmr.lkey, i), 0);
+		assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf + 64 * i, 64,
+						      p->bmr.lkey, i), 0);
 	for (uint32_t i = 0; i < 4; i++) {
 		*(uint32_t *)(p->abuf + 4 * i) = 1000 + i;
 		sge.addr = (uintptr_t)p->abuf + 4 * i;
 		wr.wr_id = i;
-		assert_int_equal(end_post(&p->a, &wr), 0);
+		assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	}
-	assert_int_equal(end_wait(p->ends, &p->b, wc, 4, WAIT_MS), 4);
+	assert_int_equal(rn_harness_wait(p->ends, &p->b, wc, 4, WAIT_MS), 4);
 	for (uint32_t i = 0; i < 4; i++) {
 		assert_int_equal(wc[i].wr_id, i);
 		assert_int_equal(*(uint32_t *)(p->bbuf + 64 * i), 1000 + i);
 	}
-	assert_int_equal(end_wait(p->ends, &p->a, wc, 4, WAIT_MS), 4);
+	assert_int_equal(rn_harness_wait(p->ends, &p->a, wc, 4, WAIT_MS), 4);
 	expect_no_wc(p, &p->b, 20);   /* resends were not delivered twice */
 	rn_sim_stats(p->a.nic, &stats);
 	assert_true(stats.retransmits > 0);
@@ -393,7 +393,7 @@ test_bad_rkey_and_out_of_bounds(void **state)
 			    .opcode = RN_WR_WRITE, .flags = RN_WR_SIGNALED,
 			    .raddr = (uintptr_t)p->bbuf, .rkey = p->bmr.rkey + 1 };
 
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 14);
 	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
 	assert_int_equal(rn_sim_qp_state(&p->b.qp), RN_QP_ERR);
@@ -403,15 +403,15 @@ test_bad_rkey_and_out_of_bounds(void **state)
 	assert_int_equal(rn_nic_qp_modify(p->b.nic, &p->b.qp, RN_QP_RESET, NULL), 0);
 	{
 		struct end_info ia = { .addr = p->a.addr, .qpn = p->a.qp.qpn };
-		struct rn_qp_connect c = end_connect_params(&ia);
+		struct rn_qp_connect c = rn_harness_connect_params(&ia);
 
-		assert_int_equal(end_connect(&p->b, &c), 0);
+		assert_int_equal(rn_harness_connect(&p->b, &c), 0);
 	}
 	wr.opcode = RN_WR_READ;
 	wr.rkey = p->bmr.rkey;
 	wr.raddr = (uintptr_t)p->bbuf + BUF_SIZE - 32;
 	wr.wr_id = 15;
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->a, RN_WC_READ, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 15);
 }
 
@@ -423,9 +423,9 @@ test_local_length_error(void **state)
 	struct rn_wr wr = { .wr_id = 16, .sg_list = &sge, .num_sge = 1,
 			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
 
-	assert_int_equal(end_post_recv(&p->b, p->bbuf, 100, p->bmr.lkey, 20), 0);
-	assert_int_equal(end_post_recv(&p->b, p->bbuf, 100, p->bmr.lkey, 21), 0);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 100, p->bmr.lkey, 20), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 100, p->bmr.lkey, 21), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->b, RN_WC_RECV, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, 20);
 	expect_wc(p, &p->b, RN_WC_RECV, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 21);
 	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
@@ -441,7 +441,7 @@ test_bad_lkey_is_local_protection_error(void **state)
 	struct rn_wr wr = { .wr_id = 17, .sg_list = &sge, .num_sge = 1,
 			    .opcode = RN_WR_SEND, .flags = 0 };
 
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 17);
 	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
 }
@@ -473,13 +473,13 @@ test_qp_error_flushes_both_queues(void **state)
 	/* Sends wait behind an RNR on b (no receives), receives on a idle. */
 	for (uint64_t i = 0; i < 3; i++) {
 		wr.wr_id = i;
-		assert_int_equal(end_post(&p->a, &wr), 0);
-		assert_int_equal(end_post_recv(&p->a, p->abuf, 64, p->amr.lkey,
-					       50 + i), 0);
+		assert_int_equal(rn_harness_post(&p->a, &wr), 0);
+		assert_int_equal(rn_harness_post_recv(&p->a, p->abuf, 64, p->amr.lkey,
+						      50 + i), 0);
 	}
 	expect_no_wc(p, &p->a, 20);
 	assert_int_equal(rn_sim_qp_fail(p->a.nic, &p->a.qp), 0);
-	assert_int_equal(end_wait(p->ends, &p->a, wc, 6, WAIT_MS), 6);
+	assert_int_equal(rn_harness_wait(p->ends, &p->a, wc, 6, WAIT_MS), 6);
 	for (int i = 0; i < 6; i++) {
 		print_wc(&wc[i]);
 		assert_int_equal(wc[i].status, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
@@ -491,7 +491,7 @@ test_qp_error_flushes_both_queues(void **state)
 	assert_int_equal(wc[5].wr_id, 52);
 	/* Posted in ERR: flushed as well. */
 	wr.wr_id = 9;
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 9);
 	/* And the state machine refuses ERR -> RTS. */
 	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RTS,
@@ -516,12 +516,12 @@ test_send_to_destroyed_qpn_never_reaches_its_reuser(void **state)
 	reconnect_a(p, 7, 2);
 	assert_int_equal(rn_nic_qp_destroy(p->b.nic, &p->b.qp), 0);
 	assert_int_equal(rn_nic_qp_create(p->b.nic, &p->b.cq, &p->b.cq,
-					  &harness_caps, fresh), 0);
+					  &rn_harness_caps, fresh), 0);
 	assert_int_equal(fresh->qpn, old_qpn);
 	{
 		/* The new QP talks to someone else (another QP of a). */
 		struct end_info other = { .addr = p->a.addr, .qpn = p->a.qp.qpn + 7 };
-		struct rn_qp_connect c = end_connect_params(&other);
+		struct rn_qp_connect c = rn_harness_connect_params(&other);
 
 		assert_int_equal(rn_nic_qp_modify(p->b.nic, fresh, RN_QP_INIT, NULL), 0);
 		assert_int_equal(rn_nic_qp_modify(p->b.nic, fresh, RN_QP_RTR, &c), 0);
@@ -532,7 +532,7 @@ test_send_to_destroyed_qpn_never_reaches_its_reuser(void **state)
 		assert_int_equal(rn_rq_post(&fresh->rq, &r, 1, 1), 0);
 		rn_rq_ring_doorbell(&fresh->rq);
 	}
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->a, RN_WC_SEND,
 		  MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, 19);
 	expect_no_wc(p, &p->b, 20);
@@ -562,7 +562,7 @@ test_cq_overrun_puts_cq_in_error(void **state)
 			    .flags = RN_WR_SIGNALED, .raddr = (uintptr_t)p->bbuf,
 			    .rkey = p->bmr.rkey };
 	struct rn_sim_stats stats;
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = rn_harness_now_ms() + WAIT_MS;
 	char text[64];
 	bool fatal;
 
@@ -574,8 +574,8 @@ test_cq_overrun_puts_cq_in_error(void **state)
 		assert_int_equal(rn_sq_post(&p->a.qp.sq, &wr), 0);
 	}
 	rn_sq_ring_doorbell(&p->a.qp.sq);
-	while (!rn_sim_cq_in_error(&p->a.cq) && now_ms() < deadline)
-		ends_progress(p->ends);
+	while (!rn_sim_cq_in_error(&p->a.cq) && rn_harness_now_ms() < deadline)
+		rn_harness_progress(p->ends);
 	assert_true(rn_sim_cq_in_error(&p->a.cq));
 	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
 	rn_sim_stats(p->a.nic, &stats);
@@ -599,20 +599,20 @@ test_reset_scrubs_unpolled_cqes(void **state)
 {
 	struct pair *p = *state;
 	struct end_info ia = { .addr = p->a.addr, .qpn = p->a.qp.qpn };
-	struct rn_qp_connect c = end_connect_params(&ia);
+	struct rn_qp_connect c = rn_harness_connect_params(&ia);
 	struct rn_sge sge = { (uintptr_t)p->abuf, 8, p->amr.lkey };
 	struct rn_wr wr = { .wr_id = 40, .sg_list = &sge, .num_sge = 1,
 			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
 
 	for (uint64_t i = 0; i < 3; i++)
-		assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, i), 0);
+		assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, i), 0);
 	assert_int_equal(rn_sim_qp_fail(p->b.nic, &p->b.qp), 0);
 	/* Three flush CQEs wait in b's CQ, unpolled, when b is reset. */
 	assert_int_equal(rn_nic_qp_modify(p->b.nic, &p->b.qp, RN_QP_RESET, NULL), 0);
-	assert_int_equal(end_connect(&p->b, &c), 0);
+	assert_int_equal(rn_harness_connect(&p->b, &c), 0);
 	reconnect_a(p, 7, 3);
-	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 9), 0);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 9), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->b, RN_WC_RECV, 0, 9);
 	assert_int_equal(p->b.cq.stale, 3);
 	assert_int_equal(p->b.qp.rq.tail, p->b.qp.rq.head);
@@ -629,19 +629,19 @@ test_destroy_scrubs_for_the_next_user_of_the_qpn(void **state)
 	struct rn_sim_stats stats;
 	uint32_t qpn = p->b.qp.qpn;
 	struct rn_wc wc;
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = rn_harness_now_ms() + WAIT_MS;
 
-	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 1), 0);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 1), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	/* Progress until b's receive CQE is written, but do not poll it. */
 	do {
-		ends_progress(p->ends);
+		rn_harness_progress(p->ends);
 		rn_sim_stats(p->b.nic, &stats);
-	} while (stats.frames_received < 2 && now_ms() < deadline);
+	} while (stats.frames_received < 2 && rn_harness_now_ms() < deadline);
 	expect_wc(p, &p->a, RN_WC_SEND, 0, 41);
 	assert_int_equal(rn_nic_qp_destroy(p->b.nic, &p->b.qp), 0);
 	assert_int_equal(rn_nic_qp_create(p->b.nic, &p->b.cq, &p->b.cq,
-					  &harness_caps, &p->b.qp), 0);
+					  &rn_harness_caps, &p->b.qp), 0);
 	assert_int_equal(p->b.qp.qpn, qpn);
 	assert_int_equal(rn_cq_poll(&p->b.cq, &wc, 1), 0);
 	assert_int_equal(p->b.cq.stale, 1);
@@ -659,11 +659,11 @@ test_error_completions_stay_in_order(void **state)
 			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
 
 	/* A waits on RNR (b posts no receive); then B has a bad lkey. */
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_no_wc(p, &p->a, 20);
 	wr.wr_id = 51;
 	wr.sg_list = &bad;
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 50);
 	expect_wc(p, &p->a, RN_WC_SEND, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 51);
 	assert_int_equal(p->a.qp.sq.ci, p->a.qp.sq.pi);
@@ -675,19 +675,19 @@ test_rts_to_rts_keeps_the_psn(void **state)
 {
 	struct pair *p = *state;
 	struct end_info ib = { .addr = p->b.addr, .qpn = p->b.qp.qpn };
-	struct rn_qp_connect c = end_connect_params(&ib);
+	struct rn_qp_connect c = rn_harness_connect_params(&ib);
 	struct rn_sge sge = { (uintptr_t)p->abuf, 8, p->amr.lkey };
 	struct rn_wr wr = { .wr_id = 60, .sg_list = &sge, .num_sge = 1,
 			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
 
-	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 1), 0);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 1), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->b, RN_WC_RECV, 0, 1);
 	expect_wc(p, &p->a, RN_WC_SEND, 0, 60);
 	c.local_psn = 0x100;   /* what the first RTS had: would replay PSNs */
 	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RTS, &c), 0);
-	assert_int_equal(end_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 2), 0);
-	assert_int_equal(end_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->bbuf, 64, p->bmr.lkey, 2), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 	expect_wc(p, &p->b, RN_WC_RECV, 0, 2);   /* delivered, not a duplicate */
 	expect_wc(p, &p->a, RN_WC_SEND, 0, 60);
 }

@@ -65,7 +65,7 @@ wait_one(struct side *s)
 {
 	struct rn_wc wc;
 
-	CHECK(end_wait(s->ends, &s->e, &wc, 1, WAIT_MS) == 1);
+	CHECK(rn_harness_wait(s->ends, &s->e, &wc, 1, WAIT_MS) == 1);
 	if (wc.status != 0)
 		fprintf(stderr, "# completion status 0x%x opcode %u\n",
 			wc.status, wc.opcode);
@@ -99,7 +99,7 @@ post_send(struct side *s, uint8_t opcode, uint64_t off, uint32_t len,
 			    .rkey = s->peer.rkey, .imm = htobe32(imm) };
 
 	wr.num_sge = gather_list(s, off, len, sge);
-	CHECK(end_post(&s->e, &wr) == 0);
+	CHECK(rn_harness_post(&s->e, &wr) == 0);
 }
 
 /* Requester side: SENDs, WRITEs, READs of every size. */
@@ -142,7 +142,7 @@ run_responder(struct side *s)
 	for (uint32_t i = 0; i < N_SIZES; i++)
 		pattern(s->buf + i * MIB, sizes[i], 200 + i);  /* for READs */
 	for (uint32_t i = 0; i < N_SIZES; i++) {
-		CHECK(end_post_recv(&s->e, s->buf + 7 * MIB, MIB, s->mr.lkey, i) == 0);
+		CHECK(rn_harness_post_recv(&s->e, s->buf + 7 * MIB, MIB, s->mr.lkey, i) == 0);
 		wc = wait_one(s);
 		CHECK(wc.opcode == RN_WC_RECV && wc.wr_id == i);
 		CHECK(wc.byte_len == sizes[i]);
@@ -154,18 +154,18 @@ run_responder(struct side *s)
 		/* The READ test reads this area later: keep its pattern. */
 		memcpy(saved, s->buf + i * MIB, sizeof(saved) < sizes[i] ?
 		       sizeof(saved) : sizes[i]);
-		CHECK(end_post_recv(&s->e, NULL, 0, s->mr.lkey, 50 + i) == 0);
+		CHECK(rn_harness_post_recv(&s->e, NULL, 0, s->mr.lkey, 50 + i) == 0);
 		wc = wait_one(s);
 		CHECK(wc.opcode == RN_WC_RECV_IMM && be32toh(wc.imm) == i);
 		CHECK(pattern_ok(s->buf + i * MIB, sizes[i], 100 + i));
 		pattern(s->buf + i * MIB, sizes[i], 200 + i);
 	}
-	CHECK(end_post_recv(&s->e, NULL, 0, s->mr.lkey, 99) == 0);
+	CHECK(rn_harness_post_recv(&s->e, NULL, 0, s->mr.lkey, 99) == 0);
 	wc = wait_one(s);   /* READs were served while waiting for this */
 	CHECK(wc.opcode == RN_WC_RECV_IMM && be32toh(wc.imm) == 0xb7e);
 	/* Let the last ACK leave before the process exits. */
 	for (int i = 0; i < 1000; i++)
-		ends_progress(s->ends);
+		rn_harness_progress(s->ends);
 }
 
 static int
@@ -192,7 +192,7 @@ side_main(int sock, bool requester, const char *ns, const char *ip)
 
 	if (ns != NULL)
 		CHECK(enter_netns(ns) == 0);
-	CHECK(end_open(&s.e, ip, 256, NULL) == 0);
+	CHECK(rn_harness_open(&s.e, ip, 256, NULL) == 0);
 	s.buf = calloc(1, BUF_SIZE + 1);
 	CHECK(s.buf != NULL);
 	CHECK(s.e.nic->ops->mr_reg(s.e.nic, s.buf, BUF_SIZE,
@@ -202,8 +202,8 @@ side_main(int sock, bool requester, const char *ns, const char *ip)
 				  .buf_addr = (uintptr_t)s.buf, .rkey = s.mr.rkey };
 	CHECK(write(sock, &mine, sizeof(mine)) == sizeof(mine));
 	CHECK(read(sock, &s.peer, sizeof(s.peer)) == sizeof(s.peer));
-	conn = end_connect_params(&s.peer);
-	CHECK(end_connect(&s.e, &conn) == 0);
+	conn = rn_harness_connect_params(&s.peer);
+	CHECK(rn_harness_connect(&s.e, &conn) == 0);
 	/* Both sides connected before the first SEND: no RNR on start. */
 	CHECK(write(sock, "r", 1) == 1);
 	CHECK(read(sock, &mine, 1) == 1);
@@ -211,7 +211,7 @@ side_main(int sock, bool requester, const char *ns, const char *ip)
 		run_requester(&s);
 	else
 		run_responder(&s);
-	end_close(&s.e);
+	rn_harness_close(&s.e);
 	free(s.buf);
 	exit(0);
 }

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 int
-sim_cq_create(struct sim_ctx *ctx, uint32_t cqe_cnt, struct rn_cq *cq)
+rn_sim_cq_create(struct sim_ctx *ctx, uint32_t cqe_cnt, struct rn_cq *cq)
 {
 	struct sim_cq *scq = calloc(1, sizeof(*scq));
 
@@ -43,7 +43,7 @@ sim_cq_create(struct sim_ctx *ctx, uint32_t cqe_cnt, struct rn_cq *cq)
 }
 
 void
-sim_cq_destroy(struct rn_cq *cq)
+rn_sim_cq_destroy(struct rn_cq *cq)
 {
 	struct sim_cq *scq = cq->priv;
 
@@ -69,12 +69,12 @@ overrun(struct sim_cq *scq)
 
 	scq->error = true;
 	ctx->stats.cq_overruns++;
-	sim_event_raise(ctx, SIM_EVENT_CQ_ERR);
+	rn_sim_event_raise(ctx, SIM_EVENT_CQ_ERR);
 	/* Every QP completing to it fails with it; their flushes to a
 	 * healthy CQ still arrive, those to this one are lost. */
 	for (struct sim_qp *q = ctx->live; q != NULL; q = q->next)
 		if ((q->scq == scq || q->rcq == scq) && q->state != RN_QP_ERR)
-			sim_qp_error(q);
+			rn_sim_qp_enter_err(q);
 }
 
 void
@@ -87,7 +87,7 @@ rn_sim_overrun_cq(struct rn_cq *cq)
 }
 
 void
-sim_cq_push(struct sim_cq *scq, struct mlx5_cqe64 *src)
+rn_sim_cq_push(struct sim_cq *scq, struct mlx5_cqe64 *src)
 {
 	struct mlx5_cqe64 *dst;
 	uint8_t op_own;
@@ -107,8 +107,8 @@ sim_cq_push(struct sim_cq *scq, struct mlx5_cqe64 *src)
 }
 
 void
-sim_cq_push_error(struct sim_cq *scq, uint8_t cqe_opcode, uint8_t syndrome,
-		  uint8_t wqe_opcode, uint32_t qpn, uint16_t wqe_counter)
+rn_sim_cq_push_error(struct sim_cq *scq, uint8_t cqe_opcode, uint8_t syndrome,
+		     uint8_t wqe_opcode, uint32_t qpn, uint16_t wqe_counter)
 {
 	struct mlx5_cqe64 cqe;
 	struct mlx5_err_cqe *err = (void *)&cqe;
@@ -120,5 +120,5 @@ sim_cq_push_error(struct sim_cq *scq, uint8_t cqe_opcode, uint8_t syndrome,
 						 (qpn & 0xffffff));
 	err->wqe_counter = rte_cpu_to_be_16(wqe_counter);
 	err->op_own = (uint8_t)(cqe_opcode << 4);
-	sim_cq_push(scq, &cqe);
+	rn_sim_cq_push(scq, &cqe);
 }

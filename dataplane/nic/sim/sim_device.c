@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The sim device context: protection domain and memory registrations, the
- * provider operations, and the progress loop the owning lcore runs:
+ * The sim device context: the provider operations, and the progress loop
+ * the owning lcore runs:
  *   1. read the wires and run the responder and completer on what arrived,
- *   2. let each QP's requester execute newly doorbelled WQEs and timers,
+ *   2. for each QP, let the completer check the ACK timeout, then the
+ *      requester resend or execute newly doorbelled WQEs,
  *   3. write out what was queued on the wires.
  */
 #include <errno.h>
@@ -14,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 static int
 sim_open(const struct rn_nic_config *cfg, const char *listen,
@@ -34,18 +35,18 @@ sim_open(const struct rn_nic_config *cfg, const char *listen,
 		free(ctx);
 		return rc;
 	}
-	rc = sim_events_open(ctx);
+	rc = rn_sim_events_open(ctx);
 	if (rc != 0) {
 		close(ctx->epoll_fd);
 		free(ctx);
 		return rc;
 	}
-	rc = sim_wire_listen(ctx, listen);
+	rc = rn_sim_wire_listen(ctx, listen);
 	if (rc != 0) {
 		snprintf(why, why_len, "sim device: cannot listen on %s: %s%s",
 			 listen, strerror(-rc), rc == -EAFNOSUPPORT ?
 			 " (the sim's wire is IPv4 only)" : "");
-		sim_events_close(ctx);
+		rn_sim_events_close(ctx);
 		close(ctx->epoll_fd);
 		free(ctx);
 		return rc;
@@ -57,20 +58,20 @@ sim_open(const struct rn_nic_config *cfg, const char *listen,
 static void
 sim_close(struct rn_nic *nic)
 {
-	struct sim_ctx *ctx = sim_ctx_of(nic);
+	struct sim_ctx *ctx = rn_sim_ctx_of(nic);
 
-	sim_wire_close_all(ctx);
+	rn_sim_wire_close_all(ctx);
 	while (ctx->faults != NULL) {
-		struct sim_cut *f = ctx->faults;
+		struct sim_fault *f = ctx->faults;
 
 		ctx->faults = f->next;
 		free(f);
 	}
 	while (ctx->live != NULL)
-		sim_qp_destroy(ctx, ctx->live);
+		rn_sim_qp_destroy(ctx, ctx->live);
 	close(ctx->listen_fd);
 	close(ctx->epoll_fd);
-	sim_events_close(ctx);
+	rn_sim_events_close(ctx);
 	free(ctx->scratch);
 	free(ctx);
 }
@@ -78,7 +79,7 @@ sim_close(struct rn_nic *nic)
 static int
 sim_query_addr(struct rn_nic *nic, struct rn_nic_addr *out)
 {
-	struct sim_ctx *ctx = sim_ctx_of(nic);
+	struct sim_ctx *ctx = rn_sim_ctx_of(nic);
 
 	memset(out, 0, sizeof(*out));
 	/* ::ffff:a.b.c.d, as a RoCE v2 GID for an IPv4 address. */
@@ -91,97 +92,21 @@ sim_query_addr(struct rn_nic *nic, struct rn_nic_addr *out)
 	return 0;
 }
 
-/* Keys: slot index in the high 24 bits, a generation byte below, so a
- * stale key of a deregistered region never matches its slot's next user. */
-static int
-sim_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint32_t access,
-	   struct rn_mr *mr)
-{
-	struct sim_ctx *ctx = sim_ctx_of(nic);
-
-	/* As ibv_reg_mr: remote write needs local write. */
-	if ((access & RN_ACCESS_REMOTE_WRITE) && !(access & RN_ACCESS_LOCAL_WRITE))
-		return -EINVAL;
-	for (uint32_t i = 0; i < SIM_MAX_MRS; i++) {
-		struct sim_mr *m = &ctx->mrs[i];
-
-		if (m->key != 0)
-			continue;
-		ctx->mr_generation++;
-		*m = (struct sim_mr){
-			.addr = (uintptr_t)addr,
-			.length = length,
-			.access = access,
-			.key = (i + 1) << 8 | (ctx->mr_generation & 0xff),
-		};
-		*mr = (struct rn_mr){ .addr = addr, .length = length,
-				      .lkey = m->key, .rkey = m->key, .priv = m };
-		return 0;
-	}
-	return -ENOSPC;
-}
-
-static int
-sim_mr_reg_dmabuf(struct rn_nic *nic, uint64_t offset, size_t length,
-		  uint64_t iova, int fd, uint32_t access, struct rn_mr *mr)
-{
-	(void)nic, (void)offset, (void)length, (void)iova, (void)fd;
-	(void)access, (void)mr;
-	return -EOPNOTSUPP;   /* no device memory behind a software NIC */
-}
-
-static int
-sim_mr_dereg(struct rn_nic *nic, struct rn_mr *mr)
-{
-	struct sim_mr *m = mr->priv;
-
-	(void)nic;
-	if (m == NULL || m->key != mr->lkey)
-		return -EINVAL;
-	m->key = 0;
-	mr->priv = NULL;
-	return 0;
-}
-
-const struct sim_mr *
-sim_mr_check(struct sim_ctx *ctx, uint32_t key, uint64_t addr, uint64_t len,
-	     uint32_t access)
-{
-	uint32_t index = (key >> 8) - 1;
-	const struct sim_mr *m;
-
-	if (index >= SIM_MAX_MRS)
-		return NULL;
-	m = &ctx->mrs[index];
-	if (m->key != key || (m->access & access) != access ||
-	    addr < m->addr || len > m->length || addr - m->addr > m->length - len)
-		return NULL;
-	return m;
-}
-
-struct sim_qp *
-sim_qp_lookup(struct sim_ctx *ctx, uint32_t qpn)
-{
-	uint32_t index = qpn - SIM_QPN_BASE;
-
-	return index < SIM_MAX_QPS ? ctx->qps[index] : NULL;
-}
-
 static int
 sim_cq_create_op(struct rn_nic *nic, uint32_t cqe_cnt, struct rn_cq *cq)
 {
-	return sim_cq_create(sim_ctx_of(nic), cqe_cnt, cq);
+	return rn_sim_cq_create(rn_sim_ctx_of(nic), cqe_cnt, cq);
 }
 
 static int
 sim_cq_destroy_op(struct rn_nic *nic, struct rn_cq *cq)
 {
-	struct sim_ctx *ctx = sim_ctx_of(nic);
+	struct sim_ctx *ctx = rn_sim_ctx_of(nic);
 
 	for (struct sim_qp *q = ctx->live; q != NULL; q = q->next)
 		if (q->scq == cq->priv || q->rcq == cq->priv)
 			return -EBUSY;
-	sim_cq_destroy(cq);
+	rn_sim_cq_destroy(cq);
 	return 0;
 }
 
@@ -190,36 +115,50 @@ sim_qp_create_op(struct rn_nic *nic, struct rn_cq *send_cq,
 		 struct rn_cq *recv_cq, const struct rn_qp_caps *caps,
 		 struct rn_qp *qp)
 {
-	return sim_qp_create(sim_ctx_of(nic), send_cq, recv_cq, caps, qp);
+	return rn_sim_qp_create(rn_sim_ctx_of(nic), send_cq, recv_cq, caps, qp);
 }
 
 static int
 sim_qp_modify_op(struct rn_nic *nic, struct rn_qp *qp, enum rn_qp_state state,
 		 const struct rn_qp_connect *conn)
 {
-	return sim_qp_modify(sim_ctx_of(nic), qp->priv, state, conn);
+	return rn_sim_qp_modify(rn_sim_ctx_of(nic), qp->priv, state, conn);
 }
 
 static int
 sim_qp_destroy_op(struct rn_nic *nic, struct rn_qp *qp)
 {
-	sim_qp_destroy(sim_ctx_of(nic), qp->priv);
+	rn_sim_qp_destroy(rn_sim_ctx_of(nic), qp->priv);
 	return 0;
+}
+
+/* A frame off the wire: a request for the responder, or a reply to one of
+ * our requests for the completer. */
+static void
+deliver(struct sim_ctx *ctx, struct sim_wire *wire,
+	const struct sim_frame_hdr *h, const uint8_t *payload)
+{
+	if (h->type == SIM_FRAME_REQUEST)
+		rn_sim_responder_request(ctx, wire, h, payload);
+	else
+		rn_sim_completer_receive(ctx, wire, h, payload);
 }
 
 static unsigned int
 sim_progress(struct rn_nic *nic)
 {
-	struct sim_ctx *ctx = sim_ctx_of(nic);
+	struct sim_ctx *ctx = rn_sim_ctx_of(nic);
 	struct timespec ts;
 	unsigned int work;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ctx->now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	work = sim_wire_progress(ctx);
-	for (struct sim_qp *q = ctx->live; q != NULL; q = q->next)
-		work += sim_requester_run(q);
-	sim_wire_flush(ctx);
+	work = rn_sim_wire_receive(ctx, deliver);
+	for (struct sim_qp *q = ctx->live; q != NULL; q = q->next) {
+		rn_sim_completer_timeout(q);
+		work += rn_sim_requester_run(q);
+	}
+	rn_sim_wire_transmit(ctx);
 	return work;
 }
 
@@ -228,7 +167,7 @@ sim_wait_fds(struct rn_nic *nic, int *fds, int max)
 {
 	if (max < 1)
 		return 0;
-	fds[0] = sim_ctx_of(nic)->epoll_fd;
+	fds[0] = rn_sim_ctx_of(nic)->epoll_fd;
 	return 1;
 }
 
@@ -237,9 +176,9 @@ const struct rn_nic_ops rn_nic_sim_ops = {
 	.open = sim_open,
 	.close = sim_close,
 	.query_addr = sim_query_addr,
-	.mr_reg = sim_mr_reg,
-	.mr_reg_dmabuf = sim_mr_reg_dmabuf,
-	.mr_dereg = sim_mr_dereg,
+	.mr_reg = rn_sim_mr_reg,
+	.mr_reg_dmabuf = rn_sim_mr_reg_dmabuf,
+	.mr_dereg = rn_sim_mr_dereg,
 	.cq_create = sim_cq_create_op,
 	.cq_destroy = sim_cq_destroy_op,
 	.qp_create = sim_qp_create_op,
@@ -247,14 +186,14 @@ const struct rn_nic_ops rn_nic_sim_ops = {
 	.qp_destroy = sim_qp_destroy_op,
 	.progress = sim_progress,
 	.wait_fds = sim_wait_fds,
-	.event_fd = sim_event_fd,
-	.take_event = sim_take_event,
+	.event_fd = rn_sim_event_fd,
+	.take_event = rn_sim_event_take,
 };
 
 int
 rn_sim_qp_fail(struct rn_nic *nic, struct rn_qp *qp)
 {
-	return sim_qp_modify(sim_ctx_of(nic), qp->priv, RN_QP_ERR, NULL);
+	return rn_sim_qp_modify(rn_sim_ctx_of(nic), qp->priv, RN_QP_ERR, NULL);
 }
 
 enum rn_qp_state
@@ -272,11 +211,11 @@ rn_sim_cq_in_error(const struct rn_cq *cq)
 void
 rn_sim_stats(struct rn_nic *nic, struct rn_sim_stats *out)
 {
-	*out = sim_ctx_of(nic)->stats;
+	*out = rn_sim_ctx_of(nic)->stats;
 }
 
 uint16_t
 rn_sim_port(struct rn_nic *nic)
 {
-	return sim_ctx_of(nic)->self.port;
+	return rn_sim_ctx_of(nic)->self.port;
 }

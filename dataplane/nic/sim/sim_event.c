@@ -13,10 +13,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 int
-sim_events_open(struct sim_ctx *ctx)
+rn_sim_events_open(struct sim_ctx *ctx)
 {
 	rte_spinlock_init(&ctx->events_lock);
 	ctx->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -24,14 +24,14 @@ sim_events_open(struct sim_ctx *ctx)
 }
 
 void
-sim_events_close(struct sim_ctx *ctx)
+rn_sim_events_close(struct sim_ctx *ctx)
 {
 	if (ctx->event_fd >= 0)
 		close(ctx->event_fd);
 }
 
 void
-sim_event_raise(struct sim_ctx *ctx, enum sim_event kind)
+rn_sim_event_raise(struct sim_ctx *ctx, enum sim_event kind)
 {
 	rte_spinlock_lock(&ctx->events_lock);
 	if (kind == SIM_EVENT_CQ_ERR)
@@ -43,15 +43,15 @@ sim_event_raise(struct sim_ctx *ctx, enum sim_event kind)
 }
 
 int
-sim_event_fd(struct rn_nic *nic)
+rn_sim_event_fd(struct rn_nic *nic)
 {
-	return sim_ctx_of(nic)->event_fd;
+	return rn_sim_ctx_of(nic)->event_fd;
 }
 
 int
-sim_take_event(struct rn_nic *nic, char *text, size_t len, bool *fatal)
+rn_sim_event_take(struct rn_nic *nic, char *text, size_t len, bool *fatal)
 {
-	struct sim_ctx *ctx = sim_ctx_of(nic);
+	struct sim_ctx *ctx = rn_sim_ctx_of(nic);
 	eventfd_t count;
 
 	rte_spinlock_lock(&ctx->events_lock);
@@ -75,6 +75,6 @@ sim_take_event(struct rn_nic *nic, char *text, size_t len, bool *fatal)
 void
 rn_sim_raise_event(struct rn_nic *nic, bool fatal)
 {
-	sim_event_raise(sim_ctx_of(nic), fatal ? SIM_EVENT_CQ_ERR :
-						 SIM_EVENT_PORT_ERR);
+	rn_sim_event_raise(rn_sim_ctx_of(nic),
+			   fatal ? SIM_EVENT_CQ_ERR : SIM_EVENT_PORT_ERR);
 }

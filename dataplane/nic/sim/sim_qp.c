@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim_wqe_pvt.h"
 
 static uint32_t
 log2_u32(uint32_t v)
@@ -50,8 +50,8 @@ alloc_qpn(struct sim_ctx *ctx)
 }
 
 int
-sim_qp_create(struct sim_ctx *ctx, struct rn_cq *scq, struct rn_cq *rcq,
-	      const struct rn_qp_caps *caps, struct rn_qp *qp)
+rn_sim_qp_create(struct sim_ctx *ctx, struct rn_cq *scq, struct rn_cq *rcq,
+		 const struct rn_qp_caps *caps, struct rn_qp *qp)
 {
 	struct sim_qp *sqp;
 	uint32_t rq_stride;
@@ -87,7 +87,7 @@ sim_qp_create(struct sim_ctx *ctx, struct rn_cq *scq, struct rn_cq *rcq,
 	sqp->inflight = calloc(sqp->inflight_cap, sizeof(*sqp->inflight));
 	if (sqp->dbrec == NULL || sqp->sq_buf == NULL || sqp->rq_buf == NULL ||
 	    sqp->inflight == NULL) {
-		sim_qp_destroy(ctx, sqp);
+		rn_sim_qp_destroy(ctx, sqp);
 		return -ENOMEM;
 	}
 	sqp->state = RN_QP_RESET;
@@ -117,7 +117,7 @@ sim_qp_create(struct sim_ctx *ctx, struct rn_cq *scq, struct rn_cq *rcq,
 }
 
 void
-sim_qp_destroy(struct sim_ctx *ctx, struct sim_qp *sqp)
+rn_sim_qp_destroy(struct sim_ctx *ctx, struct sim_qp *sqp)
 {
 	uint32_t index = sqp->qpn - SIM_QPN_BASE;
 
@@ -164,13 +164,13 @@ reset(struct sim_qp *sqp)
 	sqp->sq_next = 0;
 	sqp->rq_next = 0;
 	sqp->inflight_head = sqp->inflight_count = 0;
-	sqp->flags = 0;
+	sqp->req_state = SIM_REQ_SEND;
 	sqp->deadline_ns = 0;
 }
 
 int
-sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp, enum rn_qp_state state,
-	      const struct rn_qp_connect *conn)
+rn_sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp, enum rn_qp_state state,
+		 const struct rn_qp_connect *conn)
 {
 	(void)ctx;
 	if (!transition_allowed(sqp->state, state))
@@ -185,7 +185,7 @@ sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp, enum rn_qp_state state,
 		if (conn->min_rnr_timer > 31)
 			return -EINVAL;
 		sqp->conn = *conn;
-		sim_addr_from_nic(&conn->remote, &sqp->remote);
+		rn_sim_addr_from_nic(&conn->remote, &sqp->remote);
 		sqp->expected_psn = conn->remote_psn & 0xffffff;
 		break;
 	case RN_QP_RTS:
@@ -209,7 +209,7 @@ sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp, enum rn_qp_state state,
 		break;
 	case RN_QP_ERR:
 		if (sqp->state != RN_QP_ERR)
-			sim_qp_error(sqp);
+			rn_sim_qp_enter_err(sqp);
 		return 0;
 	}
 	sqp->state = state;
@@ -217,7 +217,7 @@ sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp, enum rn_qp_state state,
 }
 
 uint32_t
-sim_rq_posted(const struct sim_qp *sqp)
+rn_sim_rq_posted(const struct sim_qp *sqp)
 {
 	uint32_t head = rte_be_to_cpu_32(__atomic_load_n(
 		&sqp->dbrec[MLX5_RCV_DBR], __ATOMIC_ACQUIRE)) & 0xffff;
@@ -225,8 +225,8 @@ sim_rq_posted(const struct sim_qp *sqp)
 	return (head - sqp->rq_next) & 0xffff;
 }
 
-static uint32_t
-sq_posted(const struct sim_qp *sqp)
+uint32_t
+rn_sim_sq_posted(const struct sim_qp *sqp)
 {
 	uint32_t head = rte_be_to_cpu_32(__atomic_load_n(
 		&sqp->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE)) & 0xffff;
@@ -234,39 +234,27 @@ sq_posted(const struct sim_qp *sqp)
 	return (head - sqp->sq_next) & 0xffff;
 }
 
-static uint8_t
-wqe_opcode_at(const struct sim_qp *sqp, uint32_t bb)
-{
-	const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)(sqp->sq_buf +
-		(size_t)(bb & (sqp->sq_wqe_cnt - 1)) * 64);
-
-	return (uint8_t)rte_be_to_cpu_32(ctrl->opmod_idx_opcode);
-}
-
-static uint32_t
-wqe_bbs_at(const struct sim_qp *sqp, uint32_t bb)
-{
-	const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)(sqp->sq_buf +
-		(size_t)(bb & (sqp->sq_wqe_cnt - 1)) * 64);
-	uint32_t ds = rte_be_to_cpu_32(ctrl->qpn_ds) & 0x3f;
-
-	return RTE_MAX((ds + 3) / 4, 1u);
-}
-
-/* Flush posted send WQEs from sq_next to the doorbell record. */
+/*
+ * Flush posted send WQEs from sq_next to the doorbell record. Only the
+ * control segment is read, unchecked: a flush CQE carries the opcode and
+ * WQE counter, and a malformed WQE is flushed like any other.
+ */
 static unsigned int
 flush_sq(struct sim_qp *sqp)
 {
-	uint32_t left = sq_posted(sqp);
+	uint32_t left = rn_sim_sq_posted(sqp);
 	unsigned int n = 0;
 
 	while (left > 0) {
-		uint32_t bbs = wqe_bbs_at(sqp, sqp->sq_next);
+		const struct mlx5_wqe_ctrl_seg *ctrl =
+			(const void *)rn_sim_wqe_unit(sqp, sqp->sq_next, 0);
+		uint8_t opcode = (uint8_t)rte_be_to_cpu_32(ctrl->opmod_idx_opcode);
+		uint32_t bbs = rn_sim_wqe_bbs(rte_be_to_cpu_32(ctrl->qpn_ds) &
+					      0x3f);
 
-		sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR,
-				  MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
-				  wqe_opcode_at(sqp, sqp->sq_next), sqp->qpn,
-				  (uint16_t)sqp->sq_next);
+		rn_sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR,
+				     MLX5_CQE_SYNDROME_WR_FLUSH_ERR, opcode,
+				     sqp->qpn, (uint16_t)sqp->sq_next);
 		sqp->sq_next += bbs;
 		left = bbs < left ? left - bbs : 0;
 		n++;
@@ -279,41 +267,58 @@ flush_rq(struct sim_qp *sqp)
 {
 	unsigned int n = 0;
 
-	for (uint32_t left = sim_rq_posted(sqp); left > 0; left--, n++) {
-		sim_cq_push_error(sqp->rcq, MLX5_CQE_RESP_ERR,
-				  MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, sqp->qpn,
-				  (uint16_t)sqp->rq_next);
+	for (uint32_t left = rn_sim_rq_posted(sqp); left > 0; left--, n++) {
+		rn_sim_cq_push_error(sqp->rcq, MLX5_CQE_RESP_ERR,
+				     MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, sqp->qpn,
+				     (uint16_t)sqp->rq_next);
 		sqp->rq_next++;
 	}
 	return n;
 }
 
 void
-sim_qp_flush_inflight(struct sim_qp *sqp)
+rn_sim_qp_flush_inflight(struct sim_qp *sqp)
 {
-	for (; sqp->inflight_count > 0; sqp->inflight_count--) {
-		struct sim_inflight *f = &sqp->inflight[sqp->inflight_head];
+	while (sqp->inflight_count > 0) {
+		struct sim_inflight *f = rn_sim_inflight_at(sqp, 0);
 
-		sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR,
-				  MLX5_CQE_SYNDROME_WR_FLUSH_ERR, f->opcode,
-				  sqp->qpn, (uint16_t)f->bb);
-		sqp->inflight_head = (sqp->inflight_head + 1) %
-				     sqp->inflight_cap;
+		rn_sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR,
+				     MLX5_CQE_SYNDROME_WR_FLUSH_ERR, f->opcode,
+				     sqp->qpn, (uint16_t)f->bb);
+		rn_sim_inflight_retire(sqp);
 	}
 }
 
 void
-sim_qp_error(struct sim_qp *sqp)
+rn_sim_qp_enter_err(struct sim_qp *sqp)
 {
 	sqp->state = RN_QP_ERR;
-	sim_qp_flush_inflight(sqp);
-	sqp->flags = 0;
+	rn_sim_qp_flush_inflight(sqp);
+	sqp->req_state = SIM_REQ_SEND;
 	flush_sq(sqp);
 	flush_rq(sqp);
 }
 
 unsigned int
-sim_qp_flush_new(struct sim_qp *sqp)
+rn_sim_qp_flush_new(struct sim_qp *sqp)
 {
 	return flush_sq(sqp) + flush_rq(sqp);
+}
+
+bool
+rn_sim_qp_from_peer(const struct sim_qp *sqp, const struct sim_wire *wire,
+		    uint32_t src_qpn)
+{
+	const struct sim_addr *src = rn_sim_wire_remote(wire);
+
+	return src_qpn == sqp->conn.remote_qpn && src != NULL &&
+	       rn_sim_addr_equal(src, &sqp->remote);
+}
+
+struct sim_qp *
+rn_sim_qp_lookup(struct sim_ctx *ctx, uint32_t qpn)
+{
+	uint32_t index = qpn - SIM_QPN_BASE;
+
+	return index < SIM_MAX_QPS ? ctx->qps[index] : NULL;
 }

@@ -9,14 +9,14 @@
 #include <rte_byteorder.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 static void
 reply(struct sim_ctx *ctx, struct sim_wire *wire, const struct sim_qp *sqp,
       uint8_t type, uint32_t psn, uint8_t syndrome, const void *data,
       uint32_t len)
 {
-	struct sim_pkt_hdr h = {
+	struct sim_frame_hdr h = {
 		.length = len,
 		.type = type,
 		.syndrome = syndrome,
@@ -26,7 +26,7 @@ reply(struct sim_ctx *ctx, struct sim_wire *wire, const struct sim_qp *sqp,
 		.psn = psn,
 	};
 
-	sim_wire_reply(ctx, wire, &h, data);
+	rn_sim_wire_reply(ctx, wire, &h, data);
 }
 
 static uint8_t *
@@ -49,19 +49,19 @@ scatter(struct sim_qp *sqp, const uint8_t *data, uint32_t len)
 
 	for (uint32_t i = 0; i < sqp->rq_max_sge; i++) {
 		uint32_t lkey = rte_be_to_cpu_32(seg[i].lkey);
-		uint64_t n = sim_seg_bytes(seg[i].byte_count);
+		uint64_t n = rn_sim_seg_bytes(seg[i].byte_count);
 
 		if (lkey == MLX5_INVALID_LKEY)
 			break;
-		if (sim_mr_check(sqp->ctx, lkey, rte_be_to_cpu_64(seg[i].addr), n,
-				 RN_ACCESS_LOCAL_WRITE) == NULL)
+		if (rn_sim_mr_check(sqp->ctx, lkey, rte_be_to_cpu_64(seg[i].addr), n,
+				    RN_ACCESS_LOCAL_WRITE) == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
 		capacity += n;
 	}
 	if (capacity < len)
 		return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
 	for (uint32_t i = 0; done < len; i++) {
-		uint32_t n = (uint32_t)RTE_MIN(sim_seg_bytes(seg[i].byte_count),
+		uint32_t n = (uint32_t)RTE_MIN(rn_sim_seg_bytes(seg[i].byte_count),
 					       (uint64_t)(len - done));
 
 		memcpy((void *)(uintptr_t)rte_be_to_cpu_64(seg[i].addr),
@@ -83,7 +83,7 @@ push_recv_cqe(struct sim_qp *sqp, uint8_t cqe_opcode, uint32_t len,
 	cqe.sop_drop_qpn = rte_cpu_to_be_32(sqp->qpn);
 	cqe.wqe_counter = rte_cpu_to_be_16((uint16_t)sqp->rq_next);
 	cqe.op_own = (uint8_t)(cqe_opcode << 4);
-	sim_cq_push(sqp->rcq, &cqe);
+	rn_sim_cq_push(sqp->rcq, &cqe);
 	sqp->rq_next++;
 }
 
@@ -95,17 +95,17 @@ fail(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
      uint8_t requester_syndrome)
 {
 	if (consumed_recv) {
-		sim_cq_push_error(sqp->rcq, MLX5_CQE_RESP_ERR, local_syndrome, 0,
-				  sqp->qpn, (uint16_t)sqp->rq_next);
+		rn_sim_cq_push_error(sqp->rcq, MLX5_CQE_RESP_ERR, local_syndrome, 0,
+				     sqp->qpn, (uint16_t)sqp->rq_next);
 		sqp->rq_next++;
 	}
-	reply(ctx, wire, sqp, SIM_PKT_NAK, psn, requester_syndrome, NULL, 0);
-	sim_qp_error(sqp);
+	reply(ctx, wire, sqp, SIM_FRAME_NAK, psn, requester_syndrome, NULL, 0);
+	rn_sim_qp_enter_err(sqp);
 }
 
 static void
 execute_send(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
-	     const struct sim_pkt_hdr *h, const uint8_t *payload)
+	     const struct sim_frame_hdr *h, const uint8_t *payload)
 {
 	int rc = scatter(sqp, payload, h->length);
 
@@ -120,15 +120,15 @@ execute_send(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 			   MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND,
 		      h->length, h->opcode == MLX5_OPCODE_SEND_IMM ? h->imm : 0);
 	sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
-	reply(ctx, wire, sqp, SIM_PKT_ACK, h->psn, 0, NULL, 0);
+	reply(ctx, wire, sqp, SIM_FRAME_ACK, h->psn, 0, NULL, 0);
 }
 
 static void
 execute_write(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
-	      const struct sim_pkt_hdr *h, const uint8_t *payload)
+	      const struct sim_frame_hdr *h, const uint8_t *payload)
 {
-	if (sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
-			 RN_ACCESS_REMOTE_WRITE) == NULL ||
+	if (rn_sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
+			    RN_ACCESS_REMOTE_WRITE) == NULL ||
 	    !(sqp->conn.access & RN_ACCESS_REMOTE_WRITE)) {
 		fail(ctx, wire, sqp, h->psn, 0, false,
 		     MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
@@ -138,21 +138,21 @@ execute_write(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	if (h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)
 		push_recv_cqe(sqp, MLX5_CQE_RESP_WR_IMM, h->dma_len, h->imm);
 	sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
-	reply(ctx, wire, sqp, SIM_PKT_ACK, h->psn, 0, NULL, 0);
+	reply(ctx, wire, sqp, SIM_FRAME_ACK, h->psn, 0, NULL, 0);
 }
 
 static bool
 read_allowed(struct sim_ctx *ctx, const struct sim_qp *sqp,
-	     const struct sim_pkt_hdr *h)
+	     const struct sim_frame_hdr *h)
 {
-	return sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
-			    RN_ACCESS_REMOTE_READ) != NULL &&
+	return rn_sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
+			       RN_ACCESS_REMOTE_READ) != NULL &&
 	       (sqp->conn.access & RN_ACCESS_REMOTE_READ);
 }
 
 static void
 execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
-	     const struct sim_pkt_hdr *h, bool duplicate)
+	     const struct sim_frame_hdr *h, bool duplicate)
 {
 	if (!read_allowed(ctx, sqp, h)) {
 		if (!duplicate)
@@ -162,30 +162,19 @@ execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	}
 	if (!duplicate)
 		sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
-	reply(ctx, wire, sqp, SIM_PKT_READ_RESP, h->psn, 0,
+	reply(ctx, wire, sqp, SIM_FRAME_READ_RESP, h->psn, 0,
 	      (const void *)(uintptr_t)h->raddr, h->dma_len);
 }
 
-/* Does this request come from the QP that sqp is connected to? */
-static bool
-from_peer(const struct sim_qp *sqp, struct sim_wire *wire,
-	  const struct sim_pkt_hdr *h)
-{
-	const struct sim_addr *src = sim_wire_remote(wire);
-
-	return h->src_qpn == sqp->conn.remote_qpn && src != NULL &&
-	       src->ip == sqp->remote.ip && src->port == sqp->remote.port;
-}
-
 void
-sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
-		      const struct sim_pkt_hdr *h, const uint8_t *payload)
+rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
+			 const struct sim_frame_hdr *h, const uint8_t *payload)
 {
-	struct sim_qp *sqp = sim_qp_lookup(ctx, h->dst_qpn);
+	struct sim_qp *sqp = rn_sim_qp_lookup(ctx, h->dst_qpn);
 	int32_t d;
 
 	if (sqp == NULL || (sqp->state != RN_QP_RTR && sqp->state != RN_QP_RTS) ||
-	    !from_peer(sqp, wire, h)) {
+	    !rn_sim_qp_from_peer(sqp, wire, h->src_qpn)) {
 		ctx->stats.dropped_no_qp++;
 		return;
 	}
@@ -195,7 +184,7 @@ sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 		ctx->stats.dropped_malformed++;
 		return;
 	}
-	d = sim_psn_diff(h->psn, sqp->expected_psn);
+	d = rn_sim_psn_diff(h->psn, sqp->expected_psn);
 	if (d > 0) {
 		ctx->stats.dropped_out_of_order++;
 		return;
@@ -205,7 +194,7 @@ sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 		if (h->opcode == MLX5_OPCODE_RDMA_READ)
 			execute_read(ctx, wire, sqp, h, true);
 		else
-			reply(ctx, wire, sqp, SIM_PKT_ACK,
+			reply(ctx, wire, sqp, SIM_FRAME_ACK,
 			      (sqp->expected_psn - 1) & 0xffffff, 0, NULL, 0);
 		return;
 	}
@@ -214,9 +203,10 @@ sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 	case MLX5_OPCODE_SEND_IMM:
 	case MLX5_OPCODE_RDMA_WRITE_IMM:
 		/* Needs a receive WQE: without one, RNR NAK, nothing done. */
-		if (sim_rq_posted(sqp) == 0) {
+		if (rn_sim_rq_posted(sqp) == 0) {
 			ctx->stats.rnr_naks_sent++;
-			reply(ctx, wire, sqp, SIM_PKT_RNR_NAK, h->psn, 0, NULL, 0);
+			reply(ctx, wire, sqp, SIM_FRAME_RNR_NAK, h->psn, 0,
+			      NULL, 0);
 			return;
 		}
 		if (h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sim.h"
+#include "sim_pvt.h"
 
 #define RX_CHUNK 65536
 #define EPOLL_BATCH 32
@@ -44,30 +44,24 @@ struct sim_wire {
 	struct sim_wire *next;
 };
 
-static bool
-addr_equal(const struct sim_addr *a, const struct sim_addr *b)
-{
-	return a->ip == b->ip && a->port == b->port;
-}
-
 void
-sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out)
+rn_sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out)
 {
 	memcpy(&out->ip, &in->gid[12], sizeof(out->ip));
 	out->port = in->lid;
 }
 
 const struct sim_addr *
-sim_wire_remote(const struct sim_wire *wire)
+rn_sim_wire_remote(const struct sim_wire *wire)
 {
 	return wire->known ? &wire->remote : NULL;
 }
 
-struct sim_cut *
-sim_fault_find(struct sim_ctx *ctx, const struct sim_addr *a)
+static struct sim_fault *
+fault_find(struct sim_ctx *ctx, const struct sim_addr *a)
 {
-	for (struct sim_cut *f = ctx->faults; f != NULL; f = f->next)
-		if (addr_equal(&f->addr, a))
+	for (struct sim_fault *f = ctx->faults; f != NULL; f = f->next)
+		if (rn_sim_addr_equal(&f->addr, a))
 			return f;
 	return NULL;
 }
@@ -154,9 +148,9 @@ tx_append(struct sim_wire *w, const void *a, size_t alen, const void *b,
 
 static void
 queue_frame(struct sim_ctx *ctx, struct sim_wire *w,
-	    const struct sim_pkt_hdr *h, const void *payload)
+	    const struct sim_frame_hdr *h, const void *payload)
 {
-	struct sim_cut *fault = sim_fault_find(ctx, &w->remote);
+	struct sim_fault *fault = fault_find(ctx, &w->remote);
 	size_t plen = payload != NULL ? h->length : 0;
 	struct delayed_frame *f;
 
@@ -189,8 +183,10 @@ wire_connect(struct sim_ctx *ctx, const struct sim_addr *remote)
 		.sin_port = htons(remote->port),
 		.sin_addr.s_addr = remote->ip,
 	};
-	struct sim_pkt_hello hello = { .ip = ctx->self.ip, .port = ctx->self.port };
-	struct sim_pkt_hdr h = { .length = sizeof(hello), .type = SIM_PKT_HELLO };
+	struct sim_frame_hello hello = { .ip = ctx->self.ip,
+					 .port = ctx->self.port };
+	struct sim_frame_hdr h = { .length = sizeof(hello),
+				   .type = SIM_FRAME_HELLO };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	struct sim_wire *w;
 
@@ -212,10 +208,10 @@ wire_connect(struct sim_ctx *ctx, const struct sim_addr *remote)
 }
 
 void
-sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
-	      const struct sim_pkt_hdr *h, const void *payload)
+rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
+		 const struct sim_frame_hdr *h, const void *payload)
 {
-	struct sim_cut *fault = sim_fault_find(ctx, remote);
+	struct sim_fault *fault = fault_find(ctx, remote);
 	struct sim_wire *w, *any = NULL;
 
 	if (fault != NULL && fault->cut)
@@ -223,7 +219,7 @@ sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 	/* Our own connection first, always the same one: frames of a QP
 	 * must not switch wires and overtake each other. */
 	for (w = ctx->wires; w != NULL; w = w->next) {
-		if (w->dead || !w->known || !addr_equal(&w->remote, remote))
+		if (w->dead || !w->known || !rn_sim_addr_equal(&w->remote, remote))
 			continue;
 		if (w->outbound)
 			break;
@@ -237,76 +233,44 @@ sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 }
 
 void
-sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
-	       const struct sim_pkt_hdr *h, const void *payload)
+rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
+		  const struct sim_frame_hdr *h, const void *payload)
 {
-	struct sim_cut *fault = sim_fault_find(ctx, &wire->remote);
+	struct sim_fault *fault = fault_find(ctx, &wire->remote);
 
 	if (fault != NULL && fault->cut)
 		return;
 	if (!wire->dead)
 		queue_frame(ctx, wire, h, payload);
 	else
-		sim_wire_send(ctx, &wire->remote, h, payload);
+		rn_sim_wire_send(ctx, &wire->remote, h, payload);
 }
 
 static void
-dispatch_reply(struct sim_ctx *ctx, struct sim_wire *w,
-	       const struct sim_pkt_hdr *h, const uint8_t *payload)
-{
-	struct sim_qp *sqp = sim_qp_lookup(ctx, h->dst_qpn);
-
-	if (sqp == NULL || sqp->state != RN_QP_RTS ||
-	    h->src_qpn != sqp->conn.remote_qpn ||
-	    !addr_equal(&w->remote, &sqp->remote)) {
-		ctx->stats.dropped_no_qp++;
-		return;
-	}
-	switch (h->type) {
-	case SIM_PKT_ACK:
-		sim_requester_ack(sqp, h);
-		break;
-	case SIM_PKT_READ_RESP:
-		sim_requester_read_resp(sqp, h, payload);
-		break;
-	case SIM_PKT_RNR_NAK:
-		sim_requester_rnr_nak(sqp, h);
-		break;
-	case SIM_PKT_NAK:
-		sim_requester_nak(sqp, h);
-		break;
-	}
-}
-
-static void
-dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_pkt_hdr *h,
-	 const uint8_t *payload)
+dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_frame_hdr *h,
+	 const uint8_t *payload, rn_sim_deliver_fn *deliver)
 {
 	ctx->stats.frames_received++;
-	if (h->type == SIM_PKT_HELLO) {
-		const struct sim_pkt_hello *hello = (const void *)payload;
-		struct sim_cut *fault;
+	if (h->type == SIM_FRAME_HELLO) {
+		const struct sim_frame_hello *hello = (const void *)payload;
+		struct sim_fault *fault;
 
 		if (h->length != sizeof(*hello))
 			return;
 		w->remote = (struct sim_addr){ hello->ip, hello->port };
 		w->known = true;
-		fault = sim_fault_find(ctx, &w->remote);
+		fault = fault_find(ctx, &w->remote);
 		if (fault != NULL && fault->cut)
 			wire_kill(ctx, w);
 		return;
 	}
-	if (!w->known)
-		return;
-	if (h->type == SIM_PKT_REQUEST)
-		sim_responder_request(ctx, w, h, payload);
-	else
-		dispatch_reply(ctx, w, h, payload);
+	if (w->known)
+		deliver(ctx, w, h, payload);
 }
 
 /* Read what the socket has and dispatch every whole frame. */
 static unsigned int
-wire_read(struct sim_ctx *ctx, struct sim_wire *w)
+wire_read(struct sim_ctx *ctx, struct sim_wire *w, rn_sim_deliver_fn *deliver)
 {
 	unsigned int frames = 0;
 	bool closed = false;
@@ -327,17 +291,17 @@ wire_read(struct sim_ctx *ctx, struct sim_wire *w)
 			break;
 	}
 	/* Frames that arrived before the peer closed still count. */
-	while (!w->dead && w->rx_len - off >= sizeof(struct sim_pkt_hdr)) {
-		struct sim_pkt_hdr h;
+	while (!w->dead && w->rx_len - off >= sizeof(struct sim_frame_hdr)) {
+		struct sim_frame_hdr h;
 
 		memcpy(&h, w->rx + off, sizeof(h));
-		if (h.length > SIM_PKT_MAX_PAYLOAD) {
+		if (h.length > SIM_FRAME_MAX_PAYLOAD) {
 			closed = true;   /* not our protocol */
 			break;
 		}
 		if (w->rx_len - off < sizeof(h) + h.length)
 			break;
-		dispatch(ctx, w, &h, w->rx + off + sizeof(h));
+		dispatch(ctx, w, &h, w->rx + off + sizeof(h), deliver);
 		off += sizeof(h) + h.length;
 		frames++;
 	}
@@ -362,7 +326,7 @@ accept_all(struct sim_ctx *ctx)
 }
 
 unsigned int
-sim_wire_progress(struct sim_ctx *ctx)
+rn_sim_wire_receive(struct sim_ctx *ctx, rn_sim_deliver_fn *deliver)
 {
 	struct epoll_event events[EPOLL_BATCH];
 	unsigned int work = 0;
@@ -374,7 +338,7 @@ sim_wire_progress(struct sim_ctx *ctx)
 		if (w == NULL)
 			accept_all(ctx);
 		else if (!w->dead)
-			work += wire_read(ctx, w);
+			work += wire_read(ctx, w, deliver);
 	}
 	return work;
 }
@@ -407,7 +371,7 @@ wire_write(struct sim_ctx *ctx, struct sim_wire *w)
 }
 
 void
-sim_wire_flush(struct sim_ctx *ctx)
+rn_sim_wire_transmit(struct sim_ctx *ctx)
 {
 	struct sim_wire **link = &ctx->wires;
 
@@ -426,7 +390,7 @@ sim_wire_flush(struct sim_ctx *ctx)
 }
 
 int
-sim_wire_listen(struct sim_ctx *ctx, const char *address)
+rn_sim_wire_listen(struct sim_ctx *ctx, const char *address)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
@@ -454,22 +418,22 @@ sim_wire_listen(struct sim_ctx *ctx, const char *address)
 }
 
 void
-sim_wire_close_all(struct sim_ctx *ctx)
+rn_sim_wire_close_all(struct sim_ctx *ctx)
 {
 	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next)
 		wire_kill(ctx, w);
-	sim_wire_flush(ctx);
+	rn_sim_wire_transmit(ctx);
 }
 
 /* The fault entry for remote, made on first use. */
-static struct sim_cut *
+static struct sim_fault *
 fault_get(struct sim_ctx *ctx, const struct rn_nic_addr *remote)
 {
 	struct sim_addr a;
-	struct sim_cut *f;
+	struct sim_fault *f;
 
-	sim_addr_from_nic(remote, &a);
-	f = sim_fault_find(ctx, &a);
+	rn_sim_addr_from_nic(remote, &a);
+	f = fault_find(ctx, &a);
 	if (f == NULL) {
 		f = calloc(1, sizeof(*f));
 		if (f == NULL)
@@ -484,14 +448,14 @@ fault_get(struct sim_ctx *ctx, const struct rn_nic_addr *remote)
 int
 rn_sim_wire_cut(struct rn_nic *nic, const struct rn_nic_addr *remote)
 {
-	struct sim_ctx *ctx = sim_ctx_of(nic);
-	struct sim_cut *f = fault_get(ctx, remote);
+	struct sim_ctx *ctx = rn_sim_ctx_of(nic);
+	struct sim_fault *f = fault_get(ctx, remote);
 
 	if (f == NULL)
 		return -ENOMEM;
 	f->cut = true;
 	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next)
-		if (w->known && addr_equal(&w->remote, &f->addr))
+		if (w->known && rn_sim_addr_equal(&w->remote, &f->addr))
 			wire_kill(ctx, w);
 	return 0;
 }
@@ -499,7 +463,7 @@ rn_sim_wire_cut(struct rn_nic *nic, const struct rn_nic_addr *remote)
 int
 rn_sim_wire_restore(struct rn_nic *nic, const struct rn_nic_addr *remote)
 {
-	struct sim_cut *f = fault_get(sim_ctx_of(nic), remote);
+	struct sim_fault *f = fault_get(rn_sim_ctx_of(nic), remote);
 
 	if (f == NULL)
 		return -ENOMEM;
@@ -511,7 +475,7 @@ int
 rn_sim_wire_delay(struct rn_nic *nic, const struct rn_nic_addr *remote,
 		  uint32_t delay_us)
 {
-	struct sim_cut *f = fault_get(sim_ctx_of(nic), remote);
+	struct sim_fault *f = fault_get(rn_sim_ctx_of(nic), remote);
 
 	if (f == NULL)
 		return -ENOMEM;

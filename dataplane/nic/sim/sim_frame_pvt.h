@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#ifndef RN_SIM_PACKET_H
-#define RN_SIM_PACKET_H
+#ifndef RN_SIM_FRAME_PVT_H
+#define RN_SIM_FRAME_PVT_H
 
 /*
  * Frames on the software wire between two sim device contexts (a TCP stream).
@@ -10,18 +10,18 @@
 
 #include <stdint.h>
 
-enum sim_pkt_type {
-	SIM_PKT_HELLO = 1,     /* first frame of a connection: who is calling */
-	SIM_PKT_REQUEST,       /* SEND, SEND_IMM, WRITE, WRITE_IMM, READ */
-	SIM_PKT_READ_RESP,     /* READ data; acknowledges everything before */
-	SIM_PKT_ACK,           /* everything up to psn executed */
-	SIM_PKT_RNR_NAK,       /* psn found no receive WQE: retry after timer */
-	SIM_PKT_NAK,           /* psn failed: syndrome for the requester */
+enum sim_frame_type {
+	SIM_FRAME_HELLO = 1,   /* first frame of a connection: who is calling */
+	SIM_FRAME_REQUEST,     /* SEND, SEND_IMM, WRITE, WRITE_IMM, READ */
+	SIM_FRAME_READ_RESP,   /* READ data; acknowledges everything before */
+	SIM_FRAME_ACK,         /* everything up to psn executed */
+	SIM_FRAME_RNR_NAK,     /* psn found no receive WQE: retry after timer */
+	SIM_FRAME_NAK,         /* psn failed: syndrome for the requester */
 };
 
-struct sim_pkt_hdr {
+struct sim_frame_hdr {
 	uint32_t length;       /* payload bytes after this header */
-	uint8_t type;          /* enum sim_pkt_type */
+	uint8_t type;          /* enum sim_frame_type */
 	uint8_t opcode;        /* REQUEST: MLX5_OPCODE_* */
 	uint8_t syndrome;      /* NAK: MLX5_CQE_SYNDROME_* for the requester */
 	uint8_t rnr_timer;     /* RNR_NAK: the responder's min_rnr_timer */
@@ -35,12 +35,12 @@ struct sim_pkt_hdr {
 };
 
 /* HELLO payload: the caller's own listening address (its GID and LID). */
-struct sim_pkt_hello {
+struct sim_frame_hello {
 	uint32_t ip;           /* network order */
 	uint16_t port;         /* host order */
 	uint16_t pad;
 };
 
-#define SIM_PKT_MAX_PAYLOAD (1u << 30)
+#define SIM_FRAME_MAX_PAYLOAD (1u << 30)
 
-#endif /* RN_SIM_PACKET_H */
+#endif /* RN_SIM_FRAME_PVT_H */

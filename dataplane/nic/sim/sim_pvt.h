@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_SIM_PVT_H
+#define RN_SIM_PVT_H
+
+/*
+ * The software mlx5 device. One struct sim_ctx per device context, run by
+ * the lcore that owns it, from rn_nic_progress(): no thread of its own.
+ * One file per engine, as in Linux rxe:
+ *   sim_device.c     context, provider operations, progress loop
+ *   sim_mr.c         memory registrations, key and bounds checks
+ *   sim_qp.c         QP lifecycle: rings, state machine, flushing in ERR
+ *   sim_requester.c  executes send WQEs, and executes them again (go-back-N)
+ *   sim_completer.c  what comes back for them (ACK, READ response, NAKs)
+ *                    or does not (ACK timeout); requester CQEs
+ *   sim_responder.c  executes incoming requests against the RQ and MRs
+ *   sim_wqe.c        reads send WQEs: parse, gather, scatter
+ *   sim_cq.c         CQE writer: owner bit, overrun detection
+ *   sim_wire.c       TCP wires between contexts, framing, fault injection
+ *   sim_event.c      asynchronous events for the control thread
+ * Calls go one way: the device calls the engines; the requester calls the
+ * completer to fail a WQE in flight; the engines call the QP, WQE reader,
+ * MRs, CQ writer and wire. The wire hands the frames it reads to the
+ * device's callback. One call goes back up: a CQ that overruns fails at
+ * once the QPs completing to it (sim_cq.c -> sim_qp.c), as hardware does.
+ */
+
+#include <netinet/in.h>
+#include <rte_byteorder.h>
+#include <rte_common.h>
+#include <rte_spinlock.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rn_nic.h"
+#include "rn_sim.h"
+#include "sim_frame_pvt.h"
+
+#define SIM_MAX_MRS 1024
+#define SIM_MAX_QPS 4096
+#define SIM_QPN_BASE 0x100        /* QPNs 0..0xff are reserved, as on IB */
+#define SIM_BF_SIZE 256           /* doorbell register halves */
+#define SIM_EXEC_BUDGET 64        /* WQEs one QP executes per progress */
+#define SIM_MAX_MSG (1u << 30)    /* max_msg_sz: 1 GiB, as ConnectX */
+
+/* A data segment's byte count: 0 stands for 2 GiB (mlx5 format). */
+static inline uint64_t
+rn_sim_seg_bytes(__be32 byte_count)
+{
+	uint32_t n = rte_be_to_cpu_32(byte_count);
+
+	return n == 0 ? 1ull << 31 : n;
+}
+
+struct sim_ctx;
+struct sim_wire;
+
+/* A device address: IPv4 (network order) and TCP port. */
+struct sim_addr {
+	uint32_t ip;
+	uint16_t port;
+};
+
+struct sim_mr {
+	uint64_t addr;
+	uint64_t length;
+	uint32_t access;          /* enum rn_access */
+	uint32_t key;             /* lkey == rkey; 0: a free entry */
+};
+
+struct sim_cq {
+	struct sim_ctx *ctx;
+	uint8_t *buf;
+	uint32_t cqe_cnt;
+	uint32_t pi;              /* CQEs written; free running */
+	__be32 dbrec[2];          /* [0]: consumer index, written by software */
+	bool error;               /* overrun: no CQE is written any more */
+};
+
+/* A WQE sent and not yet acknowledged. */
+struct sim_inflight {
+	uint32_t bb;              /* its first BB, free running */
+	uint32_t psn;
+	uint8_t opcode;
+	bool signaled;
+};
+
+/*
+ * What the requester does on its next run, beside the QP's own state (RTS).
+ * The completer moves it out of SEND: an RNR NAK to RNR_WAIT, an ACK timeout
+ * to RESEND; the requester moves it back once it has resent.
+ */
+enum sim_req_state {
+	SIM_REQ_SEND,             /* execute WQEs as the doorbell passes them */
+	SIM_REQ_RNR_WAIT,         /* wait until rnr_resume_ns, then RESEND */
+	SIM_REQ_RESEND,           /* go-back-N: execute every WQE in flight again */
+};
+
+struct sim_qp {
+	struct rn_qp *qp;
+	struct sim_ctx *ctx;
+	uint32_t qpn;
+	enum rn_qp_state state;
+	struct sim_cq *scq, *rcq;
+	struct sim_qp *next;      /* ctx->live list */
+
+	__be32 *dbrec;            /* [MLX5_RCV_DBR], [MLX5_SND_DBR] */
+	uint8_t *sq_buf;
+	uint32_t sq_wqe_cnt;      /* BBs */
+	uint32_t sq_next;         /* next BB to execute; free running */
+	uint8_t *rq_buf;
+	uint32_t rq_wqe_cnt;
+	uint32_t rq_stride_shift;
+	uint32_t rq_max_sge;
+	uint32_t rq_next;         /* next receive WQE to consume */
+
+	struct rn_qp_connect conn;
+	struct sim_addr remote;
+
+	/* Requester and completer: WQEs in flight, oldest first. */
+	struct sim_inflight *inflight;
+	uint32_t inflight_head, inflight_count, inflight_cap;
+	uint32_t next_psn;
+	enum sim_req_state req_state;
+	uint64_t deadline_ns;     /* ACK timeout of the oldest in flight */
+	uint8_t retries_left;
+	uint8_t rnr_left;
+	uint64_t rnr_resume_ns;
+
+	/* Responder. */
+	uint32_t expected_psn;
+};
+
+/* Fault injection toward one remote device (rn_sim_wire_cut(), _delay()). */
+struct sim_fault {
+	struct sim_addr addr;
+	uint64_t delay_ns;        /* >0: delayed, not cut */
+	bool cut;
+	struct sim_fault *next;
+};
+
+enum sim_event {
+	SIM_EVENT_CQ_ERR,         /* fatal: the CQ stopped */
+	SIM_EVENT_PORT_ERR,       /* tests: rn_sim_raise_event() */
+};
+
+struct sim_ctx {
+	struct rn_nic nic;
+	struct sim_addr self;
+	int listen_fd;
+	int epoll_fd;             /* listener and wires: the lcore sleeps on it */
+	uint64_t now_ns;          /* CLOCK_MONOTONIC, once per progress */
+	struct sim_mr mrs[SIM_MAX_MRS];
+	uint32_t mr_generation;
+	struct sim_qp *qps[SIM_MAX_QPS];   /* by qpn - SIM_QPN_BASE */
+	struct sim_qp *live;
+	struct sim_wire *wires;
+	struct sim_fault *faults;
+	struct rn_sim_stats stats;
+	uint8_t *scratch;         /* gathered payloads */
+	size_t scratch_cap;
+	/* Asynchronous events, raised here, taken by another thread
+	 * (sim_event.c): a CQ error (sticky: told once), port events. */
+	rte_spinlock_t events_lock;
+	bool cq_error_raised, cq_error_told;
+	uint32_t port_events;
+	int event_fd;
+	uint8_t doorbell[2 * SIM_BF_SIZE] __rte_cache_aligned;
+};
+
+static inline struct sim_ctx *
+rn_sim_ctx_of(struct rn_nic *nic)
+{
+	return container_of(nic, struct sim_ctx, nic);
+}
+
+/* 24-bit PSN arithmetic: a - b as a signed distance. */
+static inline int32_t
+rn_sim_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+static inline bool
+rn_sim_addr_equal(const struct sim_addr *a, const struct sim_addr *b)
+{
+	return a->ip == b->ip && a->port == b->port;
+}
+
+/* The i-th WQE in flight, 0 the oldest. */
+static inline struct sim_inflight *
+rn_sim_inflight_at(struct sim_qp *sqp, uint32_t i)
+{
+	return &sqp->inflight[(sqp->inflight_head + i) % sqp->inflight_cap];
+}
+
+/* The oldest WQE in flight is done with (its CQE written, if any). */
+static inline void
+rn_sim_inflight_retire(struct sim_qp *sqp)
+{
+	sqp->inflight_head = (sqp->inflight_head + 1) % sqp->inflight_cap;
+	sqp->inflight_count--;
+}
+
+/* (Re)start the ACK timer of the oldest WQE in flight: local ACK timeout
+ * 4.096 us * 2^timeout (timeout 0: none, never checked). */
+static inline void
+rn_sim_ack_timer_start(struct sim_qp *sqp)
+{
+	uint8_t t = sqp->conn.timeout;
+
+	sqp->deadline_ns = sqp->ctx->now_ns + (t == 0 ? 0 : 4096ull << t);
+}
+
+/* sim_mr.c: the provider's mr_reg, mr_reg_dmabuf, mr_dereg. */
+int rn_sim_mr_reg(struct rn_nic *nic, void *addr, size_t length,
+		  uint32_t access, struct rn_mr *mr);
+int rn_sim_mr_reg_dmabuf(struct rn_nic *nic, uint64_t offset, size_t length,
+			 uint64_t iova, int fd, uint32_t access,
+			 struct rn_mr *mr);
+int rn_sim_mr_dereg(struct rn_nic *nic, struct rn_mr *mr);
+/* The MR of key if [addr, addr+len) lies in it and it grants access;
+ * else NULL. */
+const struct sim_mr *rn_sim_mr_check(struct sim_ctx *ctx, uint32_t key,
+				     uint64_t addr, uint64_t len, uint32_t access);
+
+/* sim_cq.c */
+int rn_sim_cq_create(struct sim_ctx *ctx, uint32_t cqe_cnt, struct rn_cq *cq);
+void rn_sim_cq_destroy(struct rn_cq *cq);
+/* Write cqe (op_own's opcode set, owner bit added here). */
+void rn_sim_cq_push(struct sim_cq *cq, struct mlx5_cqe64 *cqe);
+void rn_sim_cq_push_error(struct sim_cq *cq, uint8_t cqe_opcode, uint8_t syndrome,
+			  uint8_t wqe_opcode, uint32_t qpn, uint16_t wqe_counter);
+
+/* sim_qp.c */
+int rn_sim_qp_create(struct sim_ctx *ctx, struct rn_cq *scq, struct rn_cq *rcq,
+		     const struct rn_qp_caps *caps, struct rn_qp *qp);
+int rn_sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp,
+		     enum rn_qp_state state, const struct rn_qp_connect *conn);
+void rn_sim_qp_destroy(struct sim_ctx *ctx, struct sim_qp *sqp);
+/* Enter ERR: flush every WQE outstanding on both queues. */
+void rn_sim_qp_enter_err(struct sim_qp *sqp);
+/* Flush the WQEs in flight (sent, not acknowledged), oldest first. */
+void rn_sim_qp_flush_inflight(struct sim_qp *sqp);
+/* In ERR: flush WQEs posted since (software keeps posting). */
+unsigned int rn_sim_qp_flush_new(struct sim_qp *sqp);
+/* Send BBs and receive WQEs posted past the next one the device takes.
+ * The doorbell record is loaded with acquire: it pairs with the write
+ * barrier the data path puts between the WQEs and its store
+ * (rn_sq_ring_doorbell_posted(), rn_rq_ring_doorbell()). */
+uint32_t rn_sim_sq_posted(const struct sim_qp *sqp);
+uint32_t rn_sim_rq_posted(const struct sim_qp *sqp);
+/* The QP numbered qpn, or NULL. */
+struct sim_qp *rn_sim_qp_lookup(struct sim_ctx *ctx, uint32_t qpn);
+/* Does a frame from src_qpn over wire come from the QP sqp connects to? */
+bool rn_sim_qp_from_peer(const struct sim_qp *sqp,
+			 const struct sim_wire *wire, uint32_t src_qpn);
+
+/* sim_requester.c: resend, or execute what the doorbell passed; in ERR,
+ * flush what was posted since. Returns the WQEs it executed or flushed. */
+unsigned int rn_sim_requester_run(struct sim_qp *sqp);
+
+/* sim_completer.c */
+/* A reply (ACK, READ_RESP, RNR_NAK, NAK) arrived on wire. */
+void rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
+			      const struct sim_frame_hdr *h,
+			      const uint8_t *payload);
+/* Before the requester runs: has the oldest WQE in flight waited past its
+ * ACK timeout? Then resend, or fail once retry_cnt retries ran out. */
+void rn_sim_completer_timeout(struct sim_qp *sqp);
+/*
+ * The WQE in flight at position pos (0: the oldest) failed with syndrome:
+ * those before it complete with WR_FLUSH, it with syndrome, and the QP
+ * enters ERR, which flushes the rest.
+ */
+void rn_sim_completer_fail(struct sim_qp *sqp, uint32_t pos, uint8_t syndrome);
+
+/* sim_responder.c: a request arrived on wire. */
+void rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
+			      const struct sim_frame_hdr *h,
+			      const uint8_t *payload);
+
+/* sim_wire.c */
+int rn_sim_wire_listen(struct sim_ctx *ctx, const char *listen);
+void rn_sim_wire_close_all(struct sim_ctx *ctx);
+/* Queue a frame to remote; the payload may be split in two (gathers). */
+void rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
+		      const struct sim_frame_hdr *h, const void *payload);
+/* Reply on the wire a request came in on (or the wire to its sender). */
+void rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
+		       const struct sim_frame_hdr *h, const void *payload);
+/* Where the wire hands every frame but its own HELLO, from a remote it
+ * knows. */
+typedef void rn_sim_deliver_fn(struct sim_ctx *ctx, struct sim_wire *wire,
+			       const struct sim_frame_hdr *h,
+			       const uint8_t *payload);
+/* Accept connections, read frames and hand them to deliver. Returns the
+ * frames read. */
+unsigned int rn_sim_wire_receive(struct sim_ctx *ctx,
+				 rn_sim_deliver_fn *deliver);
+/* Write out what was queued; free the wires that closed. */
+void rn_sim_wire_transmit(struct sim_ctx *ctx);
+const struct sim_addr *rn_sim_wire_remote(const struct sim_wire *wire);
+
+void rn_sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out);
+
+/* Asynchronous events (sim_event.c). */
+int rn_sim_events_open(struct sim_ctx *ctx);
+void rn_sim_events_close(struct sim_ctx *ctx);
+void rn_sim_event_raise(struct sim_ctx *ctx, enum sim_event kind);
+int rn_sim_event_fd(struct rn_nic *nic);
+int rn_sim_event_take(struct rn_nic *nic, char *text, size_t len, bool *fatal);
+
+#endif /* RN_SIM_PVT_H */
