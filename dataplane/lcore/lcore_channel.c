@@ -42,7 +42,7 @@ rn_lcore_channel_post_receives(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 static void
 give_back_bay(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t cqes)
 {
-	rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
+	rn_notify_bay_put(&lc->notify, (uint32_t)ep->bay);
 	ep->bay = -1;
 	lc->cqs[ep->cq].reserved -= cqes;
 	ep->cq_reserved -= cqes;
@@ -70,10 +70,10 @@ create_channel(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t cqes)
 		return 0;
 	}
 	if (!lc->notify_qp_refused_said)
-		RN_LCORE_LOG(WARNING, "lcore %u: endpoint slot %u: no native "
+		RN_LCORE_LOG(WARNING, "lcore %u: endpoint %u: no native "
 			     "channel: the notify QP (%u slots, frames up to %u "
 			     "bytes inline) failed: %s (said once per worker)",
-			     lc->lcore_id, ep->req->slot, lc->notify.slots,
+			     lc->lcore_id, ep->req->ep_index, lc->notify.slots,
 			     lc->max_inline, strerror(-rc));
 	lc->notify_qp_refused_said = true;
 	if (ep->n.qp != NULL)
@@ -211,7 +211,7 @@ rn_lcore_channel_reap(struct rn_lcore *lc)
 void
 rn_lcore_bay_returned(struct rn_lcore *lc, bool after_drop)
 {
-	if (rn_notify_bay_free(&lc->notify))
+	if (rn_notify_bay_available(&lc->notify))
 		rn_lcore_ep_post(lc, RN_LCORE_EVENT_BAY_FREE, after_drop, NULL);
 }
 
@@ -235,7 +235,7 @@ rn_lcore_channel_add(struct rn_lcore *lc, struct rn_ep_request *req)
 	if (ep->n.qp != NULL || ep->n_qps == RN_EP_MAX_QPS)
 		return -EALREADY;
 	room = &lc->cqs[ep->cq];
-	if (lc->notify.base == NULL || !rn_notify_bay_free(&lc->notify))
+	if (lc->notify.base == NULL || !rn_notify_bay_available(&lc->notify))
 		return -ENOSPC;
 	if (room->cq.cqe_cnt - room->reserved < need) {
 		rn_lcore_count(&lc->stats.no_cq_room, 1);

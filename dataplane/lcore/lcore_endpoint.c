@@ -89,7 +89,7 @@ free_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	ep->cq_reserved = 0;
 	/* Its slots are free again only now: every CQE of theirs is in. */
 	if (ep->bay >= 0)
-		rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
+		rn_notify_bay_put(&lc->notify, (uint32_t)ep->bay);
 	if (ep->probe_mr.priv != NULL)
 		lc->nic->ops->mr_dereg(lc->nic, &ep->probe_mr);
 	rn_lcore_notify_free(lc, ep);
@@ -158,7 +158,7 @@ reserve(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	    (ep->bay = rn_notify_bay_take(&lc->notify)) >= 0) {
 		cq = pick_cq(lc, data_need + notify_need);
 		if (cq < 0) {
-			rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
+			rn_notify_bay_put(&lc->notify, (uint32_t)ep->bay);
 			ep->bay = -1;
 			rn_lcore_count(&lc->stats.no_cq_room, 1);
 		}
@@ -371,15 +371,15 @@ static bool
 park(struct rn_lcore *lc, struct rn_ep_request *req)
 {
 	if (!req->notify || lc->notify.base == NULL || req->bay_wait_ms == 0 ||
-	    rn_notify_bay_free(&lc->notify) || !bay_draining(lc) ||
+	    rn_notify_bay_available(&lc->notify) || !bay_draining(lc) ||
 	    lc->n_parked == RTE_DIM(lc->parked))
 		return false;
 	lc->parked[lc->n_parked].req = req;
 	lc->parked[lc->n_parked].until = rte_get_tsc_cycles() +
 					 req->bay_wait_ms * lc->tsc_hz / 1000;
 	lc->n_parked++;
-	RN_LCORE_LOG(INFO, "lcore %u: endpoint slot %u waits up to %u ms for "
-		     "a bay still draining", lc->lcore_id, req->slot,
+	RN_LCORE_LOG(INFO, "lcore %u: endpoint %u waits up to %u ms for "
+		     "a bay still draining", lc->lcore_id, req->ep_index,
 		     req->bay_wait_ms);
 	return true;
 }
@@ -406,7 +406,7 @@ open_parked(struct rn_lcore *lc)
 	uint64_t now = rte_get_tsc_cycles();
 
 	while (lc->n_parked != 0 &&
-	       (rn_notify_bay_free(&lc->notify) || !bay_draining(lc) ||
+	       (rn_notify_bay_available(&lc->notify) || !bay_draining(lc) ||
 		now >= lc->parked[0].until)) {
 		struct rn_ep_request *req = lc->parked[0].req;
 

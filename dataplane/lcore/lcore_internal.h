@@ -7,7 +7,7 @@
 #include "rn_lcore.h"
 #include "rn_lcore_ep.h"
 #include "rn_notify_credit.h"
-#include "rn_notify_slots.h"
+#include "rn_notify_window.h"
 #include "rn_wr.h"
 
 extern int rn_lcore_logtype;
@@ -49,7 +49,7 @@ struct ep_notify {
 	uint32_t credit_rkey;
 	struct rn_credit_tx tx;
 	struct rn_credit_rx rx;
-	struct rn_send_slots sends; /* taken and freed in order */
+	struct rn_send_window sends; /* taken and freed in order */
 	uint8_t *recv_slots;     /* its bay's receive slot 0 */
 	uint64_t recv_wr_id;     /* RN_EP_WR_ID(generation, RECV, 0) */
 	uint32_t held;           /* delivered, not released by the app yet */

@@ -2,7 +2,7 @@
 /*
  * Native notifications on the lcore that owns the endpoint: one SEND_IMM
  * per notification on the notify QP, never without a credit, the frame
- * inline up to max_inline bytes, else from a send slot; receive slots
+ * inline up to max_inline bytes, else from a send buffer; receive slots
  * delivered to the application zero-copy and reposted when it releases
  * them. Credits go back to the sender in an RDMA WRITE of a credit word,
  * which consumes no receive slot, once half of them are due. The immediate
@@ -41,7 +41,7 @@ rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	struct ep_notify *n = &ep->n;
 
 	/* Freed by rn_lcore_notify_free(), also after a failure here. */
-	rn_send_slots_init(&n->sends, slots,
+	rn_send_window_init(&n->sends, slots,
 			   rte_zmalloc("rn_notify_cookie",
 				       slots * sizeof(*n->sends.cookie), 0),
 			   rte_zmalloc("rn_notify_want", slots, 0));
@@ -64,7 +64,7 @@ rn_lcore_notify_attach(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	n->peer_slot_size = peer->slot_size;
 	n->send_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, 0);
 	rn_credit_tx_init(&n->tx, peer->credits);
-	rn_send_slots_allow(&n->sends, rn_credit_allowed(&n->tx));
+	rn_send_window_allow(&n->sends, rn_credit_allowed(&n->tx));
 	n->credit_raddr = ep->req->remote.probe_addr +
 			  EP_PROBE_CREDITS * RN_EP_PROBE_SIZE;
 	n->credit_rkey = ep->req->remote.probe_rkey;
@@ -86,10 +86,10 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	n->peer_native = true;
 	n->max_frame = RTE_MIN(lc->notify.slot_size, n->peer_slot_size);
 	/* [notify] max_inline, even where the device allows more; and no
-	 * larger than the send slots' signalling allows inline SENDs paced by
-	 * it (RN_WR_PACED): a no-op with 2 slots or more, where the ring has
-	 * a WQE of the largest size per slot (tests/nic/test_sim.c);
-	 * with one slot, each paced SEND may take half the ring only. */
+	 * larger than the send window's signalling allows inline SENDs paced
+	 * by it (RN_WR_PACED): a no-op with 2 entries or more, where the ring
+	 * has a WQE of the largest size per entry (tests/nic/test_sim.c);
+	 * with one entry, each paced SEND may take half the ring only. */
 	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
 				n->qp->sq.max_inline);
 	n->max_inline = RTE_MIN(n->max_inline, rn_sq_send_inline_max(
@@ -104,7 +104,7 @@ void
 rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			  const struct rn_ep_qp_info *peer)
 {
-	lc->by_slot[ep->req->slot] = ep;
+	lc->by_index[ep->req->ep_index] = ep;
 	if (ep->n.qp == NULL || peer == NULL)
 		return;   /* one side has no channel: TCP rules apply */
 	rn_lcore_notify_attach(lc, ep, peer);
@@ -120,7 +120,7 @@ report(struct rn_lcore *lc, uint64_t cookie, int status)
 }
 
 /*
- * The QP failed: every SEND still holding a slot failed with it, signalled
+ * The QP failed: every SEND still holding a window entry failed with it, signalled
  * or not. Reported (if a completion was asked for), never replayed.
  */
 static void
@@ -128,16 +128,16 @@ fail_pending(struct rn_lcore *lc, struct ep_notify *n)
 {
 	uint64_t cookie;
 
-	while (rn_send_slots_used(&n->sends) != 0)
-		if (rn_send_slots_fail_oldest(&n->sends, &cookie))
+	while (rn_send_window_used(&n->sends) != 0)
+		if (rn_send_window_fail_oldest(&n->sends, &cookie))
 			report(lc, cookie, -EPIPE);
 }
 
 void
 rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
-	if (lc->by_slot[ep->req->slot] == ep)
-		lc->by_slot[ep->req->slot] = NULL;
+	if (lc->by_index[ep->req->ep_index] == ep)
+		lc->by_index[ep->req->ep_index] = NULL;
 }
 
 void
@@ -160,25 +160,25 @@ hear_credits(struct rn_lcore_ep *ep)
 {
 	rn_credit_returned(&ep->n.tx, __atomic_load_n(
 		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE));
-	rn_send_slots_allow(&ep->n.sends, rn_credit_allowed(&ep->n.tx));
+	rn_send_window_allow(&ep->n.sends, rn_credit_allowed(&ep->n.tx));
 }
 
 /*
- * Whether a send slot and a credit for one SEND are at hand. The peer's
+ * Whether a window entry and a credit for one SEND are at hand. The peer's
  * credit word is read only when the counts heard so far leave none.
  */
 static bool
-slot_and_credit(struct rn_lcore_ep *ep)
+entry_and_credit(struct rn_lcore_ep *ep)
 {
-	if (likely(rn_send_slots_open(&ep->n.sends)))
+	if (likely(rn_send_window_open(&ep->n.sends)))
 		return true;
 	hear_credits(ep);
-	return rn_send_slots_open(&ep->n.sends);
+	return rn_send_window_open(&ep->n.sends);
 }
 
 /*
  * What the next SEND_IMM carries besides its immediate, the same whichever
- * way it is posted: its slot's wr_id, and whether it asks for a CQE.
+ * way it is posted: its entry's wr_id, and whether it asks for a CQE.
  */
 struct send_head {
 	uint64_t wr_id;
@@ -190,8 +190,8 @@ static inline struct send_head
 next_send(const struct ep_notify *n, bool want)
 {
 	return (struct send_head){
-		.wr_id = n->send_wr_id | rn_send_slots_next(&n->sends),
-		.flags = rn_send_slots_signal(&n->sends, want) ?
+		.wr_id = n->send_wr_id | rn_send_window_next(&n->sends),
+		.flags = rn_send_window_signal(&n->sends, want) ?
 			 RN_WR_SIGNALED : 0,
 		.want = want,
 	};
@@ -213,23 +213,23 @@ tcp_before(const struct rn_lcore_ep *ep)
 }
 
 /*
- * Post the SEND_IMM of o's frame of len bytes from its send slot, by a
- * data segment; signalled when the slots say so. What post_inline() cannot
+ * Post the SEND_IMM of o's frame of len bytes from its send buffer, by a
+ * data segment; signalled when the window says so. What post_inline() cannot
  * post comes here (from send_burst() or send_general()): frames over
  * max_inline, and inline ones that would wrap at the ring's end or find no
  * room for their larger WQE (one BB here, never wrapping). Returns 0,
  * -EAGAIN (no room in the SQ) or -EPIPE.
  */
 static int
-post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+post_from_buf(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	       const struct rn_notify_out *o, uint32_t req_flags, __be32 imm,
 	       uint32_t len)
 {
 	struct ep_notify *n = &ep->n;
 	struct send_head h = next_send(n, (req_flags &
 					    RN_NOTIFY_WANT_COMPLETION) != 0);
-	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay,
-					   rn_send_slots_next(&n->sends));
+	uint8_t *buf = rn_notify_send_buf(&lc->notify, (uint32_t)ep->bay,
+					   rn_send_window_next(&n->sends));
 	struct rn_sge sge = { (uintptr_t)buf, len, lc->notify.mr.lkey };
 	int rc;
 
@@ -238,7 +238,7 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 				 h.wr_id);
 	if (rc != 0)
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
-	rn_send_slots_push(&n->sends, o->cookie, h.want);
+	rn_send_window_push(&n->sends, o->cookie, h.want);
 	return 0;
 }
 
@@ -331,20 +331,20 @@ send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 }
 
 /*
- * The endpoint req is for, unless it is gone, failed or closing: by_slot
+ * The endpoint req is for, unless it is gone, failed or closing: by_index
  * holds connected endpoints only, and each leaves it (rn_lcore_notify_close)
  * as it fails or starts closing. req->ep_slot is a slot of the control
- * plane, which has no more than by_slot (rn_notify_send_burst()).
+ * plane, which has no more than by_index (rn_notify_send_burst()).
  */
 static inline struct rn_lcore_ep *
 usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
 {
-	RTE_ASSERT(req->ep_slot < RN_LCORE_MAX_SLOTS);
-	return lc->by_slot[req->ep_slot];
+	RTE_ASSERT(req->ep_slot < RN_LCORE_MAX_ENDPOINTS);
+	return lc->by_index[req->ep_slot];
 }
 
 /*
- * The common send straight through, with a credit and a send slot known to
+ * The common send straight through, with a credit and a window entry known to
  * be at hand: the frame of len bytes (at most max_inline) inline in a WQE
  * that fits the SQ as it is. Nothing changes before all of that is known.
  * The doorbell is the caller's. Inlined in its callers: a call here saves
@@ -366,14 +366,14 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
 	rn_sq_post_send_inline_placed(&n->qp->sq, &at, (uint32_t)len,
 				      RN_WR_SEND_IMM, imm,
 				      h.flags | RN_WR_PACED, h.wr_id);
-	rn_send_slots_push(&n->sends, o->cookie, h.want);
+	rn_send_window_push(&n->sends, o->cookie, h.want);
 	return true;
 }
 
 /*
  * A request's first notification, when send_one() or send_burst() could
  * not post it, or one that wants its completion reported: every check,
- * the fallbacks, the frame inline or through its send slot, and the
+ * the fallbacks, the frame inline or through its send buffer, and the
  * answer for it alone (the application sends the rest again).
  */
 static __rte_noinline void
@@ -397,12 +397,12 @@ send_general(struct rn_lcore *lc, struct rn_notify_request *req)
 	}
 	want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
 	imm = tcp_before(ep);
-	if (!slot_and_credit(ep))
+	if (!entry_and_credit(ep))
 		rc = -EAGAIN;
 	else if (post_inline(ep, o, want, imm, len))
 		rc = 0;
 	else
-		rc = post_from_slot(lc, ep, o, req->flags, imm, (uint32_t)len);
+		rc = post_from_buf(lc, ep, o, req->flags, imm, (uint32_t)len);
 	if (rc == 0) {
 		rn_sq_ring_doorbell(&ep->n.qp->sq);
 		rn_lcore_count(&lc->stats.notify_sent, 1);
@@ -423,7 +423,7 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
 	const struct rn_notify_out *o = &req->out[0];
 
-	if (unlikely(ep == NULL || req->flags != 0 || !slot_and_credit(ep) ||
+	if (unlikely(ep == NULL || req->flags != 0 || !entry_and_credit(ep) ||
 		     !post_inline(ep, o, false, tcp_before(ep),
 				  rn_notify_frame_size(o->name_len,
 						       o->msg_len)))) {
@@ -438,7 +438,7 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 /*
  * A request's notifications, natively, in order, under one doorbell, as
  * many as the send window lets go now (checked once for all of them),
- * until one cannot go: inline while they fit, else from their send slots.
+ * until one cannot go: inline while they fit, else from their send buffers.
  * The answer says how many went. When the first cannot go this way,
  * send_general() takes it (over TCP, or its error). Out of line, like
  * send_one().
@@ -455,10 +455,10 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 		send_general(lc, req);
 		return;
 	}
-	room = rn_send_slots_room(&ep->n.sends);
+	room = rn_send_window_room(&ep->n.sends);
 	if (room < req->count) {
 		hear_credits(ep);
-		room = rn_send_slots_room(&ep->n.sends);
+		room = rn_send_window_room(&ep->n.sends);
 	}
 	room = RTE_MIN(room, req->count);
 	imm = tcp_before(ep);
@@ -468,7 +468,7 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 
 		if (!post_inline(ep, o, want, imm, len) &&
 		    (len > ep->n.max_frame ||
-		     post_from_slot(lc, ep, o, req->flags, imm,
+		     post_from_buf(lc, ep, o, req->flags, imm,
 				    (uint32_t)len) != 0))
 			break;
 	}
@@ -583,10 +583,10 @@ static __rte_noinline void
 received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 {
 	struct ep_notify *n = &ep->n;
-	uint32_t index = RN_EP_WR_SLOT(wc->wr_id);
+	uint32_t index = RN_EP_WR_INDEX(wc->wr_id);
 	uint8_t *frame = n->recv_slots + (size_t)index * lc->notify.slot_size;
 	struct rn_notify_delivery d = { .owner = ep, .len = wc->byte_len,
-					.ep_slot = (uint16_t)ep->req->slot,
+					.ep_slot = (uint16_t)ep->req->ep_index,
 					.index = (uint16_t)index,
 					/* Ours are all SEND_IMMs. */
 					.seq = wc->opcode == RN_WC_RECV_IMM ?
@@ -653,7 +653,7 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		/* It and every unsignalled SEND before it completed. */
 		uint64_t cookie;
 
-		if (rn_send_slots_complete(&n->sends, RN_EP_WR_SLOT(wc->wr_id),
+		if (rn_send_window_complete(&n->sends, RN_EP_WR_INDEX(wc->wr_id),
 					   &cookie))
 			report(lc, cookie, 0);
 		/* A credit WRITE that found the SQ full, now it has room. */
