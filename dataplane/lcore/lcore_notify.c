@@ -19,7 +19,7 @@
 #include <rte_pause.h>
 #include <string.h>
 
-#include "lcore_internal.h"
+#include "lcore_pvt.h"
 #include "notify_engine.h"
 #include "rn_cq.h"
 #include "rn_rq.h"
@@ -35,12 +35,12 @@ generation(const struct rn_lcore_ep *ep)
 static void write_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 
 int
-rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+rn_lcore_notify_init(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	uint32_t slots = lc->notify.slots;
 	struct ep_notify *n = &ep->n;
 
-	/* Freed by rn_lcore_notify_free(), also after a failure here. */
+	/* Freed by rn_lcore_notify_fini(), also after a failure here. */
 	rn_send_window_init(&n->sends, slots,
 			   rte_zmalloc("rn_notify_cookie",
 				       slots * sizeof(*n->sends.cookie), 0),
@@ -70,20 +70,11 @@ rn_lcore_notify_attach(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	n->credit_rkey = ep->req->remote.probe_rkey;
 }
 
-bool
-rn_lcore_notify_attached(const struct rn_lcore_ep *ep)
-{
-	return ep->n.peer_slot_size != 0;   /* slot sizes are at least 64 */
-}
-
 void
 rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	struct ep_notify *n = &ep->n;
 
-	if (n->qp == NULL || n->failed)
-		return;
-	n->peer_native = true;
 	n->max_frame = RTE_MIN(lc->notify.slot_size, n->peer_slot_size);
 	/* [notify] max_inline, even where the device allows more; and no
 	 * larger than the send window's signalling allows inline SENDs paced
@@ -101,14 +92,10 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 }
 
 void
-rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-			  const struct rn_ep_qp_info *peer)
+rn_lcore_notify_stop(struct rn_lcore_ep *ep)
 {
-	lc->by_index[ep->req->ep_index] = ep;
-	if (ep->n.qp == NULL || peer == NULL)
-		return;   /* one side has no channel: TCP rules apply */
-	rn_lcore_notify_attach(lc, ep, peer);
-	rn_lcore_notify_enable(lc, ep);
+	ep->n.max_frame = 0;
+	ep->n.max_inline = 0;
 }
 
 /* A send's fate, to the application; counted when its ring is full. */
@@ -120,12 +107,14 @@ report(struct rn_lcore *lc, uint64_t cookie, int status)
 }
 
 /*
- * The QP failed: every SEND still holding a window entry failed with it, signalled
- * or not. Reported (if a completion was asked for), never replayed.
+ * The QP failed: every SEND still holding a window entry failed with it,
+ * signalled or not. Reported (if a completion was asked for), never
+ * replayed.
  */
-static void
-fail_pending(struct rn_lcore *lc, struct ep_notify *n)
+void
+rn_lcore_notify_fail_pending(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
+	struct ep_notify *n = &ep->n;
 	uint64_t cookie;
 
 	while (rn_send_window_used(&n->sends) != 0)
@@ -134,19 +123,12 @@ fail_pending(struct rn_lcore *lc, struct ep_notify *n)
 }
 
 void
-rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep)
-{
-	if (lc->by_index[ep->req->ep_index] == ep)
-		lc->by_index[ep->req->ep_index] = NULL;
-}
-
-void
-rn_lcore_notify_free(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+rn_lcore_notify_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	/* Freed before every CQE came (a CQ that stopped, a drain that
 	 * timed out): what is still in flight failed, as with the QP. */
 	if (ep->n.sends.cookie != NULL)
-		fail_pending(lc, &ep->n);
+		rn_lcore_notify_fail_pending(lc, ep);
 	rte_free(ep->n.sends.cookie);
 	rte_free(ep->n.sends.want);
 	ep->n.sends.cookie = NULL;
@@ -312,29 +294,30 @@ send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			rn_notify_answer(req, 0);
 			return 0;
 		}
-		if (n->qp == NULL || !n->peer_native) {
+		if (n->state != RN_CHANNEL_NATIVE &&
+		    n->state != RN_CHANNEL_DRAINING) {
 			rn_notify_answer(req, -ENOTSUP);
 			return 0;
 		}
 		len++;
 	}
-	if (n->failed)
+	if (n->state == RN_CHANNEL_DRAINING)
 		rn_notify_answer(req, -EPIPE);   /* never falls back */
 	else if (len <= n->max_frame)
 		return len;
 	else if (lc->notify_fallback)
 		forward_tcp(lc, ep, req);
 	else
-		rn_notify_answer(req, n->qp != NULL && n->peer_native ?
+		rn_notify_answer(req, n->state == RN_CHANNEL_NATIVE ?
 				 -EMSGSIZE : -ENOTSUP);
 	return 0;
 }
 
 /*
  * The endpoint req is for, unless it is gone, failed or closing: by_index
- * holds connected endpoints only, and each leaves it (rn_lcore_notify_close)
- * as it fails or starts closing. req->ep_slot is a slot of the control
- * plane, which has no more than by_index (rn_notify_send_burst()).
+ * holds connected endpoints only, and each leaves it as it fails or starts
+ * closing (lcore_endpoint.c). req->ep_slot is an endpoint index of the
+ * control plane, which has no more than by_index (rn_notify_send_burst()).
  */
 static inline struct rn_lcore_ep *
 usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
@@ -524,7 +507,7 @@ repost(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t index)
 		return;
 	rn_rq_ring_doorbell(&n->qp->rq);
 	rn_credit_repost(&n->rx);
-	if (rn_credit_update_due(&n->rx) && n->peer_native)
+	if (rn_credit_update_due(&n->rx) && n->state == RN_CHANNEL_NATIVE)
 		write_credits(lc, ep);
 }
 
@@ -604,15 +587,6 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 	n->held++;
 }
 
-static bool
-local_fault(uint8_t syndrome)
-{
-	return syndrome == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ||
-	       syndrome == MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR ||
-	       syndrome == MLX5_CQE_SYNDROME_LOCAL_PROT_ERR ||
-	       syndrome == MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR;
-}
-
 void
 rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			   const struct rn_wc *wc)
@@ -622,29 +596,6 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 
 	if (RN_EP_WR_GENERATION(wc->wr_id) != generation(ep)) {
 		rn_lcore_count(&lc->stats.notify_stale, 1);
-		return;
-	}
-	if (wc->status != 0) {
-		/* An error on the send side: every SEND in flight failed. */
-		if (kind != RN_EP_WR_RECV)
-			fail_pending(lc, n);
-		if (wc->status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR || n->failed)
-			return;
-		if (local_fault(wc->status)) {
-			/* Ours alone: the channel stops, the data QPs go on.
-			 * The peer is told, else its SENDs into our QP, now
-			 * in ERR, would exhaust their retries and fail the
-			 * endpoint, data QPs and all. */
-			rn_lcore_channel_stop(lc, ep);
-			RN_LCORE_LOG(WARNING, "lcore %u: notify QP of %s failed "
-				     "locally (syndrome 0x%x): native channel "
-				     "closed, data QPs unaffected", lc->lcore_id,
-				     ep->req->remote.name, wc->status);
-			rn_lcore_ep_post(lc, RN_LCORE_EVENT_NOTIFY_FAILED,
-					 wc->status, ep->req);
-		} else {
-			rn_lcore_ep_failed(lc, ep, wc->status);
-		}
 		return;
 	}
 	if (kind == RN_EP_WR_RECV) {
@@ -657,7 +608,8 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 					   &cookie))
 			report(lc, cookie, 0);
 		/* A credit WRITE that found the SQ full, now it has room. */
-		if (unlikely(rn_credit_update_due(&n->rx)) && n->peer_native)
+		if (unlikely(rn_credit_update_due(&n->rx)) &&
+		    n->state == RN_CHANNEL_NATIVE)
 			write_credits(lc, ep);
 	}
 }
@@ -686,7 +638,8 @@ rn_lcore_notify_poll(struct rn_lcore *lc)
 			struct rn_lcore_ep *ep = d[i].owner;
 
 			ep->n.held--;
-			if (!ep->closing && !ep->failed && !ep->n.failed)
+			if (!ep->closing && !ep->failed &&
+			    ep->n.state != RN_CHANNEL_DRAINING)
 				repost(lc, ep, d[i].index);
 		}
 		work += n;

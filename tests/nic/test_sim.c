@@ -747,7 +747,7 @@ test_qp_never_outgrows_its_cqes(void **state)
 }
 
 /*
- * The notify QP as the lcore asks for it (rn_lcore_ep_qp_caps(): a send
+ * The notify QP as the lcore asks for it (rn_lcore_qp_caps(): a send
  * and a receive WQE per slot, frames of [notify] max_inline + 8 bytes
  * inline), for every number of slots from 2 and several max_inline: the
  * ring the device makes lets the slots' signalling (one in k,
