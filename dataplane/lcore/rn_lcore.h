@@ -34,17 +34,21 @@ enum rn_lcore_cmd_type {
 	RN_LCORE_CMD_EP_CONNECT,/* RTR, RTS toward req->remote: EP_CONNECTED */
 	RN_LCORE_CMD_EP_PROBE,  /* RDMA READ the peer's probe: EP_PROBED */
 	RN_LCORE_CMD_EP_CLOSE,  /* ERR, drain, destroy: EP_CLOSED */
-	/* A native channel added to a connected endpoint (a bay freed): */
-	RN_LCORE_CMD_NOTIFY_OPEN,    /* take a bay, notify QP in INIT:
-				      * NOTIFY_OPENED */
-	RN_LCORE_CMD_NOTIFY_CONNECT, /* post its receives, RTR, RTS toward
-				      * the peer's (req->remote), no sends
-				      * yet: NOTIFY_CONNECTED */
-	RN_LCORE_CMD_NOTIFY_ENABLE,  /* both QPs are connected: send */
-	RN_LCORE_CMD_NOTIFY_DROP,    /* not wanted after all (the offer was
-				      * refused or not answered) */
-	RN_LCORE_CMD_NOTIFY_CLOSE,   /* the peer's notify QP failed: ours
-				      * stops and goes to ERR */
+	/* A native channel added to a connected endpoint (a bay freed); each
+	 * is a transition of the channel's state (lcore_pvt.h): */
+	RN_LCORE_CMD_NOTIFY_OPEN,    /* none -> open: take a bay, notify QP
+				      * in INIT: NOTIFY_OPENED */
+	RN_LCORE_CMD_NOTIFY_CONNECT, /* open -> connected: post its receives,
+				      * RTR, RTS toward the peer's
+				      * (req->remote), no sends yet:
+				      * NOTIFY_CONNECTED */
+	RN_LCORE_CMD_NOTIFY_ENABLE,  /* connected -> native: both QPs are
+				      * connected: send */
+	RN_LCORE_CMD_NOTIFY_DROP,    /* open -> none: not wanted after all
+				      * (the offer was refused or not
+				      * answered) */
+	RN_LCORE_CMD_NOTIFY_CLOSE,   /* -> draining: the peer's notify QP
+				      * failed: ours stops and goes to ERR */
 };
 
 /* 16 bytes, copied by value through the ring: no allocation per command. */
