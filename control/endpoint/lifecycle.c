@@ -49,7 +49,7 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 	ep->upgrade_ours = false;
 	ep->peer_native_off = false;
 	ep->peer_declined = false;
-	req->slot = ep->slot;
+	req->ep_index = ep->slot;
 	req->n_data_qps = cfg->nic.data_qps;
 	req->notify = cfg->notify.enabled && notify;
 	req->notify_depth = cfg->notify.slots;
@@ -305,7 +305,7 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 		upgrade_bay_free(pl, ev->lcore_id, ev->arg != 0);
 		return;
 	}
-	ep = pl->eps[req->slot];
+	ep = pl->eps[req->ep_index];
 	if (ev->type == RN_LCORE_EVENT_EP_CLOSED) {
 		free(req);
 		pl->requests_out--;

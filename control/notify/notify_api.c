@@ -118,7 +118,7 @@ rn_notify_send_burst(struct rn_notify *nf, const char *peer,
 	if (req.count == 0)
 		return -E2BIG;
 	/* The lcore finds the endpoint by its slot, unchecked. */
-	RTE_BUILD_BUG_ON(RN_MAX_ENDPOINTS > RN_LCORE_MAX_SLOTS);
+	RTE_BUILD_BUG_ON(RN_MAX_ENDPOINTS > RN_LCORE_MAX_ENDPOINTS);
 	if (rn_plane_lookup(nf->plane, peer, &req.ep_slot, &state, &worker) != 0)
 		return -ENOENT;
 	if (state != RN_EP_CONNECTED)

@@ -3,8 +3,9 @@
  * Endpoint QPs on their owning lcore: created on EP_OPEN, connected on
  * EP_CONNECT, probed with an RDMA READ of the peer's identity, and on
  * EP_CLOSE moved to ERR, drained of their completions, then destroyed.
- * The notify QP's own steps are in lcore_channel.c. Runs on the worker;
- * nothing here is per packet.
+ * The notify QP's own steps are the native channel's (lcore_channel.c),
+ * called from here. Runs on the worker; nothing here is per packet,
+ * except the dispatch of completions.
  */
 #include <errno.h>
 #include <rte_cycles.h>
@@ -12,41 +13,12 @@
 #include <rte_random.h>
 #include <string.h>
 
-#include "lcore_internal.h"
+#include "lcore_pvt.h"
 #include "rn_cq.h"
 #include "rn_rq.h"
 #include "rn_sq.h"
 
 #define WR_ID_PROBE RN_EP_WR_ID(0, RN_EP_WR_PROBE, 0)
-
-/* Endpoint events must arrive: wait for room rather than drop one. */
-void
-rn_lcore_ep_post(struct rn_lcore *lc, uint16_t type, int32_t arg,
-		 struct rn_ep_request *req)
-{
-	struct rn_lcore_event ev = { .type = type, .lcore_id = (uint16_t)lc->lcore_id,
-				     .arg = arg, .cookie = (uintptr_t)req };
-
-	rn_lcore_post_event_wait(lc, ev);
-}
-
-/*
- * The notify QP carries frames of up to lc->max_inline bytes inline (at
- * least the 8 bytes of an empty one), and the 4-byte credit word.
- */
-struct rn_qp_caps
-rn_lcore_ep_qp_caps(const struct rn_lcore *lc, const struct rn_ep_request *req,
-		    uint8_t kind)
-{
-	if (kind == RN_EP_QP_NOTIFY)
-		return (struct rn_qp_caps){ .max_send_wr = req->notify_depth,
-					    .max_recv_wr = req->notify_depth,
-					    .max_send_sge = 2, .max_recv_sge = 1,
-					    .max_inline = lc->max_inline };
-	return (struct rn_qp_caps){ .max_send_wr = 64, .max_recv_wr = 1,
-				    .max_send_sge = 4, .max_recv_sge = 1,
-				    .max_inline = 64 };
-}
 
 static void
 destroy_qps(struct rn_lcore *lc, struct rn_lcore_ep *ep)
@@ -87,12 +59,9 @@ free_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	lc->cqs[ep->cq].reserved -= ep->cq_reserved;
 	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)ep->cq_reserved);
 	ep->cq_reserved = 0;
-	/* Its slots are free again only now: every CQE of theirs is in. */
-	if (ep->bay >= 0)
-		rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
+	rn_lcore_channel_fini(lc, ep);
 	if (ep->probe_mr.priv != NULL)
 		lc->nic->ops->mr_dereg(lc->nic, &ep->probe_mr);
-	rn_lcore_notify_free(lc, ep);
 	rte_free(ep->probe);
 	rte_free(ep);
 }
@@ -109,64 +78,33 @@ unlink_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	rn_lcore_count(&lc->stats.endpoints, -1);
 }
 
-int
-rn_lcore_ep_create_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t kind)
-{
-	struct rn_ep_request *req = ep->req;
-	struct rn_qp_caps caps = rn_lcore_ep_qp_caps(lc, req, kind);
-	struct rn_qp *qp = &ep->qps[ep->n_qps];
-	struct rn_ep_qp_info *info = &req->local.qps[ep->n_qps];
-	struct rn_cq *cq = &lc->cqs[ep->cq].cq;
-	int rc = rn_nic_qp_create(lc->nic, cq, cq, &caps, qp);
-
-	if (rc != 0)
-		return rc;
-	ep->n_qps++;
-	rn_lcore_count(&lc->stats.qps, 1);
-	qp->user = ep;
-	rc = rn_nic_qp_modify(lc->nic, qp, RN_QP_INIT, NULL);
-	*info = (struct rn_ep_qp_info){
-		.kind = kind, .qpn = qp->qpn,
-		.psn = (uint32_t)rte_rand() & 0xffffff,
-	};
-	if (kind == RN_EP_QP_NOTIFY) {
-		info->recv_depth = req->notify_depth;
-		info->slot_size = req->notify_slot_size;
-		info->credits = 0;   /* no receive slots are posted yet */
-	}
-	return rc;
-}
-
 /*
- * Room for the endpoint: CQEs for its data QPs and, with a free bay and
- * room for it too, for a notify QP. Without those it has no native channel
- * (the handshake says so, the fallback rules apply); without room for the
- * data QPs it cannot open. Endpoints already open are never touched.
+ * Room for the endpoint: CQEs for its data QPs, on a CQ that also has room
+ * for a notify QP when the endpoint wants one and a bay is free (*channel:
+ * the channel reserves its own as it opens). Without those it has no
+ * native channel (the handshake says so, the fallback rules apply);
+ * without room for the data QPs it cannot open. Endpoints already open are
+ * never touched.
  */
 static int
-reserve(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+reserve(struct rn_lcore *lc, struct rn_lcore_ep *ep, bool *channel)
 {
 	const struct rn_ep_request *req = ep->req;
-	struct rn_qp_caps data = rn_lcore_ep_qp_caps(lc, req, RN_EP_QP_DATA);
-	struct rn_qp_caps notify = rn_lcore_ep_qp_caps(lc, req,
-						       RN_EP_QP_NOTIFY);
+	struct rn_qp_caps data = rn_lcore_qp_caps(lc, req, RN_EP_QP_DATA);
+	struct rn_qp_caps notify = rn_lcore_qp_caps(lc, req, RN_EP_QP_NOTIFY);
 	uint32_t data_need = req->n_data_qps * rn_qp_cqes(&data);
 	uint32_t notify_need = rn_qp_cqes(&notify);
 	int cq = -1;
 
 	if (req->notify && lc->notify.base != NULL &&
-	    (ep->bay = rn_notify_bay_take(&lc->notify)) >= 0) {
+	    rn_notify_bay_available(&lc->notify)) {
 		cq = pick_cq(lc, data_need + notify_need);
-		if (cq < 0) {
-			rn_notify_bay_give(&lc->notify, (uint32_t)ep->bay);
-			ep->bay = -1;
+		if (cq < 0)
 			rn_lcore_count(&lc->stats.no_cq_room, 1);
-		}
-	} else {
-		ep->bay = -1;
 	}
+	*channel = cq >= 0;
 	if (cq >= 0) {
-		reserve_cq(lc, ep, (uint32_t)cq, data_need + notify_need);
+		reserve_cq(lc, ep, (uint32_t)cq, data_need);
 		return 0;
 	}
 	cq = pick_cq(lc, data_need);
@@ -182,6 +120,7 @@ static int
 open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 {
 	struct rn_lcore_ep *ep = rte_zmalloc("rn_ep", sizeof(*ep), 0);
+	bool channel = false;
 	int rc;
 
 	if (ep == NULL)
@@ -206,11 +145,14 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 				  RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_READ |
 				  RN_ACCESS_REMOTE_WRITE, &ep->probe_mr);
 	if (rc == 0)
-		rc = reserve(lc, ep);
+		rc = reserve(lc, ep, &channel);
 	for (uint32_t i = 0; rc == 0 && i < req->n_data_qps; i++)
-		rc = rn_lcore_ep_create_qp(lc, ep, RN_EP_QP_DATA);
-	if (rc == 0 && ep->bay >= 0)
-		rn_lcore_channel_open(lc, ep);
+		rc = rn_lcore_qp_create(lc, ep, RN_EP_QP_DATA);
+	/* Its receives are posted as it connects, and only if the peer has a
+	 * notify QP too: the handshake offers one before it knows. Without
+	 * it, the endpoint opens all the same. */
+	if (rc == 0 && channel)
+		(void)rn_lcore_channel_open(lc, ep);
 	if (rc == 0)
 		rc = lc->nic->ops->query_addr(lc->nic, &req->local.addr);
 	if (rc != 0)
@@ -231,79 +173,48 @@ fail:
 	return rc;
 }
 
-/* The peer's QP that pairs with our QP i: same kind, same rank. */
-const struct rn_ep_qp_info *
-rn_lcore_ep_peer_qp(const struct rn_ep_request *req, uint32_t i)
-{
-	uint8_t kind = req->local.qps[i].kind;
-	uint32_t rank = 0;
-
-	for (uint32_t j = 0; j < i; j++)
-		rank += req->local.qps[j].kind == kind;
-	for (uint32_t j = 0; j < req->remote.n_qps; j++)
-		if (req->remote.qps[j].kind == kind && rank-- == 0)
-			return &req->remote.qps[j];
-	return NULL;
-}
-
-/* RTR, then RTS, QP i toward its peer in req->remote. */
-int
-rn_lcore_ep_connect_qp(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t i,
-	   const struct rn_ep_qp_info *peer)
-{
-	const struct rn_ep_request *req = ep->req;
-	struct rn_qp_connect c = {
-		.remote = req->remote.addr,
-		.remote_qpn = peer->qpn,
-		.remote_psn = peer->psn,
-		.local_psn = req->local.qps[i].psn,
-		.timeout = req->qp_timeout,
-		.retry_cnt = req->qp_retry_cnt,
-		.rnr_retry = 7,
-		.min_rnr_timer = 1,
-		.access = RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE |
-			  RN_ACCESS_REMOTE_READ,
-	};
-	int rc = rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_RTR, &c);
-
-	return rc != 0 ? rc : rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_RTS,
-					       &c);
-}
-
 static int
 connect_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 {
 	struct rn_lcore_ep *ep = req->ep;
+	uint32_t n_data;
+	int rc;
 
 	/* The notify QP is the last one, and still in INIT. */
-	if (ep->n.qp != NULL &&
-	    rn_lcore_ep_peer_qp(req, ep->n_qps - 1) == NULL) {
+	if (ep->n.state == RN_CHANNEL_OPEN &&
+	    rn_lcore_qp_peer(req, ep->n_qps - 1) == NULL) {
 		rn_lcore_channel_drop(lc, ep);
 		rn_lcore_bay_returned(lc, false);
 	}
-	if (ep->n.qp != NULL) {
-		int rc = rn_lcore_channel_post_receives(lc, ep, ep->n.qp);
-
-		if (rc != 0)
-			return rc;
-	}
-
-	for (uint32_t i = 0; i < ep->n_qps; i++) {
-		const struct rn_ep_qp_info *peer = rn_lcore_ep_peer_qp(req, i);
-		int rc;
+	n_data = ep->n_qps - (ep->n.qp != NULL);
+	for (uint32_t i = 0; i < n_data; i++) {
+		const struct rn_ep_qp_info *peer = rn_lcore_qp_peer(req, i);
 
 		if (peer == NULL && i == 0)
 			return -EPROTO;   /* data QP 0 carries the probe */
 		if (peer == NULL)
 			continue;   /* the peer has fewer: this one stays unused */
-		rc = rn_lcore_ep_connect_qp(lc, ep, i, peer);
+		rc = rn_lcore_qp_connect(lc, ep, i, peer);
 		if (rc != 0)
 			return rc;
 	}
-	rn_lcore_notify_connected(lc, ep, ep->n.qp != NULL ?
-				  rn_lcore_ep_peer_qp(req, ep->n_qps - 1) :
-				  NULL);
+	if (ep->n.state == RN_CHANNEL_OPEN) {
+		/* Both ends have one: it sends at once. */
+		rc = rn_lcore_channel_connect(lc, ep);
+		if (rc != 0)
+			return rc;
+		rn_lcore_channel_enable(lc, ep);
+	}
+	lc->by_index[req->ep_index] = ep;
 	return 0;
+}
+
+/* ep takes no more sends: the send path finds it no more. */
+static void
+unlist(struct rn_lcore *lc, const struct rn_lcore_ep *ep)
+{
+	if (lc->by_index[ep->req->ep_index] == ep)
+		lc->by_index[ep->req->ep_index] = NULL;
 }
 
 /* READ the peer's identity over data QP 0: proof the RDMA path works and
@@ -337,7 +248,7 @@ close_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 {
 	struct rn_lcore_ep *ep = req->ep;
 
-	rn_lcore_notify_close(lc, ep);
+	unlist(lc, ep);
 	ep->closing = true;
 	/* ERR flushes every outstanding WQE: their CQEs drain below. */
 	for (uint32_t i = 0; i < ep->n_qps; i++)
@@ -371,15 +282,15 @@ static bool
 park(struct rn_lcore *lc, struct rn_ep_request *req)
 {
 	if (!req->notify || lc->notify.base == NULL || req->bay_wait_ms == 0 ||
-	    rn_notify_bay_free(&lc->notify) || !bay_draining(lc) ||
+	    rn_notify_bay_available(&lc->notify) || !bay_draining(lc) ||
 	    lc->n_parked == RTE_DIM(lc->parked))
 		return false;
 	lc->parked[lc->n_parked].req = req;
 	lc->parked[lc->n_parked].until = rte_get_tsc_cycles() +
 					 req->bay_wait_ms * lc->tsc_hz / 1000;
 	lc->n_parked++;
-	RN_LCORE_LOG(INFO, "lcore %u: endpoint slot %u waits up to %u ms for "
-		     "a bay still draining", lc->lcore_id, req->slot,
+	RN_LCORE_LOG(INFO, "lcore %u: endpoint %u waits up to %u ms for "
+		     "a bay still draining", lc->lcore_id, req->ep_index,
 		     req->bay_wait_ms);
 	return true;
 }
@@ -406,7 +317,7 @@ open_parked(struct rn_lcore *lc)
 	uint64_t now = rte_get_tsc_cycles();
 
 	while (lc->n_parked != 0 &&
-	       (rn_notify_bay_free(&lc->notify) || !bay_draining(lc) ||
+	       (rn_notify_bay_available(&lc->notify) || !bay_draining(lc) ||
 		now >= lc->parked[0].until)) {
 		struct rn_ep_request *req = lc->parked[0].req;
 
@@ -414,6 +325,16 @@ open_parked(struct rn_lcore *lc)
 		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_OPENED,
 				 open_ep(lc, req), req);
 	}
+}
+
+/* NOTIFY_OPEN: a channel for a connected endpoint that has none (every
+ * bay was taken when it connected, and one came back). */
+static int
+add_channel(struct rn_lcore *lc, struct rn_ep_request *req)
+{
+	struct rn_lcore_ep *ep = rn_lcore_ep_live(req);
+
+	return ep == NULL ? -ENOTCONN : rn_lcore_channel_open(lc, ep);
 }
 
 void
@@ -444,23 +365,25 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 		else
 			close_ep(lc, req);
 		return;
+	/* A native channel added to a connected endpoint: the same steps as
+	 * one made with it, each on the control thread's word. */
 	case RN_LCORE_CMD_NOTIFY_OPEN:
 		rn_lcore_ep_post(lc, RN_LCORE_EVENT_NOTIFY_OPENED,
-				 rn_lcore_channel_add(lc, req), req);
+				 add_channel(lc, req), req);
 		return;
 	case RN_LCORE_CMD_NOTIFY_CONNECT:
 		rn_lcore_ep_post(lc, RN_LCORE_EVENT_NOTIFY_CONNECTED,
-				 rn_lcore_channel_connect(lc, req), req);
+				 rn_lcore_ep_live(req) == NULL ? -ENOTCONN :
+				 rn_lcore_channel_connect(lc, req->ep), req);
 		return;
 	case RN_LCORE_CMD_NOTIFY_ENABLE:
 		if (rn_lcore_ep_live(req) != NULL)
-			rn_lcore_notify_enable(lc, req->ep);
+			rn_lcore_channel_enable(lc, req->ep);
 		return;
 	case RN_LCORE_CMD_NOTIFY_DROP:
 		/* Refused: only ever before it connected. */
 		if (req->ep != NULL && !req->ep->closing &&
-		    req->ep->n.qp != NULL &&
-		    !rn_lcore_notify_attached(req->ep)) {
+		    req->ep->n.state == RN_CHANNEL_OPEN) {
 			rn_lcore_channel_drop(lc, req->ep);
 			rn_lcore_bay_returned(lc, true);
 		}
@@ -488,15 +411,15 @@ probe_result(const struct rn_lcore_ep *ep)
 	return 0;
 }
 
-void
-rn_lcore_ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-		   uint8_t syndrome)
+/* A QP of ep completed in error: tell the control thread, once. */
+static void
+ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t syndrome)
 {
 	/* The first error of a live endpoint is news; flushes of one that is
 	 * closing, or already failed, are not. */
 	if (!ep->closing && !ep->failed) {
 		ep->failed = true;
-		rn_lcore_notify_close(lc, ep);
+		unlist(lc, ep);
 		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_FAILED, syndrome,
 				 ep->req);
 	}
@@ -508,11 +431,14 @@ rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc)
 	struct rn_lcore_ep *ep = wc->qp->user;
 
 	if (wc->qp == ep->n.qp) {
-		rn_lcore_notify_completion(lc, ep, wc);
+		if (likely(wc->status == 0))
+			rn_lcore_notify_completion(lc, ep, wc);
+		else if (rn_lcore_channel_error(lc, ep, wc))
+			ep_failed(lc, ep, wc->status);
 		return;
 	}
 	if (wc->status != 0) {
-		rn_lcore_ep_failed(lc, ep, wc->status);
+		ep_failed(lc, ep, wc->status);
 		return;
 	}
 	if (wc->opcode == RN_WC_READ && RN_EP_WR_KIND(wc->wr_id) == RN_EP_WR_PROBE) {

@@ -13,7 +13,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
-#include "lcore_internal.h"
+#include "lcore_pvt.h"
 
 #define SLEEP_MAX_EVENTS 16
 

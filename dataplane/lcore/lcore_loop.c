@@ -10,34 +10,8 @@
  *      channels (rarely any),
  *   5. apply the idle policy when the iteration found nothing to do.
  */
-#include <sys/eventfd.h>
-
-#include <rte_pause.h>
-
-#include "lcore_internal.h"
+#include "lcore_pvt.h"
 #include "rn_cq.h"
-
-static void
-post_event(struct rn_lcore *lc, struct rn_lcore_event ev)
-{
-	if (rte_ring_mp_enqueue_elem(lc->event_ring, &ev, sizeof(ev)) != 0) {
-		rn_lcore_count(&lc->stats.events_dropped, 1);
-		return;
-	}
-	/* Events are rare (replies, errors): a syscall here is affordable. */
-	eventfd_write(lc->control_wake_fd, 1);
-}
-
-void
-rn_lcore_post_event_wait(struct rn_lcore *lc, struct rn_lcore_event ev)
-{
-	/* The control thread drains the ring whenever it is woken. */
-	while (rte_ring_mp_enqueue_elem(lc->event_ring, &ev, sizeof(ev)) != 0) {
-		eventfd_write(lc->control_wake_fd, 1);
-		rte_pause();
-	}
-	eventfd_write(lc->control_wake_fd, 1);
-}
 
 static void
 execute(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
@@ -50,7 +24,7 @@ execute(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 			.arg = cmd->arg,
 			.cookie = cmd->cookie,
 		};
-		post_event(lc, ev);
+		rn_lcore_post_event(lc, ev);
 		break;
 	}
 	case RN_LCORE_CMD_STOP:

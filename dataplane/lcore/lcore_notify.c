@@ -2,7 +2,7 @@
 /*
  * Native notifications on the lcore that owns the endpoint: one SEND_IMM
  * per notification on the notify QP, never without a credit, the frame
- * inline up to max_inline bytes, else from a send slot; receive slots
+ * inline up to max_inline bytes, else from a send buffer; receive slots
  * delivered to the application zero-copy and reposted when it releases
  * them. Credits go back to the sender in an RDMA WRITE of a credit word,
  * which consumes no receive slot, once half of them are due. The immediate
@@ -19,7 +19,7 @@
 #include <rte_pause.h>
 #include <string.h>
 
-#include "lcore_internal.h"
+#include "lcore_pvt.h"
 #include "notify_engine.h"
 #include "rn_cq.h"
 #include "rn_rq.h"
@@ -35,13 +35,13 @@ generation(const struct rn_lcore_ep *ep)
 static void write_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 
 int
-rn_lcore_notify_open(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+rn_lcore_notify_init(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	uint32_t slots = lc->notify.slots;
 	struct ep_notify *n = &ep->n;
 
-	/* Freed by rn_lcore_notify_free(), also after a failure here. */
-	rn_send_slots_init(&n->sends, slots,
+	/* Freed by rn_lcore_notify_fini(), also after a failure here. */
+	rn_send_window_init(&n->sends, slots,
 			   rte_zmalloc("rn_notify_cookie",
 				       slots * sizeof(*n->sends.cookie), 0),
 			   rte_zmalloc("rn_notify_want", slots, 0));
@@ -64,16 +64,10 @@ rn_lcore_notify_attach(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	n->peer_slot_size = peer->slot_size;
 	n->send_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_SEND, 0);
 	rn_credit_tx_init(&n->tx, peer->credits);
-	rn_send_slots_allow(&n->sends, rn_credit_allowed(&n->tx));
+	rn_send_window_allow(&n->sends, rn_credit_allowed(&n->tx));
 	n->credit_raddr = ep->req->remote.probe_addr +
 			  EP_PROBE_CREDITS * RN_EP_PROBE_SIZE;
 	n->credit_rkey = ep->req->remote.probe_rkey;
-}
-
-bool
-rn_lcore_notify_attached(const struct rn_lcore_ep *ep)
-{
-	return ep->n.peer_slot_size != 0;   /* slot sizes are at least 64 */
 }
 
 void
@@ -81,15 +75,12 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	struct ep_notify *n = &ep->n;
 
-	if (n->qp == NULL || n->failed)
-		return;
-	n->peer_native = true;
 	n->max_frame = RTE_MIN(lc->notify.slot_size, n->peer_slot_size);
 	/* [notify] max_inline, even where the device allows more; and no
-	 * larger than the send slots' signalling allows inline SENDs paced by
-	 * it (RN_WR_PACED): a no-op with 2 slots or more, where the ring has
-	 * a WQE of the largest size per slot (tests/nic/test_sim.c);
-	 * with one slot, each paced SEND may take half the ring only. */
+	 * larger than the send window's signalling allows inline SENDs paced
+	 * by it (RN_WR_PACED): a no-op with 2 entries or more, where the ring
+	 * has a WQE of the largest size per entry (tests/nic/test_sim.c);
+	 * with one entry, each paced SEND may take half the ring only. */
 	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
 				n->qp->sq.max_inline);
 	n->max_inline = RTE_MIN(n->max_inline, rn_sq_send_inline_max(
@@ -101,14 +92,10 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 }
 
 void
-rn_lcore_notify_connected(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-			  const struct rn_ep_qp_info *peer)
+rn_lcore_notify_stop(struct rn_lcore_ep *ep)
 {
-	lc->by_slot[ep->req->slot] = ep;
-	if (ep->n.qp == NULL || peer == NULL)
-		return;   /* one side has no channel: TCP rules apply */
-	rn_lcore_notify_attach(lc, ep, peer);
-	rn_lcore_notify_enable(lc, ep);
+	ep->n.max_frame = 0;
+	ep->n.max_inline = 0;
 }
 
 /* A send's fate, to the application; counted when its ring is full. */
@@ -120,33 +107,28 @@ report(struct rn_lcore *lc, uint64_t cookie, int status)
 }
 
 /*
- * The QP failed: every SEND still holding a slot failed with it, signalled
- * or not. Reported (if a completion was asked for), never replayed.
+ * The QP failed: every SEND still holding a window entry failed with it,
+ * signalled or not. Reported (if a completion was asked for), never
+ * replayed.
  */
-static void
-fail_pending(struct rn_lcore *lc, struct ep_notify *n)
+void
+rn_lcore_notify_fail_pending(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
+	struct ep_notify *n = &ep->n;
 	uint64_t cookie;
 
-	while (rn_send_slots_used(&n->sends) != 0)
-		if (rn_send_slots_fail_oldest(&n->sends, &cookie))
+	while (rn_send_window_used(&n->sends) != 0)
+		if (rn_send_window_fail_oldest(&n->sends, &cookie))
 			report(lc, cookie, -EPIPE);
 }
 
 void
-rn_lcore_notify_close(struct rn_lcore *lc, struct rn_lcore_ep *ep)
-{
-	if (lc->by_slot[ep->req->slot] == ep)
-		lc->by_slot[ep->req->slot] = NULL;
-}
-
-void
-rn_lcore_notify_free(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+rn_lcore_notify_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	/* Freed before every CQE came (a CQ that stopped, a drain that
 	 * timed out): what is still in flight failed, as with the QP. */
 	if (ep->n.sends.cookie != NULL)
-		fail_pending(lc, &ep->n);
+		rn_lcore_notify_fail_pending(lc, ep);
 	rte_free(ep->n.sends.cookie);
 	rte_free(ep->n.sends.want);
 	ep->n.sends.cookie = NULL;
@@ -160,25 +142,25 @@ hear_credits(struct rn_lcore_ep *ep)
 {
 	rn_credit_returned(&ep->n.tx, __atomic_load_n(
 		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE));
-	rn_send_slots_allow(&ep->n.sends, rn_credit_allowed(&ep->n.tx));
+	rn_send_window_allow(&ep->n.sends, rn_credit_allowed(&ep->n.tx));
 }
 
 /*
- * Whether a send slot and a credit for one SEND are at hand. The peer's
+ * Whether a window entry and a credit for one SEND are at hand. The peer's
  * credit word is read only when the counts heard so far leave none.
  */
 static bool
-slot_and_credit(struct rn_lcore_ep *ep)
+entry_and_credit(struct rn_lcore_ep *ep)
 {
-	if (likely(rn_send_slots_open(&ep->n.sends)))
+	if (likely(rn_send_window_open(&ep->n.sends)))
 		return true;
 	hear_credits(ep);
-	return rn_send_slots_open(&ep->n.sends);
+	return rn_send_window_open(&ep->n.sends);
 }
 
 /*
  * What the next SEND_IMM carries besides its immediate, the same whichever
- * way it is posted: its slot's wr_id, and whether it asks for a CQE.
+ * way it is posted: its entry's wr_id, and whether it asks for a CQE.
  */
 struct send_head {
 	uint64_t wr_id;
@@ -190,8 +172,8 @@ static inline struct send_head
 next_send(const struct ep_notify *n, bool want)
 {
 	return (struct send_head){
-		.wr_id = n->send_wr_id | rn_send_slots_next(&n->sends),
-		.flags = rn_send_slots_signal(&n->sends, want) ?
+		.wr_id = n->send_wr_id | rn_send_window_next(&n->sends),
+		.flags = rn_send_window_signal(&n->sends, want) ?
 			 RN_WR_SIGNALED : 0,
 		.want = want,
 	};
@@ -213,23 +195,23 @@ tcp_before(const struct rn_lcore_ep *ep)
 }
 
 /*
- * Post the SEND_IMM of o's frame of len bytes from its send slot, by a
- * data segment; signalled when the slots say so. What post_inline() cannot
+ * Post the SEND_IMM of o's frame of len bytes from its send buffer, by a
+ * data segment; signalled when the window says so. What post_inline() cannot
  * post comes here (from send_burst() or send_general()): frames over
  * max_inline, and inline ones that would wrap at the ring's end or find no
  * room for their larger WQE (one BB here, never wrapping). Returns 0,
  * -EAGAIN (no room in the SQ) or -EPIPE.
  */
 static int
-post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+post_from_buf(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	       const struct rn_notify_out *o, uint32_t req_flags, __be32 imm,
 	       uint32_t len)
 {
 	struct ep_notify *n = &ep->n;
 	struct send_head h = next_send(n, (req_flags &
 					    RN_NOTIFY_WANT_COMPLETION) != 0);
-	uint8_t *buf = rn_notify_send_slot(&lc->notify, (uint32_t)ep->bay,
-					   rn_send_slots_next(&n->sends));
+	uint8_t *buf = rn_notify_send_buf(&lc->notify, (uint32_t)ep->bay,
+					   rn_send_window_next(&n->sends));
 	struct rn_sge sge = { (uintptr_t)buf, len, lc->notify.mr.lkey };
 	int rc;
 
@@ -238,7 +220,7 @@ post_from_slot(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 				 h.wr_id);
 	if (rc != 0)
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
-	rn_send_slots_push(&n->sends, o->cookie, h.want);
+	rn_send_window_push(&n->sends, o->cookie, h.want);
 	return 0;
 }
 
@@ -312,39 +294,40 @@ send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			rn_notify_answer(req, 0);
 			return 0;
 		}
-		if (n->qp == NULL || !n->peer_native) {
+		if (n->state != RN_CHANNEL_NATIVE &&
+		    n->state != RN_CHANNEL_DRAINING) {
 			rn_notify_answer(req, -ENOTSUP);
 			return 0;
 		}
 		len++;
 	}
-	if (n->failed)
+	if (n->state == RN_CHANNEL_DRAINING)
 		rn_notify_answer(req, -EPIPE);   /* never falls back */
 	else if (len <= n->max_frame)
 		return len;
 	else if (lc->notify_fallback)
 		forward_tcp(lc, ep, req);
 	else
-		rn_notify_answer(req, n->qp != NULL && n->peer_native ?
+		rn_notify_answer(req, n->state == RN_CHANNEL_NATIVE ?
 				 -EMSGSIZE : -ENOTSUP);
 	return 0;
 }
 
 /*
- * The endpoint req is for, unless it is gone, failed or closing: by_slot
- * holds connected endpoints only, and each leaves it (rn_lcore_notify_close)
- * as it fails or starts closing. req->ep_slot is a slot of the control
- * plane, which has no more than by_slot (rn_notify_send_burst()).
+ * The endpoint req is for, unless it is gone, failed or closing: by_index
+ * holds connected endpoints only, and each leaves it as it fails or starts
+ * closing (lcore_endpoint.c). req->ep_slot is an endpoint index of the
+ * control plane, which has no more than by_index (rn_notify_send_burst()).
  */
 static inline struct rn_lcore_ep *
 usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
 {
-	RTE_ASSERT(req->ep_slot < RN_LCORE_MAX_SLOTS);
-	return lc->by_slot[req->ep_slot];
+	RTE_ASSERT(req->ep_slot < RN_LCORE_MAX_ENDPOINTS);
+	return lc->by_index[req->ep_slot];
 }
 
 /*
- * The common send straight through, with a credit and a send slot known to
+ * The common send straight through, with a credit and a window entry known to
  * be at hand: the frame of len bytes (at most max_inline) inline in a WQE
  * that fits the SQ as it is. Nothing changes before all of that is known.
  * The doorbell is the caller's. Inlined in its callers: a call here saves
@@ -366,14 +349,14 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
 	rn_sq_post_send_inline_placed(&n->qp->sq, &at, (uint32_t)len,
 				      RN_WR_SEND_IMM, imm,
 				      h.flags | RN_WR_PACED, h.wr_id);
-	rn_send_slots_push(&n->sends, o->cookie, h.want);
+	rn_send_window_push(&n->sends, o->cookie, h.want);
 	return true;
 }
 
 /*
  * A request's first notification, when send_one() or send_burst() could
  * not post it, or one that wants its completion reported: every check,
- * the fallbacks, the frame inline or through its send slot, and the
+ * the fallbacks, the frame inline or through its send buffer, and the
  * answer for it alone (the application sends the rest again).
  */
 static __rte_noinline void
@@ -397,12 +380,12 @@ send_general(struct rn_lcore *lc, struct rn_notify_request *req)
 	}
 	want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
 	imm = tcp_before(ep);
-	if (!slot_and_credit(ep))
+	if (!entry_and_credit(ep))
 		rc = -EAGAIN;
 	else if (post_inline(ep, o, want, imm, len))
 		rc = 0;
 	else
-		rc = post_from_slot(lc, ep, o, req->flags, imm, (uint32_t)len);
+		rc = post_from_buf(lc, ep, o, req->flags, imm, (uint32_t)len);
 	if (rc == 0) {
 		rn_sq_ring_doorbell(&ep->n.qp->sq);
 		rn_lcore_count(&lc->stats.notify_sent, 1);
@@ -423,7 +406,7 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
 	const struct rn_notify_out *o = &req->out[0];
 
-	if (unlikely(ep == NULL || req->flags != 0 || !slot_and_credit(ep) ||
+	if (unlikely(ep == NULL || req->flags != 0 || !entry_and_credit(ep) ||
 		     !post_inline(ep, o, false, tcp_before(ep),
 				  rn_notify_frame_size(o->name_len,
 						       o->msg_len)))) {
@@ -438,7 +421,7 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 /*
  * A request's notifications, natively, in order, under one doorbell, as
  * many as the send window lets go now (checked once for all of them),
- * until one cannot go: inline while they fit, else from their send slots.
+ * until one cannot go: inline while they fit, else from their send buffers.
  * The answer says how many went. When the first cannot go this way,
  * send_general() takes it (over TCP, or its error). Out of line, like
  * send_one().
@@ -455,10 +438,10 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 		send_general(lc, req);
 		return;
 	}
-	room = rn_send_slots_room(&ep->n.sends);
+	room = rn_send_window_room(&ep->n.sends);
 	if (room < req->count) {
 		hear_credits(ep);
-		room = rn_send_slots_room(&ep->n.sends);
+		room = rn_send_window_room(&ep->n.sends);
 	}
 	room = RTE_MIN(room, req->count);
 	imm = tcp_before(ep);
@@ -468,7 +451,7 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 
 		if (!post_inline(ep, o, want, imm, len) &&
 		    (len > ep->n.max_frame ||
-		     post_from_slot(lc, ep, o, req->flags, imm,
+		     post_from_buf(lc, ep, o, req->flags, imm,
 				    (uint32_t)len) != 0))
 			break;
 	}
@@ -524,7 +507,7 @@ repost(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t index)
 		return;
 	rn_rq_ring_doorbell(&n->qp->rq);
 	rn_credit_repost(&n->rx);
-	if (rn_credit_update_due(&n->rx) && n->peer_native)
+	if (rn_credit_update_due(&n->rx) && n->state == RN_CHANNEL_NATIVE)
 		write_credits(lc, ep);
 }
 
@@ -583,10 +566,10 @@ static __rte_noinline void
 received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 {
 	struct ep_notify *n = &ep->n;
-	uint32_t index = RN_EP_WR_SLOT(wc->wr_id);
+	uint32_t index = RN_EP_WR_INDEX(wc->wr_id);
 	uint8_t *frame = n->recv_slots + (size_t)index * lc->notify.slot_size;
 	struct rn_notify_delivery d = { .owner = ep, .len = wc->byte_len,
-					.ep_slot = (uint16_t)ep->req->slot,
+					.ep_slot = (uint16_t)ep->req->ep_index,
 					.index = (uint16_t)index,
 					/* Ours are all SEND_IMMs. */
 					.seq = wc->opcode == RN_WC_RECV_IMM ?
@@ -604,15 +587,6 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 	n->held++;
 }
 
-static bool
-local_fault(uint8_t syndrome)
-{
-	return syndrome == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ||
-	       syndrome == MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR ||
-	       syndrome == MLX5_CQE_SYNDROME_LOCAL_PROT_ERR ||
-	       syndrome == MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR;
-}
-
 void
 rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			   const struct rn_wc *wc)
@@ -624,40 +598,18 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		rn_lcore_count(&lc->stats.notify_stale, 1);
 		return;
 	}
-	if (wc->status != 0) {
-		/* An error on the send side: every SEND in flight failed. */
-		if (kind != RN_EP_WR_RECV)
-			fail_pending(lc, n);
-		if (wc->status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR || n->failed)
-			return;
-		if (local_fault(wc->status)) {
-			/* Ours alone: the channel stops, the data QPs go on.
-			 * The peer is told, else its SENDs into our QP, now
-			 * in ERR, would exhaust their retries and fail the
-			 * endpoint, data QPs and all. */
-			rn_lcore_channel_stop(lc, ep);
-			RN_LCORE_LOG(WARNING, "lcore %u: notify QP of %s failed "
-				     "locally (syndrome 0x%x): native channel "
-				     "closed, data QPs unaffected", lc->lcore_id,
-				     ep->req->remote.name, wc->status);
-			rn_lcore_ep_post(lc, RN_LCORE_EVENT_NOTIFY_FAILED,
-					 wc->status, ep->req);
-		} else {
-			rn_lcore_ep_failed(lc, ep, wc->status);
-		}
-		return;
-	}
 	if (kind == RN_EP_WR_RECV) {
 		received(lc, ep, wc);
 	} else if (kind == RN_EP_WR_SEND) {
 		/* It and every unsignalled SEND before it completed. */
 		uint64_t cookie;
 
-		if (rn_send_slots_complete(&n->sends, RN_EP_WR_SLOT(wc->wr_id),
+		if (rn_send_window_complete(&n->sends, RN_EP_WR_INDEX(wc->wr_id),
 					   &cookie))
 			report(lc, cookie, 0);
 		/* A credit WRITE that found the SQ full, now it has room. */
-		if (unlikely(rn_credit_update_due(&n->rx)) && n->peer_native)
+		if (unlikely(rn_credit_update_due(&n->rx)) &&
+		    n->state == RN_CHANNEL_NATIVE)
 			write_credits(lc, ep);
 	}
 }
@@ -686,7 +638,8 @@ rn_lcore_notify_poll(struct rn_lcore *lc)
 			struct rn_lcore_ep *ep = d[i].owner;
 
 			ep->n.held--;
-			if (!ep->closing && !ep->failed && !ep->n.failed)
+			if (!ep->closing && !ep->failed &&
+			    ep->n.state != RN_CHANNEL_DRAINING)
 				repost(lc, ep, d[i].index);
 		}
 		work += n;

@@ -10,7 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "lcore_internal.h"
+#include "lcore_pvt.h"
 #include "notify_engine.h"
 
 RTE_LOG_REGISTER_SUFFIX(rn_lcore_logtype, lcore, INFO);
@@ -76,8 +76,8 @@ check_cq_room(const struct rn_lcore *lc, const struct rn_config *cfg,
 {
 	const struct rn_ep_request req = { .n_data_qps = cfg->nic.data_qps,
 					   .notify_depth = cfg->notify.slots };
-	struct rn_qp_caps data = rn_lcore_ep_qp_caps(lc, &req, RN_EP_QP_DATA);
-	struct rn_qp_caps notify = rn_lcore_ep_qp_caps(lc, &req,
+	struct rn_qp_caps data = rn_lcore_qp_caps(lc, &req, RN_EP_QP_DATA);
+	struct rn_qp_caps notify = rn_lcore_qp_caps(lc, &req,
 						       RN_EP_QP_NOTIFY);
 	uint64_t data_need = (uint64_t)req.n_data_qps * rn_qp_cqes(&data);
 	uint64_t need = data_need + rn_qp_cqes(&notify);

@@ -12,6 +12,7 @@
 #include <rte_common.h>
 #include <rte_ring.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rn_config.h"
@@ -20,7 +21,9 @@
 
 #define RN_LCORE_RING_SIZE 1024   /* commands in flight per lcore (exact) */
 #define RN_LCORE_MAX_CQS 16       /* [nic] cqs_per_lcore at most */
-#define RN_LCORE_MAX_SLOTS 1024   /* = RN_MAX_ENDPOINTS of the control plane */
+#define RN_LCORE_MAX_ENDPOINTS 1024 /* by_index entries: at least the control
+				     * plane's RN_MAX_ENDPOINTS (notify_api.c
+				     * checks) */
 #define RN_LCORE_BURST 32         /* commands drained per iteration */
 
 /* Endpoint commands carry a struct rn_ep_request * in the cookie. */
@@ -31,17 +34,21 @@ enum rn_lcore_cmd_type {
 	RN_LCORE_CMD_EP_CONNECT,/* RTR, RTS toward req->remote: EP_CONNECTED */
 	RN_LCORE_CMD_EP_PROBE,  /* RDMA READ the peer's probe: EP_PROBED */
 	RN_LCORE_CMD_EP_CLOSE,  /* ERR, drain, destroy: EP_CLOSED */
-	/* A native channel added to a connected endpoint (a bay freed): */
-	RN_LCORE_CMD_NOTIFY_OPEN,    /* take a bay, notify QP in INIT:
-				      * NOTIFY_OPENED */
-	RN_LCORE_CMD_NOTIFY_CONNECT, /* post its receives, RTR, RTS toward
-				      * the peer's (req->remote), no sends
-				      * yet: NOTIFY_CONNECTED */
-	RN_LCORE_CMD_NOTIFY_ENABLE,  /* both QPs are connected: send */
-	RN_LCORE_CMD_NOTIFY_DROP,    /* not wanted after all (the offer was
-				      * refused or not answered) */
-	RN_LCORE_CMD_NOTIFY_CLOSE,   /* the peer's notify QP failed: ours
-				      * stops and goes to ERR */
+	/* A native channel added to a connected endpoint (a bay freed); each
+	 * is a transition of the channel's state (lcore_pvt.h): */
+	RN_LCORE_CMD_NOTIFY_OPEN,    /* none -> open: take a bay, notify QP
+				      * in INIT: NOTIFY_OPENED */
+	RN_LCORE_CMD_NOTIFY_CONNECT, /* open -> connected: post its receives,
+				      * RTR, RTS toward the peer's
+				      * (req->remote), no sends yet:
+				      * NOTIFY_CONNECTED */
+	RN_LCORE_CMD_NOTIFY_ENABLE,  /* connected -> native: both QPs are
+				      * connected: send */
+	RN_LCORE_CMD_NOTIFY_DROP,    /* open -> none: not wanted after all
+				      * (the offer was refused or not
+				      * answered) */
+	RN_LCORE_CMD_NOTIFY_CLOSE,   /* -> draining: the peer's notify QP
+				      * failed: ours stops and goes to ERR */
 };
 
 /* 16 bytes, copied by value through the ring: no allocation per command. */
@@ -120,32 +127,45 @@ struct rn_lcore_cq {
 };
 
 struct rn_lcore {
-	/* Hot: what the loop touches every iteration. */
+	/* Hot: what the loop reads or writes on every turn, and the send and
+	 * receive paths on every notification. The scalars first, in at most
+	 * RN_LCORE_HOT_LINES cache lines (checked below): each turn then
+	 * touches those lines, the counters' lines, and one rn_lcore_cq per
+	 * CQ in use; nothing that only the control path or the reapers read
+	 * sits between them. */
 	struct rte_ring *cmd_ring;      /* control -> lcore, single producer */
-	struct rte_ring *event_ring;    /* lcores -> control, shared */
 	struct rn_nic *nic;             /* this lcore's device context */
 	uint32_t n_cqs;                 /* CQs in use, grown on demand */
-	struct rn_lcore_cq cqs[RN_LCORE_MAX_CQS];
-	struct rn_qp_table *qps;
-	struct rn_lcore_ep *closing;    /* draining before destruction */
 	uint32_t channels_failed;       /* native channels yet to retire */
-	struct rn_lcore_ep *eps;        /* every endpoint open here */
-	struct rn_notify_region notify; /* base NULL: no native channels */
+	struct rn_lcore_ep *closing;    /* draining before destruction */
+	bool running;
+	bool notify_fallback;
+	enum rn_idle_policy idle;
+	uint32_t idle_polls;
+	uint32_t idle_polls_left;
+	uint32_t sleeping;                  /* adaptive idle: in epoll */
+	uint32_t max_inline;            /* frames up to this go inline: [notify]
+					 * max_inline (name + msg) + 8 */
 	struct rte_ring *notify_requests;   /* app -> lcore, MP/SC */
 	struct rte_ring *notify_deliveries; /* lcore -> app, SP/SC */
 	struct rte_ring *notify_releases;   /* app -> lcore, SP/SC */
 	struct rte_ring *notify_completions;/* shared, to the app */
-	bool notify_fallback;
-	uint32_t max_inline;            /* frames up to this go inline: [notify]
-					 * max_inline (name + msg) + 8 */
-	uint32_t sleeping;                  /* adaptive idle: in epoll */
-	struct rn_lcore_ep *by_slot[RN_LCORE_MAX_SLOTS]; /* connected ones */
-	uint32_t idle_polls_left;
-	bool running;
-	struct rn_lcore_stats stats;
+	struct rn_notify_region notify; /* base NULL: no native channels */
+	/* Written every turn; read by telemetry from another thread, so on
+	 * lines of their own. */
+	struct rn_lcore_stats stats __rte_cache_aligned;
+	/* Polled every turn: cqs[0, n_cqs). */
+	struct rn_lcore_cq cqs[RN_LCORE_MAX_CQS] __rte_cache_aligned;
 
-	/* Cold: set up by the control thread before launch. */
+	/* Cold: set up by the control thread before launch, or read by the
+	 * command handlers and the reapers only. */
 	RTE_MARKER cold __rte_cache_aligned;
+	/* Connected endpoints by endpoint index: one entry read per send
+	 * request, so where the table sits does not matter to the loop. */
+	struct rn_lcore_ep *by_index[RN_LCORE_MAX_ENDPOINTS];
+	struct rte_ring *event_ring;    /* lcores -> control, shared */
+	struct rn_qp_table *qps;
+	struct rn_lcore_ep *eps;        /* every endpoint open here */
 	/* EP_OPENs waiting for a bay that a closing endpoint still holds,
 	 * oldest first, each until its TSC deadline. */
 	struct {
@@ -154,8 +174,6 @@ struct rn_lcore {
 	} parked[RN_NOTIFY_MAX_BAYS];
 	uint32_t n_parked;
 	unsigned int lcore_id;
-	enum rn_idle_policy idle;
-	uint32_t idle_polls;
 	uint32_t idle_sleep_us;
 	int epoll_fd;            /* wake_fd and the NIC's wait fds */
 	int wake_fd;             /* eventfd: control -> sleeping lcore */
@@ -165,7 +183,7 @@ struct rn_lcore {
 	uint32_t cq_cqes;        /* CQEs each holds (mlx5 rounds up more) */
 	uint32_t max_cqs;
 
-	/* Rare, written by the worker, so kept out of the hot lines.
+	/* Rare, written by the worker.
 	 * Rejected frames: logged at most once a second, so that a peer
 	 * sending them by the million does not make the worker write as
 	 * many lines; the rest counted for the next line. */
@@ -177,6 +195,22 @@ struct rn_lcore {
 	uint64_t channel_reap_tsc;      /* failed channels looked at next */
 } __rte_cache_aligned;
 
+/* The hot scalars: 160 bytes today (pahole -C rn_lcore), three cache
+ * lines, which is also the most a turn should pay for them: one line for
+ * the loop's own fields, two for the notification rings and region. The
+ * hot part in all is 26 lines (1,664 bytes): these 3, the counters' 3 and
+ * 20 of CQs, of which a turn touches those in use (2 lines each). */
+#define RN_LCORE_HOT_LINES 3
+_Static_assert(offsetof(struct rn_lcore, stats) <=
+	       RN_LCORE_HOT_LINES * RTE_CACHE_LINE_SIZE,
+	       "the hot scalars of struct rn_lcore outgrew their lines");
+/* The 8 KB by_index table and everything else the loop does not touch
+ * each turn come after the CQs. */
+_Static_assert(offsetof(struct rn_lcore, cold) ==
+	       RTE_ALIGN_CEIL(offsetof(struct rn_lcore, cqs) +
+			      sizeof(struct rn_lcore_cq) * RN_LCORE_MAX_CQS,
+			      RTE_CACHE_LINE_SIZE),
+	       "only the CQs lie between the counters and the cold part");
 
 #define RN_LCORE_QP_TABLE_ORDER 10
 

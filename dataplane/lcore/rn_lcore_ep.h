@@ -23,19 +23,20 @@
 /*
  * What a work request is, in its wr_id: the generation of the incarnation
  * that posted it (completions are dispatched by QPN *and* generation), its
- * kind, and a slot index.
+ * kind, and an index: the receive slot of a RECV, the send window entry of
+ * a SEND (rn_notify_window.h), 0 otherwise.
  */
 enum rn_ep_wr_kind {
 	RN_EP_WR_PROBE = 1,
 	RN_EP_WR_RECV = 2,        /* a notification receive slot */
-	RN_EP_WR_SEND = 3,        /* a notification send slot */
+	RN_EP_WR_SEND = 3,        /* a notification SEND: its window entry */
 	RN_EP_WR_CREDIT = 4,      /* a credit-only RDMA WRITE */
 };
-#define RN_EP_WR_ID(generation, kind, slot) \
-	((uint64_t)(generation) << 32 | (uint64_t)(kind) << 24 | (slot))
+#define RN_EP_WR_ID(generation, kind, index) \
+	((uint64_t)(generation) << 32 | (uint64_t)(kind) << 24 | (index))
 #define RN_EP_WR_GENERATION(wr_id) ((uint32_t)((wr_id) >> 32))
 #define RN_EP_WR_KIND(wr_id) ((uint8_t)((wr_id) >> 24))
-#define RN_EP_WR_SLOT(wr_id) ((uint32_t)(wr_id) & 0xffffff)
+#define RN_EP_WR_INDEX(wr_id) ((uint32_t)(wr_id) & 0xffffff)
 
 enum rn_ep_qp_kind {
 	RN_EP_QP_DATA = 1,
@@ -67,7 +68,8 @@ struct rn_lcore_ep;
 
 struct rn_ep_request {
 	/* Set by the control thread before RN_LCORE_CMD_EP_OPEN. */
-	uint32_t slot;            /* the endpoint's index in the control table */
+	uint32_t ep_index;        /* the endpoint's index in the plane's table,
+				   * and in its lcore's (by_index) */
 	uint32_t n_data_qps;
 	bool notify;              /* create a notify QP */
 	uint32_t notify_depth;

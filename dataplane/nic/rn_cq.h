@@ -26,10 +26,10 @@ static inline void
 rn_cq_complete_send(struct rn_qp *qp, uint16_t wqe_counter, struct rn_wc *wc)
 {
 	struct rn_sq *sq = &qp->sq;
-	uint32_t slot = wqe_counter & sq->wqe_mask;
+	uint32_t wqe_index = wqe_counter & sq->wqe_mask;
 
-	wc->wr_id = sq->wr_id[slot];
-	sq->ci = sq->wqe_end[slot];
+	wc->wr_id = sq->wr_id[wqe_index];
+	sq->ci = sq->wqe_end[wqe_index];
 }
 
 static inline void
@@ -125,7 +125,7 @@ rn_cq_poll(struct rn_cq *cq, struct rn_wc *wc, unsigned int max)
 	}
 	if (ci != cq->ci) {
 		cq->ci = ci;
-		/* Reads of the CQEs before the device may reuse their slots. */
+		/* Reads of the CQEs before the device may reuse their entries. */
 		__atomic_store_n(cq->dbrec, rte_cpu_to_be_32(ci & 0xffffff),
 				 __ATOMIC_RELEASE);
 	}

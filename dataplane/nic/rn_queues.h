@@ -31,7 +31,7 @@ struct rn_sq {
 	uint32_t bf_size;           /* the register toggles between two halves */
 	uint32_t bf_offset;
 	struct mlx5_wqe_ctrl_seg *last_ctrl; /* last WQE not doorbelled yet */
-	/* Per WQE, indexed by the slot of its first BB. */
+	/* Per WQE, indexed by its WQE index: that of its first BB. */
 	uint64_t *wr_id;
 	uint32_t *wqe_end;          /* pi after the WQE: ci once it completes */
 };
@@ -45,7 +45,7 @@ struct rn_rq {
 	uint32_t head;              /* next WQE to post; free running */
 	uint32_t tail;              /* next WQE to complete */
 	__be32 *dbrec;              /* &dbrec[MLX5_RCV_DBR] */
-	uint64_t *wr_id;            /* per WQE slot */
+	uint64_t *wr_id;            /* per WQE index */
 };
 
 struct rn_qp {

@@ -22,9 +22,9 @@ static inline int
 rn_rq_post(struct rn_rq *rq, const struct rn_sge *sg, uint32_t num_sge,
 	   uint64_t wr_id)
 {
-	uint32_t slot = rq->head & rq->wqe_mask;
+	uint32_t wqe_index = rq->head & rq->wqe_mask;
 	struct mlx5_wqe_data_seg *seg =
-		(void *)(rq->buf + ((size_t)slot << rq->stride_shift));
+		(void *)(rq->buf + ((size_t)wqe_index << rq->stride_shift));
 	uint32_t n = 0;
 
 	if (unlikely(num_sge > rq->max_sge))
@@ -37,7 +37,7 @@ rn_rq_post(struct rn_rq *rq, const struct rn_sge *sg, uint32_t num_sge,
 					    sg[i].addr);
 	if (n < rq->max_sge)
 		mlx5dv_set_data_seg(&seg[n], 0, MLX5_INVALID_LKEY, 0);
-	rq->wr_id[slot] = wr_id;
+	rq->wr_id[wqe_index] = wr_id;
 	rq->head++;
 	return 0;
 }
@@ -49,13 +49,13 @@ rn_rq_post(struct rn_rq *rq, const struct rn_sge *sg, uint32_t num_sge,
 static inline int
 rn_rq_post_sge(struct rn_rq *rq, const struct rn_sge *sge, uint64_t wr_id)
 {
-	uint32_t slot = rq->head & rq->wqe_mask;
+	uint32_t wqe_index = rq->head & rq->wqe_mask;
 	struct mlx5_wqe_data_seg *seg =
-		(void *)(rq->buf + ((size_t)slot << rq->stride_shift));
+		(void *)(rq->buf + ((size_t)wqe_index << rq->stride_shift));
 
 	if (unlikely(rq->head - rq->tail > rq->wqe_mask))
 		return -EAGAIN;
-	rq->wr_id[slot] = wr_id;
+	rq->wr_id[wqe_index] = wr_id;
 	rq->head++;
 	if (rq->max_sge > 1)
 		mlx5dv_set_data_seg(&seg[1], 0, MLX5_INVALID_LKEY, 0);

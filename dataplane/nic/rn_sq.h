@@ -99,7 +99,7 @@ rn_sq_room(const struct rn_sq *sq)
  * its upkeep: their caller signals one in every k of them (or more often)
  * by its own rule, and posts none over rn_sq_paced_max_bbs(sq, k) = m BBs,
  * so that k of them take at most half of sq->limit (the notify QP's inline
- * SENDs: k is RN_SEND_SIGNAL_EVERY, or fewer with fewer slots). The
+ * SENDs: k is RN_SEND_SIGNAL_EVERY, or fewer with a smaller send window). The
  * unsignalled WQEs in flight after the last signalled one then take at most
  * sq->limit / 2 - m BBs in paced ones (k - 1 of them) and sq->limit / 2 in
  * counted ones (whose count restarts at any signalled WQE): a WQE of m BBs
@@ -163,11 +163,11 @@ static inline void
 rn_sq_commit(struct rn_sq *sq, uint32_t off, uint32_t nbb, uint64_t wr_id,
 	     struct mlx5_wqe_ctrl_seg *ctrl)
 {
-	uint32_t slot = off / MLX5_SEND_WQE_BB;
+	uint32_t wqe_index = off / MLX5_SEND_WQE_BB;
 
-	sq->wr_id[slot] = wr_id;
+	sq->wr_id[wqe_index] = wr_id;
 	sq->pi += nbb;
-	sq->wqe_end[slot] = sq->pi;
+	sq->wqe_end[wqe_index] = sq->pi;
 	sq->last_ctrl = ctrl;
 }
 

@@ -55,7 +55,7 @@ rn_notify_bay_take(struct rn_notify_region *r)
 }
 
 void
-rn_notify_bay_give(struct rn_notify_region *r, uint32_t bay)
+rn_notify_bay_put(struct rn_notify_region *r, uint32_t bay)
 {
 	r->used &= ~(1ull << bay);
 }

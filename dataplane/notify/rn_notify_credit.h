@@ -10,7 +10,7 @@
  *
  * Both sides count cumulatively, modulo 2^32: the receiver counts the slots
  * it reposted, the sender how many SENDs that allows in all (`depth` plus
- * that count); the sender's send window (rn_notify_slots.h) holds its SENDs
+ * that count); the sender's send window (rn_notify_window.h) holds its SENDs
  * to it. The receiver's count reaches the sender in an RDMA WRITE of a
  * credit word (which consumes no receive slot, so it needs no credit
  * itself) once `threshold` reposts are due. The count only grows: a late

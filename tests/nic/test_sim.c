@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "nic_harness.h"
-#include "rn_notify_slots.h"
+#include "rn_notify_window.h"
 
 #define BUF_SIZE (1 << 20)
 #define WAIT_MS 5000   /* a deadline for events, not a timing assertion */
@@ -747,11 +747,11 @@ test_qp_never_outgrows_its_cqes(void **state)
 }
 
 /*
- * The notify QP as the lcore asks for it (rn_lcore_ep_qp_caps(): a send
+ * The notify QP as the lcore asks for it (rn_lcore_qp_caps(): a send
  * and a receive WQE per slot, frames of [notify] max_inline + 8 bytes
  * inline), for every number of slots from 2 and several max_inline: the
  * ring the device makes lets the slots' signalling (one in k,
- * rn_send_slots_init()) pace inline SENDs of the largest frame, so the
+ * rn_send_window_init()) pace inline SENDs of the largest frame, so the
  * lcore's clamp on max_inline never bites. A ring past 32768 BBs is
  * refused (its 16-bit WQE counter would lap).
  */
@@ -762,10 +762,10 @@ test_notify_ring_paces_the_largest_inline_send(void **state)
 	struct pair *p = *state;
 
 	for (uint32_t slots = 2; slots <= 4096; slots *= 2) {
-		struct rn_send_slots sends;
+		struct rn_send_window sends;
 		uint32_t k;
 
-		rn_send_slots_init(&sends, slots, NULL, NULL);
+		rn_send_window_init(&sends, slots, NULL, NULL);
 		k = sends.signal_mask + 1;
 
 		for (unsigned int i = 0; i < RTE_DIM(max_inline); i++) {

@@ -20,7 +20,7 @@
 
 #include "rn_notify_credit.h"
 #include "rn_notify_frame.h"
-#include "rn_notify_slots.h"
+#include "rn_notify_window.h"
 
 /*
  * The seed of a test's random choices: RNOTIFY_TEST_SEED when set (to
@@ -214,7 +214,7 @@ test_credits_wrap_around(void **state)
  * A sender and a receiver at random, across the 32-bit wrap: counts
  * travel late, out of order and repeated (credit WRITEs overtake one
  * another's reads). The sender goes through its send window as the lcore
- * does (rn_credit_returned(), then rn_send_slots_allow()), with slots
+ * does (rn_credit_returned(), then rn_send_window_allow()), with slots
  * enough and each freed at once, so that only the credits hold it. Never
  * more SENDs in flight than the receiver has slots.
  */
@@ -226,7 +226,7 @@ test_credits_random_traffic(void **state)
 {
 	static uint64_t cookie[64];
 	static uint8_t want[64];
-	struct rn_send_slots s;
+	struct rn_send_window s;
 	struct rn_credit_tx tx;
 	struct rn_credit_rx rx;
 	uint32_t in_flight = 0;      /* taken, slot not reposted yet */
@@ -235,22 +235,22 @@ test_credits_random_traffic(void **state)
 
 	(void)state;
 	srand(test_seed(__func__, 7));
-	rn_send_slots_init(&s, 64, cookie, want);
+	rn_send_window_init(&s, 64, cookie, want);
 	rn_credit_tx_init(&tx, WINDOW);
 	rn_credit_rx_init(&rx, WINDOW);
 	tx.returned = rx.reposted = rx.advertised = start;
 	s.posted = s.freed = start;
-	rn_send_slots_allow(&s, rn_credit_allowed(&tx));
+	rn_send_window_allow(&s, rn_credit_allowed(&tx));
 	for (unsigned long step = 0; s.posted != start + SENDS; step++) {
 		assert_true(step < 100ul * SENDS);   /* else it jammed */
 		switch (rand() % 4) {
 		case 0:
-			if (rn_send_slots_open(&s)) {
-				uint32_t slot = rn_send_slots_next(&s);
+			if (rn_send_window_open(&s)) {
+				uint32_t slot = rn_send_window_next(&s);
 				uint64_t none;
 
-				rn_send_slots_push(&s, 0, false);
-				assert_false(rn_send_slots_complete(&s, slot,
+				rn_send_window_push(&s, 0, false);
+				assert_false(rn_send_window_complete(&s, slot,
 								    &none));
 				assert_true(++in_flight <= WINDOW);
 			}
@@ -273,7 +273,7 @@ test_credits_random_traffic(void **state)
 				unsigned int i = (unsigned int)rand() % n_transit;
 
 				rn_credit_returned(&tx, transit[i]);
-				rn_send_slots_allow(&s, rn_credit_allowed(&tx));
+				rn_send_window_allow(&s, rn_credit_allowed(&tx));
 				if (rand() % 2)
 					transit[i] = transit[--n_transit];
 			}
@@ -292,27 +292,27 @@ static uint8_t wants[MAX_SLOTS];
 /* n slots over the arrays above, zeroed as the lcore's are, with
  * credits for far more SENDs than any test posts. */
 static void
-init_slots(struct rn_send_slots *s, uint32_t n)
+init_slots(struct rn_send_window *s, uint32_t n)
 {
 	memset(wants, 0, sizeof(wants));
-	rn_send_slots_init(s, n, cookies, wants);
-	rn_send_slots_allow(s, 1u << 30);
+	rn_send_window_init(s, n, cookies, wants);
+	rn_send_window_allow(s, 1u << 30);
 }
 
 static bool
-slots_full(const struct rn_send_slots *s)
+slots_full(const struct rn_send_window *s)
 {
-	return rn_send_slots_used(s) == s->mask + 1;
+	return rn_send_window_used(s) == s->mask + 1;
 }
 
 /* Post one SEND the way the lcore does; returns whether it was signalled. */
 static bool
-push(struct rn_send_slots *s, uint64_t cookie, bool want)
+push(struct rn_send_window *s, uint64_t cookie, bool want)
 {
-	bool signal = rn_send_slots_signal(s, want);
+	bool signal = rn_send_window_signal(s, want);
 
-	assert_true(rn_send_slots_open(s));
-	rn_send_slots_push(s, cookie, want);
+	assert_true(rn_send_window_open(s));
+	rn_send_window_push(s, cookie, want);
 	return signal;
 }
 
@@ -325,7 +325,7 @@ test_send_slots_signal_every(void **state)
 		{ 1, 1 }, { 2, 1 }, { 4, 2 }, { 8, 4 }, { 16, 8 }, { 32, 16 },
 		{ 64, 32 }, { 256, 32 },
 	};
-	struct rn_send_slots s;
+	struct rn_send_window s;
 
 	(void)state;
 	for (unsigned int c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -340,7 +340,7 @@ test_send_slots_signal_every(void **state)
 		/* Slots 31 and 63 (SENDs 32 and 64), and 19 (wanted). */
 		assert_int_equal(signalled, i == 32 || i == 20 || i == 64);
 		if (signalled)
-			(void)rn_send_slots_complete(&s, (i - 1) % 256, &cookie);
+			(void)rn_send_window_complete(&s, (i - 1) % 256, &cookie);
 	}
 }
 
@@ -348,7 +348,7 @@ test_send_slots_signal_every(void **state)
 static void
 test_send_slots_complete_frees_earlier(void **state)
 {
-	struct rn_send_slots s;
+	struct rn_send_window s;
 	uint64_t cookie = 0;
 
 	(void)state;
@@ -356,29 +356,29 @@ test_send_slots_complete_frees_earlier(void **state)
 	for (uint64_t i = 0; i < 4; i++)
 		push(&s, 100 + i, i == 2);
 	assert_true(slots_full(&s));
-	assert_false(rn_send_slots_open(&s));
+	assert_false(rn_send_window_open(&s));
 	/* Slot 2 wanted its report; 0 and 1 go with it, unreported. */
-	assert_true(rn_send_slots_complete(&s, 2, &cookie));
+	assert_true(rn_send_window_complete(&s, 2, &cookie));
 	assert_int_equal(cookie, 102);
-	assert_int_equal(rn_send_slots_used(&s), 1);
-	assert_int_equal(rn_send_slots_oldest(&s), 3);
+	assert_int_equal(rn_send_window_used(&s), 1);
+	assert_int_equal(rn_send_window_oldest(&s), 3);
 	for (uint64_t i = 4; i < 7; i++)
 		push(&s, 100 + i, false);
-	assert_false(rn_send_slots_open(&s));
-	assert_int_equal(rn_send_slots_next(&s), 3);
+	assert_false(rn_send_window_open(&s));
+	assert_int_equal(rn_send_window_next(&s), 3);
 	/* Slot 1 (SEND 5) frees 3, 0 and 1: SENDs 3..5. */
-	assert_false(rn_send_slots_complete(&s, 1, &cookie));
-	assert_int_equal(rn_send_slots_used(&s), 1);
-	assert_int_equal(rn_send_slots_oldest(&s), 2);
+	assert_false(rn_send_window_complete(&s, 1, &cookie));
+	assert_int_equal(rn_send_window_used(&s), 1);
+	assert_int_equal(rn_send_window_oldest(&s), 2);
 	/* Slots no longer in use free nothing: a CQE already covered. */
-	assert_false(rn_send_slots_complete(&s, 0, &cookie));
-	assert_false(rn_send_slots_complete(&s, 3, &cookie));
-	assert_int_equal(rn_send_slots_used(&s), 1);
-	assert_false(rn_send_slots_complete(&s, 2, &cookie));
-	assert_int_equal(rn_send_slots_used(&s), 0);
-	assert_false(rn_send_slots_complete(&s, 2, &cookie));
-	assert_int_equal(rn_send_slots_used(&s), 0);
-	assert_true(rn_send_slots_open(&s));
+	assert_false(rn_send_window_complete(&s, 0, &cookie));
+	assert_false(rn_send_window_complete(&s, 3, &cookie));
+	assert_int_equal(rn_send_window_used(&s), 1);
+	assert_false(rn_send_window_complete(&s, 2, &cookie));
+	assert_int_equal(rn_send_window_used(&s), 0);
+	assert_false(rn_send_window_complete(&s, 2, &cookie));
+	assert_int_equal(rn_send_window_used(&s), 0);
+	assert_true(rn_send_window_open(&s));
 }
 
 /*
@@ -388,50 +388,50 @@ test_send_slots_complete_frees_earlier(void **state)
 static void
 test_send_slots_window_of_credits_and_slots(void **state)
 {
-	struct rn_send_slots s;
+	struct rn_send_window s;
 	uint64_t cookie;
 	uint32_t start = UINT32_MAX - 5;
 
 	(void)state;
 	memset(wants, 0, sizeof(wants));
-	rn_send_slots_init(&s, 8, cookies, wants);
+	rn_send_window_init(&s, 8, cookies, wants);
 	s.posted = s.freed = start;      /* as after 2^32 - 6 SENDs */
-	rn_send_slots_allow(&s, start);
-	assert_false(rn_send_slots_open(&s));   /* no credit yet */
-	rn_send_slots_allow(&s, start + 3);
+	rn_send_window_allow(&s, start);
+	assert_false(rn_send_window_open(&s));   /* no credit yet */
+	rn_send_window_allow(&s, start + 3);
 	for (int i = 0; i < 3; i++)
 		push(&s, 0, false);
-	assert_false(rn_send_slots_open(&s));   /* credits spent, 5 slots free */
-	rn_send_slots_allow(&s, start + 20);
+	assert_false(rn_send_window_open(&s));   /* credits spent, 5 slots free */
+	rn_send_window_allow(&s, start + 20);
 	for (int i = 0; i < 5; i++)
 		push(&s, 0, false);                 /* across the wrap */
 	assert_int_equal(s.posted, start + 8);
-	assert_false(rn_send_slots_open(&s));   /* slots spent, credits left */
+	assert_false(rn_send_window_open(&s));   /* slots spent, credits left */
 	/* The oldest two complete: two more, then the slots stop it again. */
-	assert_false(rn_send_slots_complete(&s, (start + 1) & 7, &cookie));
+	assert_false(rn_send_window_complete(&s, (start + 1) & 7, &cookie));
 	push(&s, 0, false);
 	push(&s, 0, false);
-	assert_false(rn_send_slots_open(&s));
+	assert_false(rn_send_window_open(&s));
 	/* All complete: eight more fill the slots; with those failed, the
 	 * credits stop it two later, at 20 SENDs. */
-	assert_false(rn_send_slots_complete(&s, (start + 9) & 7, &cookie));
-	assert_int_equal(rn_send_slots_used(&s), 0);
+	assert_false(rn_send_window_complete(&s, (start + 9) & 7, &cookie));
+	assert_int_equal(rn_send_window_used(&s), 0);
 	for (int i = 0; i < 8; i++)
 		push(&s, 0, false);
-	assert_false(rn_send_slots_open(&s));
-	while (rn_send_slots_used(&s) != 0)
-		(void)rn_send_slots_fail_oldest(&s, &cookie);
+	assert_false(rn_send_window_open(&s));
+	while (rn_send_window_used(&s) != 0)
+		(void)rn_send_window_fail_oldest(&s, &cookie);
 	push(&s, 0, false);
 	push(&s, 0, false);
-	assert_false(rn_send_slots_open(&s));   /* 20 credits, 20 SENDs */
-	assert_int_equal(rn_send_slots_used(&s), 2);
+	assert_false(rn_send_window_open(&s));   /* 20 credits, 20 SENDs */
+	assert_int_equal(rn_send_window_used(&s), 2);
 }
 
 /* A failed QP fails every slot in use, oldest first, signalled or not. */
 static void
 test_send_slots_fail_all(void **state)
 {
-	struct rn_send_slots s;
+	struct rn_send_window s;
 	uint64_t cookie, failed[8];
 	unsigned int n_failed = 0;
 
@@ -439,17 +439,17 @@ test_send_slots_fail_all(void **state)
 	init_slots(&s, 8);
 	for (uint64_t i = 0; i < 7; i++)
 		push(&s, 200 + i, i % 3 == 1);     /* 201 and 204 want one */
-	assert_true(rn_send_slots_complete(&s, 1, &cookie));   /* 200, 201 */
+	assert_true(rn_send_window_complete(&s, 1, &cookie));   /* 200, 201 */
 	assert_int_equal(cookie, 201);
-	while (rn_send_slots_used(&s) != 0)
-		if (rn_send_slots_fail_oldest(&s, &cookie))
+	while (rn_send_window_used(&s) != 0)
+		if (rn_send_window_fail_oldest(&s, &cookie))
 			failed[n_failed++] = cookie;
 	assert_int_equal(n_failed, 1);
 	assert_int_equal(failed[0], 204);
 	/* The flushes that follow find nothing left to free or report. */
 	for (uint32_t slot = 0; slot < 8; slot++)
-		assert_false(rn_send_slots_complete(&s, slot, &cookie));
-	assert_int_equal(rn_send_slots_used(&s), 0);
+		assert_false(rn_send_window_complete(&s, slot, &cookie));
+	assert_int_equal(rn_send_window_used(&s), 0);
 }
 
 /*
@@ -471,7 +471,7 @@ struct model_send {
 };
 
 struct model {
-	struct rn_send_slots s;
+	struct rn_send_window s;
 	struct model_send q[MAX_SLOTS];   /* posted, not completed by the NIC */
 	uint32_t n_q;
 	bool nic_done[MAX_SLOTS];         /* per slot: the NIC finished it */
@@ -500,7 +500,7 @@ model_complete(struct model *m, uint32_t k)
 		m->nic_done[w->slot] = true;
 		m->nic_ok[w->cookie] = true;
 		if (w->signalled &&
-		    rn_send_slots_complete(&m->s, w->slot, &cookie)) {
+		    rn_send_window_complete(&m->s, w->slot, &cookie)) {
 			assert_int_equal(cookie, w->cookie);
 			model_report(m, cookie, 0);
 		}
@@ -520,8 +520,8 @@ model_fail(struct model *m)
 
 	for (uint32_t i = 0; i < m->n_q; i++) {
 		m->nic_done[m->q[i].slot] = true;
-		while (rn_send_slots_used(&m->s) != 0)
-			if (rn_send_slots_fail_oldest(&m->s, &cookie))
+		while (rn_send_window_used(&m->s) != 0)
+			if (rn_send_window_fail_oldest(&m->s, &cookie))
 				model_report(m, cookie, -EPIPE);
 	}
 	m->n_q = 0;
@@ -550,9 +550,9 @@ run_model(uint32_t n, unsigned int seed)
 				any |= m->q[i].signalled;
 			assert_true(any);   /* else no CQE would ever come */
 		}
-		if (r < 60 && rn_send_slots_open(&m->s)) {
+		if (r < 60 && rn_send_window_open(&m->s)) {
 			struct model_send w = {
-				.slot = rn_send_slots_next(&m->s),
+				.slot = rn_send_window_next(&m->s),
 				.want = rand() % 7 == 0, .cookie = next++,
 			};
 

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_LCORE_PVT_H
+#define RN_LCORE_PVT_H
+
+#include <rte_log.h>
+
+#include "rn_lcore.h"
+#include "rn_lcore_ep.h"
+#include "rn_notify_credit.h"
+#include "rn_notify_window.h"
+#include "rn_wr.h"
+
+extern int rn_lcore_logtype;
+#define RN_LCORE_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, rn_lcore_logtype, "rnotify.lcore: " fmt "\n", \
+		##__VA_ARGS__)
+
+/* What an endpoint publishes for its peer to READ: who it is, now. */
+struct ep_probe {
+	uint32_t magic;
+	uint32_t generation;
+	uint64_t session_id;
+	char name[32];
+	uint8_t pad[16];
+};
+_Static_assert(sizeof(struct ep_probe) == RN_EP_PROBE_SIZE, "probe size");
+
+/* The probe region: 64-byte parts, registered once per endpoint. */
+enum ep_probe_part {
+	EP_PROBE_OURS,           /* our identity, for the peer to READ */
+	EP_PROBE_LANDING,        /* where our READ of the peer's lands */
+	EP_PROBE_CREDITS,        /* the peer RDMA WRITEs its credit count here */
+};
+
+/*
+ * The life of an endpoint's native notification channel on its lcore.
+ * Every change goes through set_state() in lcore_channel.c, which checks
+ * it against the table there (rn_channel_can_enter()) and logs it by name
+ * at debug level:
+ *
+ *           open            connect               enable
+ *   NONE --------> OPEN -----------> CONNECTED ----------> NATIVE
+ *    ^ ^            |  \                |                    |
+ *    | |    drop    |   \ stop          | stop               | stop
+ *    | +------------+    v               v                    v
+ *    |                 DRAINING <--------+--------------------+
+ *    |      retire        |
+ *    +--------------------+
+ *
+ * open: made with the endpoint (EP_OPEN) or added to a connected one
+ * (NOTIFY_OPEN); a failed open stays NONE. connect: at EP_CONNECT, or
+ * NOTIFY_CONNECT. enable: at EP_CONNECT when both ends have a channel,
+ * or NOTIFY_ENABLE. drop: the peer has no notify QP, refused or did not
+ * answer the offer. stop: a local fault of its QP (NOTIFY_FAILED to the
+ * control thread), or the peer's failed (NOTIFY_CLOSE). retire: drained,
+ * every delivery released; the bay coming back is announced. A channel
+ * of an endpoint that fails or closes is not moved: it goes with the
+ * endpoint, whatever its state.
+ */
+enum rn_channel_state {
+	RN_CHANNEL_NONE = 0,     /* no notify QP: the TCP rules apply */
+	RN_CHANNEL_OPEN,         /* notify QP in INIT on a bay, nothing
+				  * posted on it: may still be dropped */
+	RN_CHANNEL_CONNECTED,    /* its receives posted, RTR and RTS toward
+				  * the peer's, the peer's credits known; no
+				  * SEND until enabled */
+	RN_CHANNEL_NATIVE,       /* sends and receives notifications */
+	RN_CHANNEL_DRAINING,     /* stopped: no SEND or credit WRITE more;
+				  * retires once drained and released */
+	RN_CHANNEL_STATES
+};
+
+/* The state's name, for logs and test failures ("?" when out of range). */
+const char *rn_channel_state_name(unsigned int state);
+/* Whether the table allows a channel in state from to enter state to. */
+bool rn_channel_can_enter(unsigned int from, unsigned int to);
+
+/* One incarnation's native notification channel (owning lcore only). */
+struct ep_notify {
+	struct rn_qp *qp;        /* NULL: RN_CHANNEL_NONE */
+	uint8_t state;           /* enum rn_channel_state */
+	uint32_t max_frame;      /* the largest frame it takes now: both slot
+				  * sizes; 0 unless RN_CHANNEL_NATIVE */
+	uint32_t max_inline;     /* the largest that goes inline: also within
+				  * lc->max_inline, the SQ's and what its
+				  * paced SENDs may take (rn_sq.h); 0 like
+				  * max_frame */
+	uint32_t peer_slot_size; /* from its QP record; 0 before CONNECTED */
+	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */
+	uint64_t credit_raddr;   /* the peer's EP_PROBE_CREDITS word */
+	uint32_t credit_rkey;
+	struct rn_credit_tx tx;
+	struct rn_credit_rx rx;
+	struct rn_send_window sends; /* taken and freed in order */
+	uint8_t *recv_slots;     /* its bay's receive slot 0 */
+	uint64_t recv_wr_id;     /* RN_EP_WR_ID(generation, RECV, 0) */
+	uint32_t held;           /* delivered, not released by the app yet */
+	uint32_t native_received; /* SENDs received, rejected ones too */
+};
+
+struct rn_lcore_ep {
+	struct rn_ep_request *req;
+	uint32_t n_qps;
+	struct rn_qp qps[RN_EP_MAX_QPS];
+	struct rn_mr probe_mr;
+	struct ep_probe *probe;     /* see enum ep_probe_part */
+	int bay;                    /* notification buffers, or -1 */
+	uint32_t cq;                /* index into lc->cqs */
+	uint32_t cq_reserved;       /* CQEs it holds there */
+	struct ep_notify n;         /* the native notification channel */
+	struct rn_lcore *lc;
+	bool failed;                /* EP_FAILED sent: once per incarnation */
+	bool closing;
+	bool probing;
+	uint64_t drain_deadline;    /* TSC: closing, or its channel failed */
+	/* What the native channels it had before this one did, as the
+	 * receiver orders notifications per incarnation (notify_order.h). */
+	uint32_t natives_posted;    /* SENDs posted */
+	uint32_t natives_received;  /* SENDs received */
+	struct rn_lcore_ep *next;   /* lc->closing */
+	struct rn_lcore_ep *prev_all, *next_all;   /* lc->eps */
+};
+
+/* A single-writer counter that other threads read with relaxed loads. */
+static inline void
+rn_lcore_count(uint64_t *counter, uint64_t n)
+{
+	__atomic_store_n(counter, *counter + n, __ATOMIC_RELAXED);
+}
+
+/*
+ * Add a CQ (owning lcore, or before launch). Returns 0, -ENOSPC past
+ * [nic] cqs_per_lcore, or the device's error. Growing adds a CQ rather
+ * than resizing one: ibv_resize_cq would move the ring under the poller.
+ */
+int rn_lcore_cq_grow(struct rn_lcore *lc);
+
+/* Events to the control thread (lcore_events.c): dropped (and counted)
+ * when the ring is full, or waiting for room. */
+void rn_lcore_post_event(struct rn_lcore *lc, struct rn_lcore_event ev);
+void rn_lcore_post_event_wait(struct rn_lcore *lc, struct rn_lcore_event ev);
+
+/* An endpoint event about req: it must arrive, so it waits for room. */
+static inline void
+rn_lcore_ep_post(struct rn_lcore *lc, uint16_t type, int32_t arg,
+		 struct rn_ep_request *req)
+{
+	struct rn_lcore_event ev = { .type = type,
+				     .lcore_id = (uint16_t)lc->lcore_id,
+				     .arg = arg, .cookie = (uintptr_t)req };
+
+	rn_lcore_post_event_wait(lc, ev);
+}
+
+/*
+ * The layers of the lcore engine, each calling only those below it:
+ *   lcore_loop.c      the loop: commands, completions, reapers
+ *   lcore_endpoint.c  an endpoint's QPs: open, connect, probe, close
+ *   lcore_channel.c   its native channel: enum rn_channel_state
+ *   lcore_notify.c    notifications on a channel: send, receive, credits
+ *   lcore_qp.c, lcore_events.c  QPs of any kind; events to the control
+ */
+
+/* Endpoint commands, completions and teardown (lcore_endpoint.c). */
+void rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd);
+void rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc);
+void rn_lcore_ep_reap(struct rn_lcore *lc);
+/* At exit: destroy every endpoint still open, without events. */
+void rn_lcore_ep_free_all(struct rn_lcore *lc);
+
+/* A QP in ERR flushes every WQE; one that never drains goes after this. */
+#define RN_LCORE_DRAIN_MAX_S 1
+
+/* Whether every WQE posted on qp has completed (its CQE polled). */
+static inline bool
+rn_lcore_qp_drained(const struct rn_qp *qp)
+{
+	return qp->sq.ci == qp->sq.pi && qp->rq.tail == qp->rq.head;
+}
+
+/* req's endpoint while it is live (neither failed nor closing), or NULL. */
+static inline struct rn_lcore_ep *
+rn_lcore_ep_live(const struct rn_ep_request *req)
+{
+	struct rn_lcore_ep *ep = req->ep;
+
+	return ep != NULL && !ep->closing && !ep->failed ? ep : NULL;
+}
+
+/* An endpoint's QPs, of either kind (lcore_qp.c). */
+struct rn_qp_caps rn_lcore_qp_caps(const struct rn_lcore *lc,
+				   const struct rn_ep_request *req,
+				   uint8_t kind);
+/* The next QP of ep, of kind, in INIT, its record in req->local. Returns 0
+ * or the device's error (counted in ep->n_qps once created). */
+int rn_lcore_qp_create(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+		       uint8_t kind);
+/* The peer's QP that pairs with our QP i: same kind, same rank; or NULL. */
+const struct rn_ep_qp_info *rn_lcore_qp_peer(const struct rn_ep_request *req,
+					     uint32_t i);
+/* RTR, then RTS, QP i toward peer. Returns 0 or the device's error. */
+int rn_lcore_qp_connect(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			uint32_t i, const struct rn_ep_qp_info *peer);
+
+/*
+ * The native channel (lcore_channel.c): one way to open it, whether with
+ * the endpoint or later; each call is a transition of enum
+ * rn_channel_state and does nothing from a state it does not leave.
+ */
+/* NONE -> OPEN: a bay, its CQEs on ep's CQ, the notify QP in INIT.
+ * Returns 0, -EALREADY (not NONE, or no QP left), -ENOSPC (no bay, or no
+ * CQ room: counted), or the device's or allocation's error (logged once
+ * per worker); the channel then stays NONE. */
+int rn_lcore_channel_open(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* OPEN -> CONNECTED toward the peer's notify QP in ep->req->remote: its
+ * receive slots posted, then RTR and RTS. Returns 0, -EINVAL (not OPEN),
+ * -EPROTO (the peer has none), or the error of a post or the device. */
+int rn_lcore_channel_connect(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* CONNECTED -> NATIVE: both QPs can receive, it sends. */
+void rn_lcore_channel_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* OPEN -> NONE: not to be used; QP, bay and CQ room go back. */
+void rn_lcore_channel_drop(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* OPEN, CONNECTED or NATIVE -> DRAINING: the peer's QP failed (its
+ * NOTIFY_CLOSE); ours goes to ERR. */
+void rn_lcore_channel_peer_closed(struct rn_lcore *lc,
+				  struct rn_lcore_ep *ep);
+/* An error CQE of ep's notify QP: its SENDs in flight fail; a local fault
+ * stops the channel (-> DRAINING) and tells the control thread. Returns
+ * true when the error is the endpoint's (the peer's QP or the path
+ * failed): the caller fails the endpoint. */
+bool rn_lcore_channel_error(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			    const struct rn_wc *wc);
+/* DRAINING -> NONE for every channel drained and released (at most once a
+ * millisecond); a bay back is announced. */
+void rn_lcore_channel_reap(struct rn_lcore *lc);
+/* The channel's bay and buffers, as its endpoint is freed (its QPs are
+ * the endpoint's to destroy). */
+void rn_lcore_channel_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* A bay, or CQ room, came back: if a bay is free, BAY_FREE tells the
+ * control thread. after_drop: it was the bay of an offer refused. */
+void rn_lcore_bay_returned(struct rn_lcore *lc, bool after_drop);
+
+/* Notifications on a channel (lcore_notify.c): what the channel sets up
+ * at each transition, then the send and receive paths. */
+/* At open: the send window's arrays, the receive side's counts. Returns 0
+ * or -ENOMEM (rn_lcore_notify_fini() frees what was made). */
+int rn_lcore_notify_init(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* At connect: the peer's credits, slot size and credit word. */
+void rn_lcore_notify_attach(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			    const struct rn_ep_qp_info *peer);
+/* At enable: the frame limits, and the credits already due. */
+void rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* At stop: no frame fits any more. */
+void rn_lcore_notify_stop(struct rn_lcore_ep *ep);
+/* Every SEND still in its window failed: reported, never replayed. */
+void rn_lcore_notify_fail_pending(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* The window's arrays freed, what was in flight failed. */
+void rn_lcore_notify_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* A completion with status 0 of ep's notify QP. */
+void rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+				const struct rn_wc *wc);
+/* Drain the app's send requests and buffer releases. */
+unsigned int rn_lcore_notify_poll(struct rn_lcore *lc);
+
+/*
+ * Adaptive idle (owning lcore only): block on the lcore's epoll set until
+ * the control thread or a wire wakes it, or idle_sleep_us pass.
+ */
+void rn_lcore_sleep(struct rn_lcore *lc);
+
+#endif /* RN_LCORE_PVT_H */

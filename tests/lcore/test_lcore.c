@@ -1,0 +1,883 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The lcore engine: the native channel's states (enum rn_channel_state),
+ * every transition and the failures, and the send window and credits on
+ * the send path. Two lcores (A and B), each with a sim device, one
+ * endpoint between them; the test turns their loops by hand and stands in
+ * for the control thread (commands, events) and the application (requests,
+ * deliveries, releases). Nothing in the engine is faked: the rings and the
+ * sim NIC are the boundary.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <rte_eal.h>
+#include <rte_malloc.h>
+
+#include "lcore_pvt.h"
+#include "notify_engine.h"
+#include "rn_cq.h"
+
+#define SLOTS 8                  /* receive slots: credits and window */
+#define SLOT_SIZE 256
+#define WAIT_MS 3000
+
+struct side {
+	struct rn_lcore *lc;
+	struct rn_ep_request req;
+	struct rte_ring *completions;
+};
+
+static struct side A, B;
+static struct rte_ring *events;
+static int wake_fd;
+static struct rn_lcore_event seen[256];
+static unsigned int n_seen;
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* One turn of an lcore's loop, as lcore_loop.c makes it, less commands:
+ * the test hands those over itself. */
+static void
+turn(struct rn_lcore *lc, bool poll_cqs)
+{
+	rn_nic_progress(lc->nic);
+	for (uint32_t c = 0; poll_cqs && c < lc->n_cqs; c++) {
+		struct rn_wc wc[RN_LCORE_BURST];
+		unsigned int n = rn_cq_poll(&lc->cqs[c].cq, wc, RN_LCORE_BURST);
+
+		for (unsigned int i = 0; i < n; i++)
+			rn_lcore_ep_completion(lc, &wc[i]);
+	}
+	rn_lcore_notify_poll(lc);
+	if (lc->closing != NULL)
+		rn_lcore_ep_reap(lc);
+	if (lc->channels_failed != 0)
+		rn_lcore_channel_reap(lc);
+	for (;;) {
+		struct rn_lcore_event ev;
+
+		if (rte_ring_sc_dequeue_elem(events, &ev, sizeof(ev)) != 0)
+			break;
+		assert_true(n_seen < RTE_DIM(seen));
+		seen[n_seen++] = ev;
+	}
+}
+
+static void
+turn_both(void)
+{
+	turn(A.lc, true);
+	turn(B.lc, true);
+}
+
+/* Turn both loops until an event of type about req (NULL: any cookie) came,
+ * and take it; its arg. Fails after WAIT_MS. */
+static int32_t
+wait_event(uint16_t type, const struct rn_ep_request *req)
+{
+	uint64_t until = now_ms() + WAIT_MS;
+
+	for (;;) {
+		for (unsigned int i = 0; i < n_seen; i++) {
+			if (seen[i].type != type ||
+			    (req != NULL && seen[i].cookie != (uintptr_t)req))
+				continue;
+			int32_t arg = seen[i].arg;
+
+			memmove(&seen[i], &seen[i + 1],
+				(n_seen - i - 1) * sizeof(seen[0]));
+			n_seen--;
+			return arg;
+		}
+		if (now_ms() > until)
+			fail_msg("no event %u within %u ms", type, WAIT_MS);
+		turn_both();
+	}
+}
+
+static bool
+has_event(uint16_t type)
+{
+	for (unsigned int i = 0; i < n_seen; i++)
+		if (seen[i].type == type)
+			return true;
+	return false;
+}
+
+static void
+command(struct side *s, uint32_t type)
+{
+	struct rn_lcore_cmd cmd = { .type = type, .cookie = (uintptr_t)&s->req };
+
+	rn_lcore_ep_command(s->lc, &cmd);
+}
+
+static struct rn_lcore_ep *
+ep_of(const struct side *s)
+{
+	return s->req.ep;
+}
+
+static enum rn_channel_state
+state_of(const struct side *s)
+{
+	return (enum rn_channel_state)ep_of(s)->n.state;
+}
+
+#define assert_state(s, want) do { \
+	enum rn_channel_state got_ = state_of(s); \
+	if (got_ != (want)) \
+		fail_msg("%s: channel %s, want %s", (s) == &A ? "A" : "B", \
+			 rn_channel_state_name(got_), \
+			 rn_channel_state_name(want)); \
+} while (0)
+
+/* Turn the loops until s's channel is in state want. */
+static void
+wait_state(const struct side *s, enum rn_channel_state want)
+{
+	uint64_t until = now_ms() + WAIT_MS;
+
+	while (state_of(s) != want && now_ms() < until)
+		turn_both();
+	assert_state(s, want);
+}
+
+static void
+lcore_up(struct side *s, unsigned int id, bool fallback)
+{
+	struct rn_config cfg;
+	char why[256] = "";
+	char name[32];
+
+	rn_config_defaults(&cfg);
+	cfg.nic.provider = RN_NIC_SIM;
+	snprintf(cfg.control.listen, sizeof(cfg.control.listen), "127.0.0.1");
+	cfg.notify.enabled = true;
+	cfg.notify.oob_fallback = fallback;
+	cfg.notify.slots = SLOTS;
+	cfg.notify.slot_size = SLOT_SIZE;
+	cfg.notify.max_inline = 64;
+	cfg.notify.endpoints_per_lcore = 1;
+	s->lc = rte_zmalloc("test_lcore", sizeof(*s->lc), RTE_CACHE_LINE_SIZE);
+	assert_non_null(s->lc);
+	if (rn_lcore_init(s->lc, id, &cfg, events, wake_fd, why,
+			  sizeof(why)) != 0)
+		fail_msg("rn_lcore_init: %s", why);
+	snprintf(name, sizeof(name), "test_cmpl_%u", id);
+	s->completions = rte_ring_create_elem(name,
+		sizeof(struct rn_notify_event), 1024, SOCKET_ID_ANY,
+		RING_F_SC_DEQ);
+	assert_non_null(s->completions);
+	s->lc->notify_completions = s->completions;
+	s->req = (struct rn_ep_request){
+		.ep_index = 3 + id, .n_data_qps = 1, .notify = true,
+		.notify_depth = SLOTS, .notify_slot_size = SLOT_SIZE,
+		.qp_timeout = 14, .qp_retry_cnt = 7,
+		.local = { .session_id = 100 + id, .generation = 1 },
+	};
+	snprintf(s->req.local.name, sizeof(s->req.local.name), "%s",
+		 id == 0 ? "a" : "b");
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	n_seen = 0;
+	lcore_up(&A, 0, false);
+	lcore_up(&B, 1, false);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	rn_lcore_fini(A.lc);
+	rn_lcore_fini(B.lc);
+	rte_ring_free(A.completions);
+	rte_ring_free(B.completions);
+	rte_free(A.lc);
+	rte_free(B.lc);
+	return 0;
+}
+
+/* Endpoints opened (with a channel if notify) and connected toward each
+ * other, as the handshake does. */
+static void
+open_one(struct side *s, bool notify)
+{
+	s->req.notify = notify;
+	command(s, RN_LCORE_CMD_EP_OPEN);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_OPENED, &s->req), 0);
+}
+
+static void
+connect_both(void)
+{
+	A.req.remote = B.req.local;
+	B.req.remote = A.req.local;
+	command(&A, RN_LCORE_CMD_EP_CONNECT);
+	command(&B, RN_LCORE_CMD_EP_CONNECT);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CONNECTED, &A.req), 0);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CONNECTED, &B.req), 0);
+}
+
+static void
+open_pair(bool notify_a, bool notify_b)
+{
+	open_one(&A, notify_a);
+	open_one(&B, notify_b);
+	connect_both();
+}
+
+/* The add-a-channel protocol on both sides, as upgrade.c drives it, up to
+ * CONNECTED: OPEN each, the QP records exchanged, CONNECT each. */
+static void
+add_channels_connected(void)
+{
+	command(&A, RN_LCORE_CMD_NOTIFY_OPEN);
+	command(&B, RN_LCORE_CMD_NOTIFY_OPEN);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_OPENED, &A.req), 0);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_OPENED, &B.req), 0);
+	assert_state(&A, RN_CHANNEL_OPEN);
+	assert_state(&B, RN_CHANNEL_OPEN);
+	A.req.remote.qps[A.req.remote.n_qps++] =
+		B.req.local.qps[B.req.local.n_qps - 1];
+	B.req.remote.qps[B.req.remote.n_qps++] =
+		A.req.local.qps[A.req.local.n_qps - 1];
+	command(&A, RN_LCORE_CMD_NOTIFY_CONNECT);
+	command(&B, RN_LCORE_CMD_NOTIFY_CONNECT);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_CONNECTED, &A.req),
+			 0);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_CONNECTED, &B.req),
+			 0);
+	assert_state(&A, RN_CHANNEL_CONNECTED);
+	assert_state(&B, RN_CHANNEL_CONNECTED);
+}
+
+static void
+add_channels(void)
+{
+	add_channels_connected();
+	command(&A, RN_LCORE_CMD_NOTIFY_ENABLE);
+	command(&B, RN_LCORE_CMD_NOTIFY_ENABLE);
+	assert_state(&A, RN_CHANNEL_NATIVE);
+	assert_state(&B, RN_CHANNEL_NATIVE);
+}
+
+/* Hand one notification to s's lcore as rn_notify_send() does, and let it
+ * take it: the answer (1 sent, or -errno). */
+static int
+send_note(struct side *s, uint32_t flags, uint64_t cookie, const char *msg)
+{
+	struct rn_notify_out out = { .name = "t", .name_len = 1, .msg = msg,
+				     .msg_len = (uint32_t)strlen(msg),
+				     .cookie = cookie };
+	struct rn_notify_request req = { .ep_slot = s->req.ep_index,
+					 .flags = flags, .out = &out,
+					 .count = 1,
+					 .result = RN_NOTIFY_PENDING };
+	struct rn_notify_request *p = &req;
+
+	assert_int_equal(rte_ring_mp_enqueue(s->lc->notify_requests, p), 0);
+	rn_lcore_notify_poll(s->lc);
+	assert_true(req.result != RN_NOTIFY_PENDING);
+	return (int)req.result;
+}
+
+/* Turn the loops until s's lcore delivered want notifications in all (into
+ * d), each frame checked against msgs. */
+static void
+receive_notes(struct side *s, struct rn_notify_delivery *d, unsigned int want,
+	      char msgs[][16])
+{
+	uint64_t until = now_ms() + WAIT_MS;
+	unsigned int got = 0;
+
+	while (got < want && now_ms() < until) {
+		turn_both();
+		got += rte_ring_sc_dequeue_burst_elem(s->lc->notify_deliveries,
+						      &d[got], sizeof(d[0]),
+						      want - got, NULL);
+	}
+	assert_int_equal(got, want);
+	for (unsigned int i = 0; i < want; i++) {
+		const struct rn_lcore_ep *ep = d[i].owner;
+		struct rn_notify_view v;
+
+		assert_ptr_equal(ep, ep_of(s));
+		assert_int_equal(rn_notify_frame_read(ep->n.recv_slots +
+						      (size_t)d[i].index *
+						      SLOT_SIZE,
+						      d[i].len, &v), 0);
+		assert_int_equal(v.msg_len, strlen(msgs[i]));
+		assert_memory_equal(v.msg, msgs[i], v.msg_len);
+	}
+}
+
+static void
+release(struct side *s, struct rn_notify_delivery *d)
+{
+	assert_int_equal(rte_ring_sp_enqueue_elem(s->lc->notify_releases, d,
+						  sizeof(*d)), 0);
+}
+
+/* ---- the state table ---- */
+
+static void
+test_state_table(void **state)
+{
+	/* Every allowed transition, and nothing else (from x to). */
+	static const bool want[RN_CHANNEL_STATES][RN_CHANNEL_STATES] = {
+		[RN_CHANNEL_NONE][RN_CHANNEL_OPEN] = true,
+		[RN_CHANNEL_OPEN][RN_CHANNEL_NONE] = true,
+		[RN_CHANNEL_OPEN][RN_CHANNEL_CONNECTED] = true,
+		[RN_CHANNEL_OPEN][RN_CHANNEL_DRAINING] = true,
+		[RN_CHANNEL_CONNECTED][RN_CHANNEL_NATIVE] = true,
+		[RN_CHANNEL_CONNECTED][RN_CHANNEL_DRAINING] = true,
+		[RN_CHANNEL_NATIVE][RN_CHANNEL_DRAINING] = true,
+		[RN_CHANNEL_DRAINING][RN_CHANNEL_NONE] = true,
+	};
+	static const char *const names[] = { "none", "open", "connected",
+					     "native", "draining" };
+
+	(void)state;
+	for (unsigned int f = 0; f < RN_CHANNEL_STATES; f++)
+		for (unsigned int t = 0; t < RN_CHANNEL_STATES; t++)
+			if (rn_channel_can_enter(f, t) != want[f][t])
+				fail_msg("%s -> %s: allowed %d, want %d",
+					 names[f], names[t],
+					 rn_channel_can_enter(f, t), want[f][t]);
+	for (unsigned int s = 0; s < RN_CHANNEL_STATES; s++)
+		assert_string_equal(rn_channel_state_name(s), names[s]);
+	assert_string_equal(rn_channel_state_name(RN_CHANNEL_STATES), "?");
+	assert_false(rn_channel_can_enter(RN_CHANNEL_STATES, RN_CHANNEL_NONE));
+}
+
+/* ---- with the endpoint: NONE -> OPEN -> CONNECTED -> NATIVE ---- */
+
+static void
+test_handshake_channel_goes_native(void **state)
+{
+	struct rn_notify_delivery d[1];
+	char msgs[1][16] = { "hello" };
+
+	(void)state;
+	open_one(&A, true);
+	assert_state(&A, RN_CHANNEL_OPEN);
+	assert_int_equal(A.req.local.n_qps, 2);
+	assert_int_equal(A.req.local.qps[1].kind, RN_EP_QP_NOTIFY);
+	assert_int_equal(A.req.local.qps[1].credits, SLOTS);
+	assert_false(rn_notify_bay_available(&A.lc->notify));
+	open_one(&B, true);
+	connect_both();
+	assert_state(&A, RN_CHANNEL_NATIVE);
+	assert_state(&B, RN_CHANNEL_NATIVE);
+	assert_ptr_equal(A.lc->by_index[A.req.ep_index], ep_of(&A));
+	assert_int_equal(ep_of(&A)->n.max_frame, SLOT_SIZE);
+	assert_int_equal(send_note(&A, 0, 0, msgs[0]), 1);
+	receive_notes(&B, d, 1, msgs);
+	assert_int_equal(B.lc->stats.notify_received, 1);
+}
+
+/* OPEN -> NONE: the peer has no notify QP; the bay comes back, said. */
+static void
+test_peer_without_channel_drops_it(void **state)
+{
+	(void)state;
+	open_pair(true, false);
+	assert_state(&A, RN_CHANNEL_NONE);
+	assert_state(&B, RN_CHANNEL_NONE);
+	assert_null(ep_of(&A)->n.qp);
+	assert_int_equal(ep_of(&A)->n_qps, 1);
+	assert_int_equal(A.req.local.n_qps, 1);
+	assert_int_equal(A.lc->stats.qps, 1);
+	assert_true(rn_notify_bay_available(&A.lc->notify));
+	assert_int_equal(wait_event(RN_LCORE_EVENT_BAY_FREE, NULL), 0);
+	/* Connected all the same, without a native channel. */
+	assert_ptr_equal(A.lc->by_index[A.req.ep_index], ep_of(&A));
+	assert_int_equal(send_note(&A, 0, 0, "x"), -ENOTSUP);
+}
+
+/* ---- added to a connected endpoint, step by step ---- */
+
+static void
+test_added_channel_sends_only_once_enabled(void **state)
+{
+	struct rn_notify_delivery d[1];
+	char msgs[1][16] = { "late" };
+
+	(void)state;
+	open_pair(false, false);
+	assert_state(&A, RN_CHANNEL_NONE);
+	add_channels_connected();
+	/* CONNECTED: its receives are posted, the peer's credits known, but
+	 * it does not send: the peer's QP may not be ready. */
+	assert_int_equal(ep_of(&A)->n.sends.allowed, SLOTS);
+	assert_int_equal(ep_of(&A)->n.max_frame, 0);
+	assert_int_equal(send_note(&A, 0, 0, "early"), -ENOTSUP);
+	/* A second CONNECT is refused; a DROP after CONNECT is ignored. */
+	command(&A, RN_LCORE_CMD_NOTIFY_CONNECT);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_CONNECTED, &A.req),
+			 -EINVAL);
+	command(&A, RN_LCORE_CMD_NOTIFY_DROP);
+	assert_state(&A, RN_CHANNEL_CONNECTED);
+	command(&A, RN_LCORE_CMD_NOTIFY_ENABLE);
+	command(&B, RN_LCORE_CMD_NOTIFY_ENABLE);
+	assert_state(&A, RN_CHANNEL_NATIVE);
+	/* ENABLE again changes nothing. */
+	command(&A, RN_LCORE_CMD_NOTIFY_ENABLE);
+	assert_state(&A, RN_CHANNEL_NATIVE);
+	assert_int_equal(send_note(&A, 0, 0, msgs[0]), 1);
+	receive_notes(&B, d, 1, msgs);
+}
+
+/* OPEN -> NONE: an offer refused (NOTIFY_DROP); BAY_FREE says after_drop. */
+static void
+test_refused_offer_drops_the_channel(void **state)
+{
+	(void)state;
+	open_pair(false, false);
+	command(&A, RN_LCORE_CMD_NOTIFY_OPEN);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_OPENED, &A.req), 0);
+	assert_state(&A, RN_CHANNEL_OPEN);
+	assert_int_equal(A.lc->stats.qps, 2);
+	/* Not connected: ENABLE does nothing. */
+	command(&A, RN_LCORE_CMD_NOTIFY_ENABLE);
+	assert_state(&A, RN_CHANNEL_OPEN);
+	command(&A, RN_LCORE_CMD_NOTIFY_DROP);
+	assert_state(&A, RN_CHANNEL_NONE);
+	assert_int_equal(A.lc->stats.qps, 1);
+	assert_int_equal(A.req.local.n_qps, 1);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_BAY_FREE, NULL), 1);
+	/* Offered again: the same steps work. */
+	command(&A, RN_LCORE_CMD_NOTIFY_OPEN);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_OPENED, &A.req), 0);
+	assert_state(&A, RN_CHANNEL_OPEN);
+}
+
+/* A failed open stays NONE: no bay, already open, no endpoint. */
+static void
+test_open_refusals_stay_none(void **state)
+{
+	struct rn_ep_request other;
+
+	(void)state;
+	open_pair(false, false);
+	command(&A, RN_LCORE_CMD_NOTIFY_OPEN);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_OPENED, &A.req), 0);
+	command(&A, RN_LCORE_CMD_NOTIFY_OPEN);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_OPENED, &A.req),
+			 -EALREADY);
+	assert_state(&A, RN_CHANNEL_OPEN);
+	/* A second endpoint on A finds its only bay taken. */
+	other = A.req;
+	other.ep_index = 9;
+	other.local.generation = 7;
+	other.ep = NULL;
+	{
+		struct rn_lcore_cmd cmd = { .type = RN_LCORE_CMD_EP_OPEN,
+					    .cookie = (uintptr_t)&other };
+
+		rn_lcore_ep_command(A.lc, &cmd);
+		assert_int_equal(wait_event(RN_LCORE_EVENT_EP_OPENED, &other),
+				 0);
+		assert_int_equal(other.ep->n.state, RN_CHANNEL_NONE);
+		cmd.type = RN_LCORE_CMD_NOTIFY_OPEN;
+		rn_lcore_ep_command(A.lc, &cmd);
+		assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_OPENED,
+					    &other), -ENOSPC);
+		assert_int_equal(other.ep->n.state, RN_CHANNEL_NONE);
+		assert_int_equal(other.n_data_qps + 0u, other.local.n_qps);
+		cmd.type = RN_LCORE_CMD_EP_CLOSE;
+		rn_lcore_ep_command(A.lc, &cmd);
+		assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &other),
+				 0);
+		/* Closed: no endpoint to add one to. */
+		cmd.type = RN_LCORE_CMD_NOTIFY_OPEN;
+		rn_lcore_ep_command(A.lc, &cmd);
+		assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_OPENED,
+					    &other), -ENOTCONN);
+	}
+}
+
+/* OPEN, CONNECTED, NATIVE -> DRAINING when the peer's QP failed
+ * (NOTIFY_CLOSE); then DRAINING -> NONE once drained, the bay back. */
+static void
+peer_closed_from(enum rn_channel_state from)
+{
+	open_pair(false, false);
+	if (from == RN_CHANNEL_OPEN) {
+		command(&A, RN_LCORE_CMD_NOTIFY_OPEN);
+		assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_OPENED,
+					    &A.req), 0);
+	} else if (from == RN_CHANNEL_CONNECTED) {
+		add_channels_connected();
+	} else {
+		add_channels();
+	}
+	assert_state(&A, from);
+	assert_true(A.lc->channels_failed == 0);
+	command(&A, RN_LCORE_CMD_NOTIFY_CLOSE);
+	assert_state(&A, RN_CHANNEL_DRAINING);
+	assert_int_equal(A.lc->channels_failed, 1);
+	assert_int_equal(ep_of(&A)->n.max_frame, 0);
+	assert_int_equal(send_note(&A, 0, 0, "x"), -EPIPE);
+	/* Once more: nothing changes. */
+	command(&A, RN_LCORE_CMD_NOTIFY_CLOSE);
+	assert_int_equal(A.lc->channels_failed, 1);
+	wait_state(&A, RN_CHANNEL_NONE);
+	assert_int_equal(A.lc->channels_failed, 0);
+	assert_null(ep_of(&A)->n.qp);
+	assert_true(rn_notify_bay_available(&A.lc->notify));
+	assert_int_equal(wait_event(RN_LCORE_EVENT_BAY_FREE, NULL), 0);
+	/* The endpoint is fine, only without its channel. */
+	assert_false(ep_of(&A)->failed);
+	assert_ptr_equal(A.lc->by_index[A.req.ep_index], ep_of(&A));
+	assert_int_equal(send_note(&A, 0, 0, "x"), -ENOTSUP);
+}
+
+static void
+test_peer_closed_when_open(void **state)
+{
+	(void)state;
+	peer_closed_from(RN_CHANNEL_OPEN);
+}
+
+static void
+test_peer_closed_when_connected(void **state)
+{
+	(void)state;
+	peer_closed_from(RN_CHANNEL_CONNECTED);
+}
+
+static void
+test_peer_closed_when_native(void **state)
+{
+	(void)state;
+	peer_closed_from(RN_CHANNEL_NATIVE);
+}
+
+/* NATIVE -> DRAINING on a local fault: NOTIFY_FAILED to the control
+ * thread, data QPs untouched; each side retires; a channel added again
+ * starts with fresh credits (the old credit word is no credit). */
+static void
+test_local_fault_retires_and_a_new_channel_starts_afresh(void **state)
+{
+	struct rn_notify_delivery d[SLOTS];
+	char msgs[SLOTS][16];
+	int32_t syndrome;
+	uint64_t until;
+
+	(void)state;
+	open_pair(true, true);
+	assert_state(&A, RN_CHANNEL_NATIVE);
+	/* A window's worth, all released: B's credit word tells A SLOTS. */
+	for (unsigned int i = 0; i < SLOTS; i++) {
+		snprintf(msgs[i], sizeof(msgs[i]), "m%u", i);
+		assert_int_equal(send_note(&A, 0, 0, msgs[i]), 1);
+	}
+	receive_notes(&B, d, SLOTS, msgs);
+	for (unsigned int i = 0; i < SLOTS; i++)
+		release(&B, &d[i]);
+	turn_both();
+	turn_both();
+	assert_true(B.lc->stats.credit_writes >= 1);
+
+	assert_int_equal(send_note(&A, RN_NOTIFY_INJECT_LOCAL_FAULT, 0, ""),
+			 1);
+	syndrome = wait_event(RN_LCORE_EVENT_NOTIFY_FAILED, &A.req);
+	assert_true(syndrome == MLX5_CQE_SYNDROME_LOCAL_PROT_ERR ||
+		    syndrome == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ||
+		    syndrome == MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR ||
+		    syndrome == MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR);
+	/* DRAINING, and maybe retired already: its QP drains at once. */
+	assert_true(state_of(&A) == RN_CHANNEL_DRAINING ||
+		    state_of(&A) == RN_CHANNEL_NONE);
+	assert_int_equal(ep_of(&A)->n.max_frame, 0);
+	assert_false(ep_of(&A)->failed);
+	assert_false(has_event(RN_LCORE_EVENT_EP_FAILED));
+	/* The control thread tells B (upgrade.c's CLOSED). */
+	command(&B, RN_LCORE_CMD_NOTIFY_CLOSE);
+	assert_state(&B, RN_CHANNEL_DRAINING);
+	wait_state(&A, RN_CHANNEL_NONE);
+	wait_state(&B, RN_CHANNEL_NONE);
+	assert_int_equal(ep_of(&A)->natives_posted, SLOTS);
+	assert_int_equal(ep_of(&B)->natives_received, SLOTS);
+	assert_false(has_event(RN_LCORE_EVENT_EP_FAILED));
+
+	/* A new channel: A may send exactly SLOTS before B reposts, even
+	 * once the CQEs freed every window entry. */
+	A.req.remote.n_qps = 1;
+	B.req.remote.n_qps = 1;
+	add_channels();
+	for (unsigned int i = 0; i < SLOTS; i++)
+		assert_int_equal(send_note(&A, 0, 0, msgs[i]), 1);
+	receive_notes(&B, d, SLOTS, msgs);
+	until = now_ms() + WAIT_MS;
+	while (rn_send_window_used(&ep_of(&A)->n.sends) != 0 &&
+	       now_ms() < until)
+		turn_both();
+	assert_int_equal(rn_send_window_used(&ep_of(&A)->n.sends), 0);
+	assert_int_equal(send_note(&A, 0, 0, "one too many"), -EAGAIN);
+	assert_int_equal(d[0].pos, SLOTS);   /* counts carried over */
+}
+
+/* A stopped channel keeps its bay while the application holds a slot. */
+static void
+test_held_delivery_delays_retirement(void **state)
+{
+	struct rn_notify_delivery d[1];
+	char msgs[1][16] = { "held" };
+	uint64_t until;
+
+	(void)state;
+	open_pair(true, true);
+	assert_int_equal(send_note(&A, 0, 0, msgs[0]), 1);
+	receive_notes(&B, d, 1, msgs);
+	command(&B, RN_LCORE_CMD_NOTIFY_CLOSE);
+	until = now_ms() + 50;
+	while (now_ms() < until)
+		turn_both();
+	assert_state(&B, RN_CHANNEL_DRAINING);
+	assert_int_equal(ep_of(&B)->n.held, 1);
+	release(&B, &d[0]);
+	wait_state(&B, RN_CHANNEL_NONE);
+	/* Released after the stop: counted, not reposted. */
+	assert_int_equal(ep_of(&B)->n.held, 0);
+}
+
+/* The error classes of a notify QP's CQE (rn_lcore_channel_error()). */
+static void
+test_error_completions(void **state)
+{
+	struct rn_lcore_ep *ep;
+	struct rn_wc wc;
+	uint64_t stale;
+
+	(void)state;
+	open_pair(true, true);
+	ep = ep_of(&A);
+	wc = (struct rn_wc){ .qp = ep->n.qp,
+			     .wr_id = RN_EP_WR_ID(2, RN_EP_WR_SEND, 0),
+			     .status = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR };
+	/* Another generation's: counted, nothing else. */
+	stale = A.lc->stats.notify_stale;
+	assert_false(rn_lcore_channel_error(A.lc, ep, &wc));
+	assert_int_equal(A.lc->stats.notify_stale, stale + 1);
+	assert_state(&A, RN_CHANNEL_NATIVE);
+	/* A flush: nothing. */
+	wc.wr_id = RN_EP_WR_ID(1, RN_EP_WR_RECV, 0);
+	wc.status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+	assert_false(rn_lcore_channel_error(A.lc, ep, &wc));
+	assert_state(&A, RN_CHANNEL_NATIVE);
+	/* The peer's or the path's fault: the endpoint's. */
+	wc.status = MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+	assert_true(rn_lcore_channel_error(A.lc, ep, &wc));
+	wc.status = MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
+	assert_true(rn_lcore_channel_error(A.lc, ep, &wc));
+	assert_state(&A, RN_CHANNEL_NATIVE);
+	/* Ours alone: the channel stops, once. */
+	wc.status = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+	assert_false(rn_lcore_channel_error(A.lc, ep, &wc));
+	assert_state(&A, RN_CHANNEL_DRAINING);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_NOTIFY_FAILED, &A.req),
+			 MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+	wc.status = MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+	assert_false(rn_lcore_channel_error(A.lc, ep, &wc));
+	assert_int_equal(A.lc->channels_failed, 1);
+}
+
+/* ---- the send window and credits ---- */
+
+/* Credits: SLOTS SENDs, then -EAGAIN until the receiver reposted half of
+ * them (one credit WRITE), then that many more; released in a random
+ * order (seeded, printed), every slot reused with its new frame intact. */
+static void
+test_credits_bound_the_sender(void **state)
+{
+	struct rn_notify_delivery d[SLOTS], e[SLOTS / 2];
+	char msgs[SLOTS][16], more[SLOTS / 2][16];
+	unsigned int seed = (unsigned int)time(NULL) ^ (unsigned int)getpid();
+	uint64_t writes;
+
+	(void)state;
+	printf("# seed %u\n", seed);
+	srand(seed);
+	open_pair(true, true);
+	for (unsigned int i = 0; i < SLOTS; i++) {
+		snprintf(msgs[i], sizeof(msgs[i]), "n%u", i);
+		assert_int_equal(send_note(&A, 0, 0, msgs[i]), 1);
+	}
+	assert_int_equal(send_note(&A, 0, 0, "no credit"), -EAGAIN);
+	receive_notes(&B, d, SLOTS, msgs);
+	for (unsigned int i = SLOTS - 1; i > 0; i--) {
+		unsigned int j = (unsigned int)rand() % (i + 1);
+		struct rn_notify_delivery t = d[i];
+
+		d[i] = d[j];
+		d[j] = t;
+	}
+	/* One short of the threshold: no credit WRITE, A still waits. */
+	writes = B.lc->stats.credit_writes;
+	for (unsigned int i = 0; i < SLOTS / 2 - 1; i++)
+		release(&B, &d[i]);
+	for (int i = 0; i < 20; i++)
+		turn_both();
+	assert_int_equal(B.lc->stats.credit_writes, writes);
+	assert_int_equal(send_note(&A, 0, 0, "no credit"), -EAGAIN);
+	/* The threshold: one WRITE of the count, SLOTS / 2 more may go. */
+	release(&B, &d[SLOTS / 2 - 1]);
+	for (int i = 0; i < 20; i++)
+		turn_both();
+	assert_int_equal(B.lc->stats.credit_writes, writes + 1);
+	for (unsigned int i = 0; i < SLOTS / 2; i++) {
+		snprintf(more[i], sizeof(more[i]), "again%u", i);
+		assert_int_equal(send_note(&A, 0, 0, more[i]), 1);
+	}
+	assert_int_equal(send_note(&A, 0, 0, "no credit"), -EAGAIN);
+	receive_notes(&B, e, SLOTS / 2, more);
+	assert_int_equal(A.lc->stats.notify_sent, SLOTS + SLOTS / 2);
+}
+
+/* The window: with credits to spare, SENDs still wait for the CQEs that
+ * free their entries. */
+static void
+test_window_entries_wait_for_completions(void **state)
+{
+	struct rn_notify_delivery d[SLOTS];
+	char msgs[SLOTS][16];
+	struct rn_lcore_ep *ep;
+	uint64_t until;
+
+	(void)state;
+	open_pair(true, true);
+	ep = ep_of(&A);
+	for (unsigned int i = 0; i < SLOTS; i++) {
+		snprintf(msgs[i], sizeof(msgs[i]), "w%u", i);
+		assert_int_equal(send_note(&A, 0, 0, msgs[i]), 1);
+	}
+	assert_int_equal(rn_send_window_used(&ep->n.sends), SLOTS);
+	/* B takes them all and gives every slot back; A's NIC runs (the
+	 * credit WRITE lands) but its CQ is not polled. */
+	until = now_ms() + WAIT_MS;
+	for (unsigned int got = 0; got < SLOTS && now_ms() < until;) {
+		turn(A.lc, false);
+		turn(B.lc, true);
+		got += rte_ring_sc_dequeue_burst_elem(B.lc->notify_deliveries,
+						      &d[got], sizeof(d[0]),
+						      SLOTS - got, NULL);
+	}
+	for (unsigned int i = 0; i < SLOTS; i++)
+		release(&B, &d[i]);
+	until = now_ms() + WAIT_MS;
+	while (__atomic_load_n((uint32_t *)&ep->probe[EP_PROBE_CREDITS],
+			       __ATOMIC_ACQUIRE) != SLOTS && now_ms() < until) {
+		turn(A.lc, false);
+		turn(B.lc, true);
+	}
+	assert_int_equal(__atomic_load_n(
+		(uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE),
+		SLOTS);
+	/* Credits for SLOTS more, but every entry is still taken. */
+	assert_int_equal(send_note(&A, 0, 0, "no entry"), -EAGAIN);
+	assert_int_equal(ep->n.sends.allowed, 2 * SLOTS);
+	/* The CQEs (every SLOTS / 2-th SEND signalled) free them. */
+	until = now_ms() + WAIT_MS;
+	while (rn_send_window_used(&ep->n.sends) != 0 && now_ms() < until)
+		turn_both();
+	assert_int_equal(rn_send_window_used(&ep->n.sends), 0);
+	assert_int_equal(send_note(&A, 0, 0, "entry"), 1);
+}
+
+/* A SEND that wants its completion has it reported, with its cookie; one
+ * in flight when the QP fails is reported failed. */
+static void
+test_completion_reports(void **state)
+{
+	struct rn_notify_event ev;
+	uint64_t until;
+
+	(void)state;
+	open_pair(true, true);
+	assert_int_equal(send_note(&A, RN_NOTIFY_WANT_COMPLETION, 77, "c"), 1);
+	until = now_ms() + WAIT_MS;
+	while (rte_ring_count(A.completions) == 0 && now_ms() < until)
+		turn_both();
+	assert_int_equal(rte_ring_sc_dequeue_elem(A.completions, &ev,
+						  sizeof(ev)), 0);
+	assert_int_equal(ev.cookie, 77);
+	assert_int_equal(ev.status, 0);
+	/* In flight as the channel fails: -EPIPE, never replayed. */
+	assert_int_equal(send_note(&A, RN_NOTIFY_WANT_COMPLETION, 78, "d"), 1);
+	rn_lcore_notify_fail_pending(A.lc, ep_of(&A));
+	assert_int_equal(rte_ring_sc_dequeue_elem(A.completions, &ev,
+						  sizeof(ev)), 0);
+	assert_int_equal(ev.cookie, 78);
+	assert_int_equal(ev.status, -EPIPE);
+	assert_int_equal(rn_send_window_used(&ep_of(&A)->n.sends), 0);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int
+main(int argc, char **argv)
+{
+	char prefix[64];
+	char *eal[] = { argv[0], "-l", "0", "--no-huge", "--no-shconf",
+			"-m", "256", "--no-pci", "--no-telemetry",
+			"--log-level=lib.eal:error", prefix, NULL };
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_state_table),
+		T(test_handshake_channel_goes_native),
+		T(test_peer_without_channel_drops_it),
+		T(test_added_channel_sends_only_once_enabled),
+		T(test_refused_offer_drops_the_channel),
+		T(test_open_refusals_stay_none),
+		T(test_peer_closed_when_open),
+		T(test_peer_closed_when_connected),
+		T(test_peer_closed_when_native),
+		T(test_local_fault_retires_and_a_new_channel_starts_afresh),
+		T(test_held_delivery_delays_retirement),
+		T(test_error_completions),
+		T(test_credits_bound_the_sender),
+		T(test_window_entries_wait_for_completions),
+		T(test_completion_reports),
+	};
+
+	(void)argc;
+	snprintf(prefix, sizeof(prefix), "--file-prefix=rn_test_lcore_%d",
+		 getpid());
+	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0) {
+		printf("1..0 # SKIP EAL did not start\n");
+		return 77;
+	}
+	events = rte_ring_create_elem("test_events",
+				      sizeof(struct rn_lcore_event), 1024,
+				      SOCKET_ID_ANY, RING_F_SC_DEQ);
+	wake_fd = eventfd(0, EFD_NONBLOCK);
+	if (events == NULL || wake_fd < 0)
+		return 1;
+	return cmocka_run_group_tests_name("lcore", tests, NULL, NULL);
+}
