@@ -13,16 +13,12 @@
  *   completed: lcores, control -> app   (the fate of a send)
  */
 
-#include <pthread.h>
 #include <rte_ring.h>
 #include <stdint.h>
 
 #include "rn_notify.h"
 #include "rn_notify_frame.h"
 
-#define RN_NOTIFY_MAX_PAYLOAD 65528u    /* name + msg in a 64 KiB slot */
-#define RN_NOTIFY_RING_SIZE 4096
-#define RN_NOTIFY_POLL_MAX 64
 /* Internal request flags, for tests on the sim device only: make the
  * notify QP fail locally; send a frame its receiver must reject; stop the
  * owning lcore for RN_NOTIFY_STALL_MS; overrun the endpoint's CQ. */
@@ -59,9 +55,9 @@ struct rn_notify_request {
 
 /*
  * A received notification, and later its release. 32 bytes, which the
- * rings copy in two 16-byte moves (at 40 they took a loop of 8-byte ones:
- * 22 instructions more per delivery, docs/performance.md). A native one's
- * frame is in its receive slot (rn_lcore_notify_frame()).
+ * rings copy in two 16-byte moves (a larger element takes a loop of 8-byte
+ * ones, on the receive path of every notification). A native one's frame
+ * is in its receive slot (rn_lcore_ep_recv_slot()).
  */
 struct rn_notify_delivery {
 	union {
@@ -72,7 +68,7 @@ struct rn_notify_delivery {
 	uint16_t ep_slot;
 	uint16_t index;           /* its receive slot, or RN_NOTIFY_VIA_TCP */
 	uint32_t seq;             /* sent after this many of the other channel
-				   * (control/notify/notify_order.h) */
+				   * (dataplane/api/notify_order_pvt.h) */
 	uint32_t pos;             /* its place on its own channel */
 	uint32_t generation;      /* of the endpoint here, when it came */
 	uint32_t pad;
@@ -90,33 +86,6 @@ struct rn_notify_event {
 	int32_t status;
 	uint32_t pad;
 };
-
-struct rn_plane;
-struct rn_lcore;
-struct rn_notify_order;
-
-struct rn_notify {
-	struct rn_plane *plane;
-	struct rn_lcore **workers;
-	unsigned int n_workers;
-	bool fallback;                  /* [notify] oob_fallback */
-	struct rte_ring *completions;   /* MP/SC */
-	struct rte_ring *tcp_deliveries;/* control -> app, SP/SC */
-	struct rte_ring *uses;          /* app -> control: connect this slot */
-	pthread_mutex_t poll_lock;
-	struct rn_notify_delivery held[RN_NOTIFY_POLL_MAX];
-	unsigned int n_held;
-	struct rn_notify_order *order;  /* across native and TCP; poll_lock */
-	unsigned int first_ring;        /* where the next poll starts; poll_lock */
-};
-
-/*
- * Deliveries that waited for their turn in send order across an endpoint's
- * two channels, and those of them that went without it after the wait
- * (control/notify/notify_order.h). From any thread.
- */
-void rn_notify_order_counts(const struct rn_notify *nf, uint64_t *parked,
-			    uint64_t *overdue);
 
 /* Answer a request: sent of its notifications went (>= 1), or -errno. */
 static inline void
@@ -175,17 +144,5 @@ int rn_notify_inject_stall(struct rn_notify *nf, const char *peer);
  * rn_notify_send()'s errors.
  */
 int rn_notify_inject_cq_overrun(struct rn_notify *nf, const char *peer);
-
-int rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
-		     unsigned int n_workers, bool fallback,
-		     struct rn_notify **out);
-void rn_notify_free(struct rn_notify *nf);
-
-/*
- * At shutdown, once no application polls: give back every slot the last
- * poll handed out and drop what was delivered but never polled, so that the
- * endpoints can close. Returns how many were dropped.
- */
-unsigned int rn_notify_discard(struct rn_notify *nf);
 
 #endif /* RN_NOTIFY_ENGINE_H */
