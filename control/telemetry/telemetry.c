@@ -18,8 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "notify_engine.h"
 #include "rn_daemon.h"
+#include "rn_notify.h"
+#include "rn_notify_diag.h"
 #include "rn_sim.h"
 #include "rn_version.h"
 
@@ -541,17 +542,17 @@ inject_now(const char *params, struct rte_tel_data *out)
 		return -EINVAL;
 	peer++;
 	if (strncmp(params, "local_qp,", 9) == 0)
-		rc = rn_notify_inject_local_fault(daemon_seen->notify, peer);
+		rc = rn_notify_diag_local_fault(daemon_seen->notify, peer);
 	else if (strncmp(params, "bad_frame,", 10) == 0)
-		rc = rn_notify_inject_bad_frame(daemon_seen->notify, peer);
+		rc = rn_notify_diag_bad_frame(daemon_seen->notify, peer);
 	else if (strncmp(params, "stall,", 6) == 0)
-		rc = rn_notify_inject_stall(daemon_seen->notify, peer);
+		rc = rn_notify_diag_stall(daemon_seen->notify, peer);
 	else if (strncmp(params, "port_event,", 11) == 0)
 		rc = raise_device_event(peer, false);
 	else if (strncmp(params, "cq_event,", 9) == 0)
 		rc = raise_device_event(peer, true);
 	else if (strncmp(params, "cq_overrun,", 11) == 0)
-		rc = rn_notify_inject_cq_overrun(daemon_seen->notify, peer);
+		rc = rn_notify_diag_cq_overrun(daemon_seen->notify, peer);
 	else
 		return -EINVAL;
 	rte_tel_data_start_dict(out);

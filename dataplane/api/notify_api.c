@@ -104,40 +104,52 @@ not_connected(struct rn_notify *nf, uint32_t slot, enum rn_ep_state state)
 }
 
 int
-rn_notify_send_burst(struct rn_notify *nf, const char *peer,
-		     const struct rn_notify_out *out, unsigned int n,
-		     uint32_t flags)
+rn_notify_submit(struct rn_notify *nf, const char *peer,
+		 struct rn_notify_request *req)
 {
-	struct rn_notify_request req = { .flags = flags, .out = out,
-					 .result = RN_NOTIFY_PENDING };
 	enum rn_ep_state state;
 	int64_t result;
 	uint32_t worker;
 	struct rn_lcore *lc;
 
+	/* The lcore finds the endpoint by its slot, unchecked. */
+	RTE_BUILD_BUG_ON(RN_MAX_ENDPOINTS > RN_LCORE_MAX_SLOTS);
+	if (rn_plane_lookup(nf->plane, peer, &req->ep_slot, &state,
+			    &worker) != 0)
+		return -ENOENT;
+	if (state != RN_EP_CONNECTED)
+		return not_connected(nf, req->ep_slot, state);
+	req->result = RN_NOTIFY_PENDING;
+	lc = nf->workers[worker];
+	while (rte_ring_mp_enqueue(lc->notify_requests, req) != 0)
+		rte_pause();
+	rn_lcore_wake(lc);
+	/* The owning lcore answers within an iteration of its loop. */
+	while ((result = __atomic_load_n(&req->result, __ATOMIC_ACQUIRE)) ==
+	       RN_NOTIFY_PENDING)
+		rte_pause();
+	return (int)result;
+}
+
+int
+rn_notify_send_burst(struct rn_notify *nf, const char *peer,
+		     const struct rn_notify_out *out, unsigned int n,
+		     uint32_t flags)
+{
+	struct rn_notify_request req = { .flags = flags, .out = out };
+
 	if (n == 0)
 		return 0;
+	/* Diagnostic flags come from rn_notify_diag.h alone. */
+	if (unlikely((flags & ~RN_NOTIFY_WANT_COMPLETION) != 0))
+		return -EINVAL;
 	/* The lcore takes them as they come: those before a bad one go. */
 	while (req.count < n && (uint64_t)out[req.count].name_len +
 				out[req.count].msg_len <= RN_NOTIFY_MAX_PAYLOAD)
 		req.count++;
 	if (req.count == 0)
 		return -E2BIG;
-	/* The lcore finds the endpoint by its slot, unchecked. */
-	RTE_BUILD_BUG_ON(RN_MAX_ENDPOINTS > RN_LCORE_MAX_SLOTS);
-	if (rn_plane_lookup(nf->plane, peer, &req.ep_slot, &state, &worker) != 0)
-		return -ENOENT;
-	if (state != RN_EP_CONNECTED)
-		return not_connected(nf, req.ep_slot, state);
-	lc = nf->workers[worker];
-	while (rte_ring_mp_enqueue(lc->notify_requests, &req) != 0)
-		rte_pause();
-	rn_lcore_wake(lc);
-	/* The owning lcore answers within an iteration of its loop. */
-	while ((result = __atomic_load_n(&req.result, __ATOMIC_ACQUIRE)) ==
-	       RN_NOTIFY_PENDING)
-		rte_pause();
-	return (int)result;
+	return rn_notify_submit(nf, peer, &req);
 }
 
 int
@@ -151,34 +163,6 @@ rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
 	int rc = rn_notify_send_burst(nf, peer, &one, 1, flags);
 
 	return rc > 0 ? 0 : rc;
-}
-
-int
-rn_notify_inject_local_fault(struct rn_notify *nf, const char *peer)
-{
-	return rn_notify_send(nf, peer, "", 0, "", 0, 0,
-			      RN_NOTIFY_INJECT_LOCAL_FAULT);
-}
-
-int
-rn_notify_inject_bad_frame(struct rn_notify *nf, const char *peer)
-{
-	return rn_notify_send(nf, peer, "bad", 3, "frame", 5, 0,
-			      RN_NOTIFY_INJECT_BAD_FRAME);
-}
-
-int
-rn_notify_inject_stall(struct rn_notify *nf, const char *peer)
-{
-	return rn_notify_send(nf, peer, "", 0, "", 0, 0,
-			      RN_NOTIFY_INJECT_STALL);
-}
-
-int
-rn_notify_inject_cq_overrun(struct rn_notify *nf, const char *peer)
-{
-	return rn_notify_send(nf, peer, "", 0, "", 0, 0,
-			      RN_NOTIFY_INJECT_CQ_OVERRUN);
 }
 
 /* Where a delivery's frame is: its receive slot, or a copy (TCP). */

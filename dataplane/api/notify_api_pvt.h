@@ -2,7 +2,11 @@
 #ifndef RN_NOTIFY_API_PVT_H
 #define RN_NOTIFY_API_PVT_H
 
-/* The application side's own state (notify_api.c). */
+/*
+ * The application side's own state (notify_api.c) and the one way its
+ * requests reach an lcore, which the diagnostic entry points
+ * (notify_diag.c) share with the sends.
+ */
 
 #include <pthread.h>
 #include <rte_ring.h>
@@ -26,5 +30,13 @@ struct rn_notify {
 	struct rn_notify_order *order;  /* across native and TCP; poll_lock */
 	unsigned int first_ring;        /* where the next poll starts; poll_lock */
 };
+
+/*
+ * Hand req (its out, count and flags set) to the lcore that owns peer's
+ * endpoint and wait for the answer: how many went, or rn_notify_send()'s
+ * errors of finding the peer (-ENOENT, -EAGAIN, -ENOTCONN) and the lcore's.
+ */
+int rn_notify_submit(struct rn_notify *nf, const char *peer,
+		     struct rn_notify_request *req);
 
 #endif /* RN_NOTIFY_API_PVT_H */

@@ -44,6 +44,7 @@ struct rn_notify;
  *   -EPIPE      the native channel failed (a QP fault): never replayed
  *   -ENOENT     no such peer
  *   -E2BIG      name + msg over RN_NOTIFY_MAX_PAYLOAD bytes
+ *   -EINVAL     flags other than RN_NOTIFY_WANT_COMPLETION
  *   -ENOMEM     over TCP: no memory for the frame
  * With RN_NOTIFY_WANT_COMPLETION, rn_notify_completions() later reports
  * cookie with 0 (the peer's NIC acknowledged it; over TCP: the frame was

@@ -17,11 +17,16 @@
 #include <stdint.h>
 
 #include "rn_notify.h"
+#include "rn_notify_diag.h"
 #include "rn_notify_frame.h"
 
-/* Internal request flags, for tests on the sim device only: make the
- * notify QP fail locally; send a frame its receiver must reject; stop the
- * owning lcore for RN_NOTIFY_STALL_MS; overrun the endpoint's CQ. */
+/*
+ * Request flags beyond the application's (rn_notify.h), set only by the
+ * diagnostic entry points (rn_notify_diag.h), never by a send, which takes
+ * no other flag: make the notify QP fail locally; send a frame its
+ * receiver must reject; stop the owning lcore for RN_NOTIFY_STALL_MS;
+ * overrun the endpoint's CQ. The sim device only.
+ */
 #define RN_NOTIFY_INJECT_LOCAL_FAULT (1u << 31)
 #define RN_NOTIFY_INJECT_BAD_FRAME (1u << 30)
 #define RN_NOTIFY_INJECT_STALL (1u << 29)
@@ -29,7 +34,8 @@
 #define RN_NOTIFY_INJECT (RN_NOTIFY_INJECT_LOCAL_FAULT | \
 			  RN_NOTIFY_INJECT_BAD_FRAME | \
 			  RN_NOTIFY_INJECT_STALL | RN_NOTIFY_INJECT_CQ_OVERRUN)
-#define RN_NOTIFY_STALL_MS 5000
+_Static_assert((RN_NOTIFY_INJECT & RN_NOTIFY_WANT_COMPLETION) == 0,
+	       "diagnostic flags apart from the application's");
 
 /*
  * One hand-over of out[0..count) (count >= 1), on the sending thread's
@@ -113,36 +119,5 @@ rn_notify_complete(struct rte_ring *completions, uint64_t cookie, int status)
 
 	return rte_ring_mp_enqueue_elem(completions, &ev, sizeof(ev)) == 0;
 }
-
-/*
- * Tests: post a WQE with a bad lkey on the peer's notify QP, a local fault
- * as the hardware would report it. Returns 0, -ENOTSUP off the sim device,
- * or rn_notify_send()'s errors.
- */
-int rn_notify_inject_local_fault(struct rn_notify *nf, const char *peer);
-
-/*
- * Tests: send the peer natively a frame one byte longer than its lengths
- * say, which the peer must reject (count, log, repost; never deliver). It
- * takes a credit like any notification. Returns 0, -ENOTSUP off the sim
- * device or without a native channel, or rn_notify_send()'s errors.
- */
-int rn_notify_inject_bad_frame(struct rn_notify *nf, const char *peer);
-
-/*
- * Tests: the lcore that owns the peer's endpoint answers, then stops
- * (busy, draining none of its rings) for RN_NOTIFY_STALL_MS, as a stuck
- * worker would. Returns 0, -ENOTSUP off the sim device, or
- * rn_notify_send()'s errors.
- */
-int rn_notify_inject_stall(struct rn_notify *nf, const char *peer);
-
-/*
- * Tests: the CQ the peer's endpoint completes to overruns, as if its lcore
- * had fallen behind (rn_sim_overrun_cq()): no CQE reaches it again, the
- * fatal device event follows. Returns 0, -ENOTSUP off the sim device, or
- * rn_notify_send()'s errors.
- */
-int rn_notify_inject_cq_overrun(struct rn_notify *nf, const char *peer);
 
 #endif /* RN_NOTIFY_ENGINE_H */
