@@ -31,8 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "notify_engine.h"
 #include "rn_daemon.h"
+#include "rn_notify.h"
 
 #define MAX_SIZES 8
 #define MAX_BURST 256

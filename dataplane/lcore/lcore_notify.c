@@ -511,28 +511,19 @@ repost(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t index)
 		write_credits(lc, ep);
 }
 
-const uint8_t *
-rn_lcore_notify_frame(const struct rn_notify_delivery *d)
+struct rn_lcore *
+rn_lcore_ep_lcore(const struct rn_lcore_ep *ep)
 {
-	const struct rn_lcore_ep *ep = d->owner;
-
-	/* Both set before the delivery was enqueued; recv_slots changes only
-	 * when a failed channel retires, after every delivery of it was
-	 * released (rn_lcore_channel_reap()). */
-	return ep->n.recv_slots + (size_t)d->index * ep->lc->notify.slot_size;
+	return ep->lc;
 }
 
-void
-rn_lcore_notify_release(const struct rn_notify_delivery *d)
+const uint8_t *
+rn_lcore_ep_recv_slot(const struct rn_lcore_ep *ep, uint32_t index)
 {
-	struct rn_notify_delivery copy = *d;   /* DPDK 22.11 takes void * */
-	struct rn_lcore_ep *ep = d->owner;
-
-	/* The one polling thread is this ring's only producer. */
-	while (rte_ring_sp_enqueue_elem(ep->lc->notify_releases, &copy,
-					sizeof(copy)) != 0)
-		rte_pause();
-	rn_lcore_wake(ep->lc);
+	/* Both set before the first delivery was enqueued; recv_slots changes
+	 * only when a failed channel retires, after every delivery of it was
+	 * released (rn_lcore_channel_reap()). */
+	return ep->n.recv_slots + (size_t)index * ep->lc->notify.slot_size;
 }
 
 /*

@@ -240,11 +240,16 @@ int rn_lcore_cmd_send(struct rn_lcore *lc, struct rn_lcore_cmd cmd);
 /* Any thread, after queueing work for lc: wake it if it sleeps. */
 void rn_lcore_wake(struct rn_lcore *lc);
 
-struct rn_notify_delivery;
-/* The app's poller: a delivered notification's slot may be reused. */
-void rn_lcore_notify_release(const struct rn_notify_delivery *d);
-/* Where a native delivery's frame is: its receive slot. Any thread. */
-const uint8_t *rn_lcore_notify_frame(const struct rn_notify_delivery *d);
+struct rn_lcore_ep;
+/*
+ * The endpoint a native notification came from (its delivery's owner), for
+ * the application side, from any thread: the lcore to give its receive
+ * slot back to, and where receive slot index is. Both hold until every
+ * delivery of the endpoint was given back.
+ */
+struct rn_lcore *rn_lcore_ep_lcore(const struct rn_lcore_ep *ep);
+const uint8_t *rn_lcore_ep_recv_slot(const struct rn_lcore_ep *ep,
+				     uint32_t index);
 
 /* A relaxed snapshot of lc's counters, from any thread. */
 void rn_lcore_stats_read(const struct rn_lcore *lc,

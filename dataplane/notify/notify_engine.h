@@ -13,19 +13,20 @@
  *   completed: lcores, control -> app   (the fate of a send)
  */
 
-#include <pthread.h>
 #include <rte_ring.h>
 #include <stdint.h>
 
 #include "rn_notify.h"
+#include "rn_notify_diag.h"
 #include "rn_notify_frame.h"
 
-#define RN_NOTIFY_MAX_PAYLOAD 65528u    /* name + msg in a 64 KiB slot */
-#define RN_NOTIFY_RING_SIZE 4096
-#define RN_NOTIFY_POLL_MAX 64
-/* Internal request flags, for tests on the sim device only: make the
- * notify QP fail locally; send a frame its receiver must reject; stop the
- * owning lcore for RN_NOTIFY_STALL_MS; overrun the endpoint's CQ. */
+/*
+ * Request flags beyond the application's (rn_notify.h), set only by the
+ * diagnostic entry points (rn_notify_diag.h), never by a send, which takes
+ * no other flag: make the notify QP fail locally; send a frame its
+ * receiver must reject; stop the owning lcore for RN_NOTIFY_STALL_MS;
+ * overrun the endpoint's CQ. The sim device only.
+ */
 #define RN_NOTIFY_INJECT_LOCAL_FAULT (1u << 31)
 #define RN_NOTIFY_INJECT_BAD_FRAME (1u << 30)
 #define RN_NOTIFY_INJECT_STALL (1u << 29)
@@ -33,7 +34,8 @@
 #define RN_NOTIFY_INJECT (RN_NOTIFY_INJECT_LOCAL_FAULT | \
 			  RN_NOTIFY_INJECT_BAD_FRAME | \
 			  RN_NOTIFY_INJECT_STALL | RN_NOTIFY_INJECT_CQ_OVERRUN)
-#define RN_NOTIFY_STALL_MS 5000
+_Static_assert((RN_NOTIFY_INJECT & RN_NOTIFY_WANT_COMPLETION) == 0,
+	       "diagnostic flags apart from the application's");
 
 /*
  * One hand-over of out[0..count) (count >= 1), on the sending thread's
@@ -59,9 +61,9 @@ struct rn_notify_request {
 
 /*
  * A received notification, and later its release. 32 bytes, which the
- * rings copy in two 16-byte moves (at 40 they took a loop of 8-byte ones:
- * 22 instructions more per delivery, docs/performance.md). A native one's
- * frame is in its receive slot (rn_lcore_notify_frame()).
+ * rings copy in two 16-byte moves (a larger element takes a loop of 8-byte
+ * ones, on the receive path of every notification). A native one's frame
+ * is in its receive slot (rn_lcore_ep_recv_slot()).
  */
 struct rn_notify_delivery {
 	union {
@@ -72,7 +74,7 @@ struct rn_notify_delivery {
 	uint16_t ep_slot;
 	uint16_t index;           /* its receive slot, or RN_NOTIFY_VIA_TCP */
 	uint32_t seq;             /* sent after this many of the other channel
-				   * (control/notify/notify_order.h) */
+				   * (dataplane/api/notify_order_pvt.h) */
 	uint32_t pos;             /* its place on its own channel */
 	uint32_t generation;      /* of the endpoint here, when it came */
 	uint32_t pad;
@@ -90,33 +92,6 @@ struct rn_notify_event {
 	int32_t status;
 	uint32_t pad;
 };
-
-struct rn_plane;
-struct rn_lcore;
-struct rn_notify_order;
-
-struct rn_notify {
-	struct rn_plane *plane;
-	struct rn_lcore **workers;
-	unsigned int n_workers;
-	bool fallback;                  /* [notify] oob_fallback */
-	struct rte_ring *completions;   /* MP/SC */
-	struct rte_ring *tcp_deliveries;/* control -> app, SP/SC */
-	struct rte_ring *uses;          /* app -> control: connect this slot */
-	pthread_mutex_t poll_lock;
-	struct rn_notify_delivery held[RN_NOTIFY_POLL_MAX];
-	unsigned int n_held;
-	struct rn_notify_order *order;  /* across native and TCP; poll_lock */
-	unsigned int first_ring;        /* where the next poll starts; poll_lock */
-};
-
-/*
- * Deliveries that waited for their turn in send order across an endpoint's
- * two channels, and those of them that went without it after the wait
- * (control/notify/notify_order.h). From any thread.
- */
-void rn_notify_order_counts(const struct rn_notify *nf, uint64_t *parked,
-			    uint64_t *overdue);
 
 /* Answer a request: sent of its notifications went (>= 1), or -errno. */
 static inline void
@@ -144,48 +119,5 @@ rn_notify_complete(struct rte_ring *completions, uint64_t cookie, int status)
 
 	return rte_ring_mp_enqueue_elem(completions, &ev, sizeof(ev)) == 0;
 }
-
-/*
- * Tests: post a WQE with a bad lkey on the peer's notify QP, a local fault
- * as the hardware would report it. Returns 0, -ENOTSUP off the sim device,
- * or rn_notify_send()'s errors.
- */
-int rn_notify_inject_local_fault(struct rn_notify *nf, const char *peer);
-
-/*
- * Tests: send the peer natively a frame one byte longer than its lengths
- * say, which the peer must reject (count, log, repost; never deliver). It
- * takes a credit like any notification. Returns 0, -ENOTSUP off the sim
- * device or without a native channel, or rn_notify_send()'s errors.
- */
-int rn_notify_inject_bad_frame(struct rn_notify *nf, const char *peer);
-
-/*
- * Tests: the lcore that owns the peer's endpoint answers, then stops
- * (busy, draining none of its rings) for RN_NOTIFY_STALL_MS, as a stuck
- * worker would. Returns 0, -ENOTSUP off the sim device, or
- * rn_notify_send()'s errors.
- */
-int rn_notify_inject_stall(struct rn_notify *nf, const char *peer);
-
-/*
- * Tests: the CQ the peer's endpoint completes to overruns, as if its lcore
- * had fallen behind (rn_sim_overrun_cq()): no CQE reaches it again, the
- * fatal device event follows. Returns 0, -ENOTSUP off the sim device, or
- * rn_notify_send()'s errors.
- */
-int rn_notify_inject_cq_overrun(struct rn_notify *nf, const char *peer);
-
-int rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
-		     unsigned int n_workers, bool fallback,
-		     struct rn_notify **out);
-void rn_notify_free(struct rn_notify *nf);
-
-/*
- * At shutdown, once no application polls: give back every slot the last
- * poll handed out and drop what was delivered but never polled, so that the
- * endpoints can close. Returns how many were dropped.
- */
-unsigned int rn_notify_discard(struct rn_notify *nf);
 
 #endif /* RN_NOTIFY_ENGINE_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Send order across an endpoint's native and TCP channels
- * (control/notify/notify_order.c), driven the way rn_notify_poll() drives
+ * (dataplane/api/notify_order.c), driven the way rn_notify_poll() drives
  * it: each arrival is handed over or parked, and after each hand-over the
  * parked ones whose turn came follow.
  */
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "notify_order.h"
+#include "notify_order_pvt.h"
 
 #define MAX_SENT 512
 
@@ -32,7 +32,7 @@ static int
 fresh(void **state)
 {
 	(void)state;
-	while (notify_order_take_any(&order, &(struct rn_notify_delivery){ 0 }))
+	while (rn_notify_order_take_any(&order, &(struct rn_notify_delivery){ 0 }))
 		;
 	order = (struct rn_notify_order){ 0 };
 	n_handed = 0;
@@ -57,15 +57,15 @@ hand_over_parked(uint64_t now_ms, bool rings_dry)
 {
 	struct rn_notify_delivery d;
 
-	while (notify_order_next(&order, now_ms, rings_dry, &d))
+	while (rn_notify_order_next(&order, now_ms, rings_dry, &d))
 		handed[n_handed++] = d.len;
 }
 
 static void
 arrive(struct rn_notify_delivery d, uint64_t now_ms)
 {
-	if (!notify_order_admit_taken(&order, &d, now_ms)) {
-		assert_int_equal(notify_order_park(&order, &d, now_ms), 0);
+	if (!rn_notify_order_admit_taken(&order, &d, now_ms)) {
+		assert_int_equal(rn_notify_order_park(&order, &d, now_ms), 0);
 		return;
 	}
 	handed[n_handed++] = d.len;
@@ -124,7 +124,7 @@ test_any_interleaving_comes_out_in_send_order(void **state)
 		assert_int_equal(n_handed, n);
 		for (unsigned int i = 0; i < n; i++)
 			assert_int_equal(handed[i], i);
-		assert_false(notify_order_waiting(&order));
+		assert_false(rn_notify_order_waiting(&order));
 		assert_int_equal(order.overdue, 0);
 	}
 }
@@ -184,7 +184,7 @@ test_a_lost_native_one_holds_the_next_for_a_while_only(void **state)
 	assert_int_equal(order.overdue, 1);   /* the second one had its turn */
 	arrive(delivery(s, 3, 1), 100 + RN_NOTIFY_ORDER_WAIT_MS);
 	assert_int_equal(n_handed, 3);
-	assert_false(notify_order_waiting(&order));
+	assert_false(rn_notify_order_waiting(&order));
 }
 
 /*
@@ -228,7 +228,7 @@ test_a_late_one_is_not_counted_twice(void **state)
 	arrive(delivery(s, 0, 1), RN_NOTIFY_ORDER_WAIT_MS);   /* late */
 	arrive(delivery(s, 3, 1), RN_NOTIFY_ORDER_WAIT_MS);   /* waits for T1 */
 	assert_int_equal(n_handed, 2);
-	assert_true(notify_order_waiting(&order));
+	assert_true(rn_notify_order_waiting(&order));
 	arrive(delivery(s, 2, 1), RN_NOTIFY_ORDER_WAIT_MS);
 	assert_int_equal(n_handed, 4);
 	assert_int_equal(handed[2], 2);
@@ -278,7 +278,7 @@ test_another_incarnation_is_not_held_by_the_last(void **state)
 
 	fresh(state);
 	arrive(delivery(s, 0, 7), 0);            /* waits for 5 natives */
-	assert_true(notify_order_waiting(&order));
+	assert_true(rn_notify_order_waiting(&order));
 	arrive(delivery(s, 1, 8), 0);            /* the next incarnation */
 	assert_int_equal(n_handed, 2);           /* it, then the old one */
 	assert_int_equal(handed[0], 1);
@@ -289,10 +289,10 @@ test_another_incarnation_is_not_held_by_the_last(void **state)
 
 	fresh(state);
 	arrive(delivery(s, 0, 7), 0);
-	notify_order_generation(&order, 3, 7);   /* the same: it waits on */
+	rn_notify_order_generation(&order, 3, 7);   /* the same: it waits on */
 	hand_over_parked(0, false);
 	assert_int_equal(n_handed, 0);
-	notify_order_generation(&order, 3, 8);
+	rn_notify_order_generation(&order, 3, 8);
 	hand_over_parked(0, false);
 	assert_int_equal(n_handed, 1);
 	assert_int_equal(order.overdue, 0);
@@ -311,7 +311,7 @@ test_one_endpoint_waiting_holds_no_other(void **state)
 	arrive(other, 0);
 	assert_int_equal(n_handed, 1);
 	assert_int_equal(handed[0], 1);
-	assert_true(notify_order_waiting(&order));
+	assert_true(rn_notify_order_waiting(&order));
 	assert_int_equal(order.parked_tcp, 1);
 }
 

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Send order across an endpoint's native and TCP channels, at the
- * application's poll: see notify_order.h.
+ * application's poll: see notify_order_pvt.h.
  */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "notify_order.h"
+#include "notify_order_pvt.h"
 
-struct notify_parked {
-	struct notify_parked *next;
+struct rn_notify_parked {
+	struct rn_notify_parked *next;
 	struct rn_notify_delivery d;
 	uint64_t parked_ms;
 };
@@ -35,45 +35,46 @@ at_least(uint32_t *count, uint32_t to)
 		*count = to;
 }
 
-static struct notify_order_slot *
+static struct rn_notify_order_slot *
 slot_of(struct rn_notify_order *o, uint16_t slot)
 {
 	return &o->slot[slot & (RN_NOTIFY_ORDER_SLOTS - 1)];
 }
 
 void
-notify_order_generation(struct rn_notify_order *o, uint16_t slot,
-			uint32_t generation)
+rn_notify_order_generation(struct rn_notify_order *o, uint16_t slot,
+			   uint32_t generation)
 {
-	struct notify_order_slot *s = slot_of(o, slot);
+	struct rn_notify_order_slot *s = slot_of(o, slot);
 
 	if (ahead(generation, s->generation) > 0)
-		*s = (struct notify_order_slot){ .generation = generation };
+		*s = (struct rn_notify_order_slot){ .generation = generation };
 }
 
 /*
  * The counts d is ordered by, started afresh for a newer incarnation; NULL
  * for one of an incarnation gone, which has nothing left to be ordered with.
  */
-static struct notify_order_slot *
+static struct rn_notify_order_slot *
 counts_for(struct rn_notify_order *o, const struct rn_notify_delivery *d)
 {
-	struct notify_order_slot *s = slot_of(o, d->ep_slot);
+	struct rn_notify_order_slot *s = slot_of(o, d->ep_slot);
 
-	notify_order_generation(o, d->ep_slot, d->generation);
+	rn_notify_order_generation(o, d->ep_slot, d->generation);
 	return d->generation == s->generation ? s : NULL;
 }
 
 /* What d waits for on the other channel was handed over. */
 static bool
-turn_came(const struct notify_order_slot *s, const struct rn_notify_delivery *d)
+turn_came(const struct rn_notify_order_slot *s,
+	  const struct rn_notify_delivery *d)
 {
 	return ahead(native(d) ? s->tcps : s->natives, d->seq) >= 0;
 }
 
 /* d is handed over: its channel's count passes it. */
 static void
-handed_over(struct notify_order_slot *s, const struct rn_notify_delivery *d,
+handed_over(struct rn_notify_order_slot *s, const struct rn_notify_delivery *d,
 	    uint64_t now_ms)
 {
 	at_least(native(d) ? &s->natives : &s->tcps, d->pos + 1);
@@ -81,10 +82,11 @@ handed_over(struct notify_order_slot *s, const struct rn_notify_delivery *d,
 }
 
 bool
-notify_order_admit(struct rn_notify_order *o, const struct rn_notify_delivery *d,
-		   uint64_t now_ms)
+rn_notify_order_admit(struct rn_notify_order *o,
+		      const struct rn_notify_delivery *d,
+		      uint64_t now_ms)
 {
-	struct notify_order_slot *s = counts_for(o, d);
+	struct rn_notify_order_slot *s = counts_for(o, d);
 
 	if (s == NULL)
 		return true;
@@ -99,7 +101,7 @@ static void
 overdue(struct rn_notify_order *o, const struct rn_notify_delivery *d,
 	uint64_t now_ms)
 {
-	struct notify_order_slot *s = counts_for(o, d);
+	struct rn_notify_order_slot *s = counts_for(o, d);
 
 	__atomic_store_n(&o->overdue, o->overdue + 1, __ATOMIC_RELAXED);
 	if (s == NULL)
@@ -109,16 +111,17 @@ overdue(struct rn_notify_order *o, const struct rn_notify_delivery *d,
 }
 
 int
-notify_order_park(struct rn_notify_order *o, const struct rn_notify_delivery *d,
-		  uint64_t now_ms)
+rn_notify_order_park(struct rn_notify_order *o,
+		     const struct rn_notify_delivery *d,
+		     uint64_t now_ms)
 {
-	struct notify_parked *p = malloc(sizeof(*p));
+	struct rn_notify_parked *p = malloc(sizeof(*p));
 
 	if (p == NULL) {
 		overdue(o, d, now_ms);
 		return -ENOMEM;
 	}
-	*p = (struct notify_parked){ .d = *d, .parked_ms = now_ms };
+	*p = (struct rn_notify_parked){ .d = *d, .parked_ms = now_ms };
 	if (o->tail != NULL)
 		o->tail->next = p;
 	else
@@ -130,8 +133,8 @@ notify_order_park(struct rn_notify_order *o, const struct rn_notify_delivery *d,
 }
 
 static void
-unlink_parked(struct rn_notify_order *o, struct notify_parked *prev,
-	      struct notify_parked *p, struct rn_notify_delivery *d)
+unlink_parked(struct rn_notify_order *o, struct rn_notify_parked *prev,
+	      struct rn_notify_parked *p, struct rn_notify_delivery *d)
 {
 	if (prev != NULL)
 		prev->next = p->next;
@@ -149,10 +152,10 @@ unlink_parked(struct rn_notify_order *o, struct notify_parked *prev,
  * endpoint last handed one over (what it waits for may be coming slowly).
  */
 static bool
-waited(struct rn_notify_order *o, const struct notify_parked *p,
+waited(struct rn_notify_order *o, const struct rn_notify_parked *p,
        uint64_t now_ms, uint64_t wait_ms)
 {
-	const struct notify_order_slot *s = slot_of(o, p->d.ep_slot);
+	const struct rn_notify_order_slot *s = slot_of(o, p->d.ep_slot);
 	uint64_t since = p->parked_ms;
 
 	if (s->generation == p->d.generation && s->progress_ms > since)
@@ -165,16 +168,16 @@ waited(struct rn_notify_order *o, const struct notify_parked *p,
  * too (their counts are at least its own), so each channel stays in order.
  */
 bool
-notify_order_next(struct rn_notify_order *o, uint64_t now_ms, bool rings_dry,
-		  struct rn_notify_delivery *d)
+rn_notify_order_next(struct rn_notify_order *o, uint64_t now_ms, bool rings_dry,
+		     struct rn_notify_delivery *d)
 {
 	uint64_t wait_ms = rings_dry ? RN_NOTIFY_ORDER_WAIT_MS :
 				       RN_NOTIFY_ORDER_WAIT_MAX_MS;
 
-	struct notify_parked *prev = NULL;
+	struct rn_notify_parked *prev = NULL;
 
-	for (struct notify_parked *p = o->head; p != NULL; prev = p, p = p->next) {
-		if (notify_order_admit(o, &p->d, now_ms)) {
+	for (struct rn_notify_parked *p = o->head; p != NULL; prev = p, p = p->next) {
+		if (rn_notify_order_admit(o, &p->d, now_ms)) {
 			unlink_parked(o, prev, p, d);
 			return true;
 		}
@@ -188,17 +191,18 @@ notify_order_next(struct rn_notify_order *o, uint64_t now_ms, bool rings_dry,
 }
 
 void
-notify_order_refresh(struct rn_notify_order *o,
-		     uint32_t (*generation_of)(void *ctx, uint16_t slot),
-		     void *ctx)
+rn_notify_order_refresh(struct rn_notify_order *o,
+			uint32_t (*generation_of)(void *ctx, uint16_t slot),
+			void *ctx)
 {
-	for (struct notify_parked *p = o->head; p != NULL; p = p->next)
-		notify_order_generation(o, p->d.ep_slot,
-					generation_of(ctx, p->d.ep_slot));
+	for (struct rn_notify_parked *p = o->head; p != NULL; p = p->next)
+		rn_notify_order_generation(o, p->d.ep_slot,
+					   generation_of(ctx, p->d.ep_slot));
 }
 
 bool
-notify_order_take_any(struct rn_notify_order *o, struct rn_notify_delivery *d)
+rn_notify_order_take_any(struct rn_notify_order *o,
+			 struct rn_notify_delivery *d)
 {
 	if (o->head == NULL)
 		return false;

@@ -5,8 +5,8 @@
  * the endpoint and waits for its answer: the lcore owns the QP, the
  * credits and the slots, so nothing here races with it. Polling takes what
  * the lcores (native) and the control thread (TCP) delivered, in send order
- * per endpoint across both (notify_order.h), and gives the previous
- * batch's buffers back.
+ * per endpoint across both (notify_order_pvt.h), and gives the previous
+ * batch's buffers back to the lcore that owns them.
  */
 #include <errno.h>
 #include <rte_log.h>
@@ -15,10 +15,16 @@
 #include <string.h>
 #include <sys/eventfd.h>
 
-#include "notify_engine.h"
-#include "notify_order.h"
+#include "notify_api_pvt.h"
+#include "notify_order_pvt.h"
 #include "rn_lcore.h"
 #include "rn_plane.h"
+
+/* The order is kept per endpoint slot of the control plane. */
+_Static_assert(RN_NOTIFY_ORDER_SLOTS == RN_MAX_ENDPOINTS, "one per endpoint");
+/* A payload and its lengths fill the largest slot. */
+_Static_assert(RN_NOTIFY_MAX_PAYLOAD + RN_NOTIFY_OVERHEAD == 64 * 1024,
+	       "the largest frame");
 
 RTE_LOG_REGISTER_SUFFIX(rn_notify_logtype, notify, INFO);
 
@@ -68,7 +74,7 @@ rn_notify_free(struct rn_notify *nf)
 	for (unsigned int i = 0; i < nf->n_held; i++)
 		if (!rn_notify_delivery_native(&nf->held[i]))
 			free(nf->held[i].frame);
-	while (nf->order != NULL && notify_order_take_any(nf->order, &d))
+	while (nf->order != NULL && rn_notify_order_take_any(nf->order, &d))
 		if (!rn_notify_delivery_native(&d))
 			free(d.frame);
 	free(nf->order);
@@ -98,40 +104,52 @@ not_connected(struct rn_notify *nf, uint32_t slot, enum rn_ep_state state)
 }
 
 int
-rn_notify_send_burst(struct rn_notify *nf, const char *peer,
-		     const struct rn_notify_out *out, unsigned int n,
-		     uint32_t flags)
+rn_notify_submit(struct rn_notify *nf, const char *peer,
+		 struct rn_notify_request *req)
 {
-	struct rn_notify_request req = { .flags = flags, .out = out,
-					 .result = RN_NOTIFY_PENDING };
 	enum rn_ep_state state;
 	int64_t result;
 	uint32_t worker;
 	struct rn_lcore *lc;
 
+	/* The lcore finds the endpoint by its slot, unchecked. */
+	RTE_BUILD_BUG_ON(RN_MAX_ENDPOINTS > RN_LCORE_MAX_ENDPOINTS);
+	if (rn_plane_lookup(nf->plane, peer, &req->ep_slot, &state,
+			    &worker) != 0)
+		return -ENOENT;
+	if (state != RN_EP_CONNECTED)
+		return not_connected(nf, req->ep_slot, state);
+	req->result = RN_NOTIFY_PENDING;
+	lc = nf->workers[worker];
+	while (rte_ring_mp_enqueue(lc->notify_requests, req) != 0)
+		rte_pause();
+	rn_lcore_wake(lc);
+	/* The owning lcore answers within an iteration of its loop. */
+	while ((result = __atomic_load_n(&req->result, __ATOMIC_ACQUIRE)) ==
+	       RN_NOTIFY_PENDING)
+		rte_pause();
+	return (int)result;
+}
+
+int
+rn_notify_send_burst(struct rn_notify *nf, const char *peer,
+		     const struct rn_notify_out *out, unsigned int n,
+		     uint32_t flags)
+{
+	struct rn_notify_request req = { .flags = flags, .out = out };
+
 	if (n == 0)
 		return 0;
+	/* Diagnostic flags come from rn_notify_diag.h alone. */
+	if (unlikely((flags & ~RN_NOTIFY_WANT_COMPLETION) != 0))
+		return -EINVAL;
 	/* The lcore takes them as they come: those before a bad one go. */
 	while (req.count < n && (uint64_t)out[req.count].name_len +
 				out[req.count].msg_len <= RN_NOTIFY_MAX_PAYLOAD)
 		req.count++;
 	if (req.count == 0)
 		return -E2BIG;
-	/* The lcore finds the endpoint by its slot, unchecked. */
-	RTE_BUILD_BUG_ON(RN_MAX_ENDPOINTS > RN_LCORE_MAX_ENDPOINTS);
-	if (rn_plane_lookup(nf->plane, peer, &req.ep_slot, &state, &worker) != 0)
-		return -ENOENT;
-	if (state != RN_EP_CONNECTED)
-		return not_connected(nf, req.ep_slot, state);
-	lc = nf->workers[worker];
-	while (rte_ring_mp_enqueue(lc->notify_requests, &req) != 0)
-		rte_pause();
-	rn_lcore_wake(lc);
-	/* The owning lcore answers within an iteration of its loop. */
-	while ((result = __atomic_load_n(&req.result, __ATOMIC_ACQUIRE)) ==
-	       RN_NOTIFY_PENDING)
-		rte_pause();
-	return (int)result;
+	return rn_notify_submit(nf, peer, &req);
 }
 
 int
@@ -147,41 +165,34 @@ rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
 	return rc > 0 ? 0 : rc;
 }
 
-int
-rn_notify_inject_local_fault(struct rn_notify *nf, const char *peer)
+/* Where a delivery's frame is: its receive slot, or a copy (TCP). */
+static const uint8_t *
+frame_of(const struct rn_notify_delivery *d)
 {
-	return rn_notify_send(nf, peer, "", 0, "", 0, 0,
-			      RN_NOTIFY_INJECT_LOCAL_FAULT);
+	return rn_notify_delivery_native(d) ?
+	       rn_lcore_ep_recv_slot(d->owner, d->index) : d->frame;
 }
 
-int
-rn_notify_inject_bad_frame(struct rn_notify *nf, const char *peer)
-{
-	return rn_notify_send(nf, peer, "bad", 3, "frame", 5, 0,
-			      RN_NOTIFY_INJECT_BAD_FRAME);
-}
-
-int
-rn_notify_inject_stall(struct rn_notify *nf, const char *peer)
-{
-	return rn_notify_send(nf, peer, "", 0, "", 0, 0,
-			      RN_NOTIFY_INJECT_STALL);
-}
-
-int
-rn_notify_inject_cq_overrun(struct rn_notify *nf, const char *peer)
-{
-	return rn_notify_send(nf, peer, "", 0, "", 0, 0,
-			      RN_NOTIFY_INJECT_CQ_OVERRUN);
-}
-
+/*
+ * Give d's buffer back: a native one's slot to the lcore that owns it, to
+ * be reposted (and become a credit for the sender).
+ */
 static void
 release(const struct rn_notify_delivery *d)
 {
-	if (!rn_notify_delivery_native(d))
+	struct rn_notify_delivery copy = *d;   /* DPDK 22.11 takes void * */
+	struct rn_lcore *lc;
+
+	if (!rn_notify_delivery_native(d)) {
 		free(d->frame);   /* came over TCP */
-	else
-		rn_lcore_notify_release(d);
+		return;
+	}
+	lc = rn_lcore_ep_lcore(d->owner);
+	/* The one polling thread is this ring's only producer. */
+	while (rte_ring_sp_enqueue_elem(lc->notify_releases, &copy,
+					sizeof(copy)) != 0)
+		rte_pause();
+	rn_lcore_wake(lc);
 }
 
 static bool
@@ -193,9 +204,7 @@ fill(struct rn_notify *nf, const struct rn_notify_delivery *d,
 	/* Checked by whoever delivered it, and read again for the views. A
 	 * native one its lcore rejected (counted there) fails again here:
 	 * it has taken its place in send order and goes no further. */
-	if (rn_notify_frame_read(rn_notify_delivery_native(d) ?
-				 rn_lcore_notify_frame(d) : d->frame,
-				 d->len, &v) != 0)
+	if (rn_notify_frame_read(frame_of(d), d->len, &v) != 0)
 		return false;
 	rn_plane_name(nf->plane, d->ep_slot, out->peer);
 	out->name = v.name;
@@ -246,7 +255,7 @@ hand_over_parked(struct rn_notify *nf, uint64_t now_ms, bool rings_dry,
 	struct rn_notify_delivery d;
 
 	while (nf->n_held < max &&
-	       notify_order_next(o, now_ms, rings_dry, &d))
+	       rn_notify_order_next(o, now_ms, rings_dry, &d))
 		hand_over(nf, &d, out, n);
 	if (o->overdue != overdue)
 		log_overdue(o->overdue - overdue);
@@ -288,16 +297,16 @@ take_ring(struct rn_notify *nf, struct rte_ring *ring, uint64_t *now_ms,
 			return true;
 		if (rte_ring_sc_dequeue_elem(ring, &d, sizeof(d)) != 0)
 			return true;
-		if (!notify_order_admit_taken(o, &d, *now_ms)) {
+		if (!rn_notify_order_admit_taken(o, &d, *now_ms)) {
 			if (*now_ms == 0)
 				*now_ms = rn_now_ms();
-			if (notify_order_park(o, &d, *now_ms) == 0)
+			if (rn_notify_order_park(o, &d, *now_ms) == 0)
 				continue;
 			log_overdue(1);   /* no memory to hold it back */
 		}
 		hand_over(nf, &d, out, n);
 		/* It may be what a parked one waits for. */
-		if (notify_order_waiting(o))
+		if (rn_notify_order_waiting(o))
 			hand_over_parked(nf, *now_ms, false, out, n, max);
 	}
 }
@@ -317,9 +326,9 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 	for (unsigned int i = 0; i < nf->n_held; i++)
 		release(&nf->held[i]);
 	nf->n_held = 0;
-	if (notify_order_waiting(o)) {
+	if (rn_notify_order_waiting(o)) {
 		now_ms = rn_now_ms();
-		notify_order_refresh(o, generation_of, nf->plane);
+		rn_notify_order_refresh(o, generation_of, nf->plane);
 		hand_over_parked(nf, now_ms, false, out, &n, max);
 	}
 	/* Each poll starts at the next ring (the workers', then TCP's), so
@@ -329,7 +338,7 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 						   (nf->n_workers + 1)),
 				       &now_ms, out, &n, max);
 	/* Nothing more came: what a parked one waits for may never come. */
-	if (rings_dry && notify_order_waiting(o))
+	if (rings_dry && rn_notify_order_waiting(o))
 		hand_over_parked(nf, now_ms, true, out, &n, max);
 	if (max != 0)
 		nf->first_ring = (nf->first_ring + 1) % (nf->n_workers + 1);
@@ -339,7 +348,7 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 
 void
 rn_notify_order_counts(const struct rn_notify *nf, uint64_t *parked,
-			uint64_t *overdue)
+		       uint64_t *overdue)
 {
 	*parked = __atomic_load_n(&nf->order->parked, __ATOMIC_RELAXED);
 	*overdue = __atomic_load_n(&nf->order->overdue, __ATOMIC_RELAXED);
@@ -355,7 +364,7 @@ rn_notify_discard(struct rn_notify *nf)
 	for (unsigned int i = 0; i < nf->n_held; i++)
 		release(&nf->held[i]);
 	nf->n_held = 0;
-	while (notify_order_take_any(nf->order, &d)) {
+	while (rn_notify_order_take_any(nf->order, &d)) {
 		release(&d);
 		dropped++;
 	}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#ifndef NOTIFY_ORDER_H
-#define NOTIFY_ORDER_H
+#ifndef RN_NOTIFY_ORDER_PVT_H
+#define RN_NOTIFY_ORDER_PVT_H
 
 /*
  * Send order across the two channels of one endpoint. A sender's
@@ -35,22 +35,24 @@
 
 #include "notify_engine.h"
 
-#define RN_NOTIFY_ORDER_SLOTS 1024   /* = RN_MAX_ENDPOINTS, a power of two */
+/* One per endpoint slot of the control plane, RN_MAX_ENDPOINTS (checked in
+ * notify_api.c, which sees both); a power of two. */
+#define RN_NOTIFY_ORDER_SLOTS 1024
 #define RN_NOTIFY_ORDER_WAIT_MS 1000
 #define RN_NOTIFY_ORDER_WAIT_MAX_MS (4 * RN_NOTIFY_ORDER_WAIT_MS)
 
-struct notify_order_slot {
+struct rn_notify_order_slot {
 	uint32_t generation;      /* the incarnation counted here */
 	uint32_t natives;         /* native ones handed over: 1 + last pos */
 	uint32_t tcps;            /* TCP ones handed over: 1 + last pos */
 	uint64_t progress_ms;     /* when one was last handed over */
 };
 
-struct notify_parked;
+struct rn_notify_parked;
 
 struct rn_notify_order {
-	struct notify_order_slot slot[RN_NOTIFY_ORDER_SLOTS];
-	struct notify_parked *head, *tail;   /* in arrival order */
+	struct rn_notify_order_slot slot[RN_NOTIFY_ORDER_SLOTS];
+	struct rn_notify_parked *head, *tail;   /* in arrival order */
 	uint32_t parked_tcp;      /* TCP ones parked now */
 	/* Written by the polling thread, read by telemetry (relaxed). */
 	uint64_t parked;          /* deliveries that had to wait, in all */
@@ -62,19 +64,19 @@ struct rn_notify_order {
  * over if so; when false, park it. Only for deliveries that did not wait
  * here before.
  */
-bool notify_order_admit(struct rn_notify_order *o,
-			const struct rn_notify_delivery *d, uint64_t now_ms);
+bool rn_notify_order_admit(struct rn_notify_order *o,
+			   const struct rn_notify_delivery *d, uint64_t now_ms);
 
 /*
- * notify_order_admit() for every delivery the poll takes: the common case
+ * rn_notify_order_admit() for every delivery the poll takes: the common case
  * (a native one of the incarnation counted, nothing over TCP before it
  * that is not handed over) inline, the rest by the call.
  */
 static inline bool
-notify_order_admit_taken(struct rn_notify_order *o,
-			 const struct rn_notify_delivery *d, uint64_t now_ms)
+rn_notify_order_admit_taken(struct rn_notify_order *o,
+			    const struct rn_notify_delivery *d, uint64_t now_ms)
 {
-	struct notify_order_slot *s =
+	struct rn_notify_order_slot *s =
 		&o->slot[d->ep_slot & (RN_NOTIFY_ORDER_SLOTS - 1)];
 
 	if (rn_notify_delivery_native(d) && d->generation == s->generation &&
@@ -84,12 +86,12 @@ notify_order_admit_taken(struct rn_notify_order *o,
 		s->progress_ms = now_ms;
 		return true;
 	}
-	return notify_order_admit(o, d, now_ms);
+	return rn_notify_order_admit(o, d, now_ms);
 }
 
 /* Keep d until its turn. -ENOMEM: hand it over now (counted as overdue). */
-int notify_order_park(struct rn_notify_order *o,
-		      const struct rn_notify_delivery *d, uint64_t now_ms);
+int rn_notify_order_park(struct rn_notify_order *o,
+			 const struct rn_notify_delivery *d, uint64_t now_ms);
 
 /*
  * The oldest parked delivery that may go now, counted as handed over; or
@@ -97,32 +99,32 @@ int notify_order_park(struct rn_notify_order *o,
  * caller found nothing more to take: what it waits for is not coming),
  * RN_NOTIFY_ORDER_WAIT_MAX_MS without. False when none may.
  */
-bool notify_order_next(struct rn_notify_order *o, uint64_t now_ms,
-		       bool rings_dry, struct rn_notify_delivery *d);
+bool rn_notify_order_next(struct rn_notify_order *o, uint64_t now_ms,
+			  bool rings_dry, struct rn_notify_delivery *d);
 
 /*
  * The endpoint in slot is now in incarnation generation (the control
  * plane says so): what is parked of older ones may go.
  */
-void notify_order_generation(struct rn_notify_order *o, uint16_t slot,
-			     uint32_t generation);
+void rn_notify_order_generation(struct rn_notify_order *o, uint16_t slot,
+				uint32_t generation);
 
 /*
  * For each parked delivery, ask generation_of(ctx, slot) for its endpoint's
- * incarnation now, as notify_order_generation() takes it.
+ * incarnation now, as rn_notify_order_generation() takes it.
  */
-void notify_order_refresh(struct rn_notify_order *o,
-			  uint32_t (*generation_of)(void *ctx, uint16_t slot),
-			  void *ctx);
+void rn_notify_order_refresh(struct rn_notify_order *o,
+			     uint32_t (*generation_of)(void *ctx, uint16_t slot),
+			     void *ctx);
 
 /* Any parked delivery, not counted (to discard them). */
-bool notify_order_take_any(struct rn_notify_order *o,
-			   struct rn_notify_delivery *d);
+bool rn_notify_order_take_any(struct rn_notify_order *o,
+			      struct rn_notify_delivery *d);
 
 static inline bool
-notify_order_waiting(const struct rn_notify_order *o)
+rn_notify_order_waiting(const struct rn_notify_order *o)
 {
 	return o->head != NULL;
 }
 
-#endif /* NOTIFY_ORDER_H */
+#endif /* RN_NOTIFY_ORDER_PVT_H */

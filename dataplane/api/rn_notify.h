@@ -19,6 +19,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* name + msg of one notification at most: a frame (8 bytes of lengths,
+ * RN_NOTIFY_OVERHEAD) fills a 64 KiB slot, the largest [notify] slot_size. */
+#define RN_NOTIFY_MAX_PAYLOAD 65528u
+/* Notifications one rn_notify_poll() hands over at most. */
+#define RN_NOTIFY_POLL_MAX 64
+/* Completion reports the process holds until rn_notify_completions() takes
+ * them; also the notifications that came over TCP it holds undelivered. */
+#define RN_NOTIFY_RING_SIZE 4096
+
+/* flags of a send: the only one. */
 #define RN_NOTIFY_WANT_COMPLETION 1u   /* report the send's fate */
 
 struct rn_notify;
@@ -33,11 +43,14 @@ struct rn_notify;
  *   -ENOTCONN   the endpoint failed and waits to reconnect
  *   -EPIPE      the native channel failed (a QP fault): never replayed
  *   -ENOENT     no such peer
- *   -E2BIG      name + msg over 65,528 bytes
+ *   -E2BIG      name + msg over RN_NOTIFY_MAX_PAYLOAD bytes
+ *   -EINVAL     flags other than RN_NOTIFY_WANT_COMPLETION
+ *   -ENOMEM     over TCP: no memory for the frame
  * With RN_NOTIFY_WANT_COMPLETION, rn_notify_completions() later reports
  * cookie with 0 (the peer's NIC acknowledged it; over TCP: the frame was
- * queued on the control connection) or -EPIPE (not acknowledged: the QP failed with it in flight,
- * so the peer may or may not have it; it is never replayed).
+ * queued on the control connection) or -EPIPE (not acknowledged: the QP
+ * failed with it in flight, so the peer may or may not have it; it is
+ * never replayed).
  */
 int rn_notify_send(struct rn_notify *nf, const char *peer, const void *name,
 		   uint32_t name_len, const void *msg, uint32_t msg_len,
@@ -56,10 +69,10 @@ struct rn_notify_out {
  * Send out[0..n) to peer, in that order, in one hand-over to its lcore,
  * which posts them with one doorbell. Returns how many were submitted, the
  * first ones of out, or when none was, the negative errno rn_notify_send()
- * gives for out[0]. It stops before the first one that cannot go now (no
- * credit or send slot, one over E2BIG), and before any that goes over TCP
- * but the first: send the rest again, as after a short write(2). flags
- * apply to each. n = 0 sends nothing and returns 0.
+ * gives for out[0] (the same list). It stops before the first one that
+ * cannot go now (no credit or send slot, one over E2BIG), and before any
+ * that goes over TCP but the first: send the rest again, as after a short
+ * write(2). flags apply to each. n = 0 sends nothing and returns 0.
  */
 int rn_notify_send_burst(struct rn_notify *nf, const char *peer,
 			 const struct rn_notify_out *out, unsigned int n,
@@ -75,9 +88,10 @@ struct rn_notification {
 };
 
 /*
- * Take up to max delivered notifications, oldest first per sender. Their
- * buffers go back (and become credits for the sender) at the next call.
- * One thread at a time. Returns how many were filled.
+ * Take up to max (at most RN_NOTIFY_POLL_MAX) delivered notifications,
+ * oldest first per sender. Their buffers go back (and become credits for
+ * the sender) at the next call; max = 0 only gives them back. One thread
+ * at a time. Returns how many were filled; it cannot fail.
  */
 unsigned int rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 			    unsigned int max);
@@ -89,11 +103,43 @@ struct rn_notify_completion {
 
 /*
  * Take up to max reports of sends that asked for one. One thread at a
- * time. The ring holds 4,096: drain it, or the newest reports are dropped
- * (counted). Returns how many were filled.
+ * time. The ring holds RN_NOTIFY_RING_SIZE: drain it, or the newest
+ * reports are dropped (counted). Returns how many were filled; it cannot
+ * fail.
  */
 unsigned int rn_notify_completions(struct rn_notify *nf,
 				   struct rn_notify_completion *out,
 				   unsigned int max);
+
+/*
+ * For the process that runs the engine (rnotifyd, or an application built
+ * into it), not for application threads.
+ */
+struct rn_plane;
+struct rn_lcore;
+
+/*
+ * The engine over plane's endpoints and the n_workers lcores that own
+ * them; fallback: [notify] oob_fallback. Returns 0 or -ENOMEM.
+ */
+int rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
+		     unsigned int n_workers, bool fallback,
+		     struct rn_notify **out);
+void rn_notify_free(struct rn_notify *nf);
+
+/*
+ * At shutdown, once no application polls: give back every slot the last
+ * poll handed out and drop what was delivered but never polled, so that the
+ * endpoints can close. Returns how many were dropped.
+ */
+unsigned int rn_notify_discard(struct rn_notify *nf);
+
+/*
+ * Deliveries that waited for their turn in send order across an endpoint's
+ * two channels, and those of them that went without it after the wait
+ * (notify_order_pvt.h). From any thread.
+ */
+void rn_notify_order_counts(const struct rn_notify *nf, uint64_t *parked,
+			    uint64_t *overdue);
 
 #endif /* RN_NOTIFY_H */
