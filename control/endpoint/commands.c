@@ -41,7 +41,7 @@ push(struct rn_plane *pl, unsigned int worker)
 }
 
 void
-ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
+rn_ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
 		struct rn_ep_request *req)
 {
 	struct rn_cmd_backlog *b = &pl->worker_ctl[ep->lcore].backlog;
@@ -75,7 +75,7 @@ ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
 }
 
 bool
-ep_commands_waiting(const struct rn_plane *pl, const struct rn_endpoint *ep)
+rn_ep_commands_waiting(const struct rn_plane *pl, const struct rn_endpoint *ep)
 {
 	return pl->worker_ctl[ep->lcore].backlog.head != NULL;
 }
@@ -88,7 +88,7 @@ rn_plane_push_commands(struct rn_plane *pl)
 }
 
 void
-commands_free(struct rn_plane *pl)
+rn_cmd_backlog_free(struct rn_plane *pl)
 {
 	if (pl->worker_ctl == NULL)
 		return;

@@ -24,21 +24,21 @@
 static void conn_io(struct rn_control *ctl, void *arg, uint32_t events);
 
 void
-conn_enter(struct rn_conn *c, enum rn_conn_phase phase)
+rn_conn_enter(struct rn_conn *c, enum rn_conn_phase phase)
 {
 	c->phase = phase;
 	c->deadline_ms = rn_now_ms() + c->pl->cfg->control.connect_timeout_ms;
 }
 
 void
-conn_fail(struct rn_conn *c, const char *why)
+rn_conn_fail(struct rn_conn *c, const char *why)
 {
 	if (c->ep != NULL && c->ep->conn == c) {
-		ep_fail(c->pl, c->ep, why);
+		rn_ep_fail(c->pl, c->ep, why);
 	} else {
 		RN_PLANE_LOG(NOTICE, "control connection from %s: %s", c->peer,
 			     why);
-		conn_close(c);
+		rn_conn_close(c);
 	}
 }
 
@@ -112,7 +112,7 @@ format_peer(const struct sockaddr *sa, char *buf, size_t len)
 }
 
 struct rn_conn *
-conn_accepted(struct rn_plane *pl, int fd, const struct sockaddr *sa,
+rn_conn_accepted(struct rn_plane *pl, int fd, const struct sockaddr *sa,
 	      socklen_t len)
 {
 	char peer[64];
@@ -122,12 +122,12 @@ conn_accepted(struct rn_plane *pl, int fd, const struct sockaddr *sa,
 	format_peer(sa, peer, sizeof(peer));
 	c = conn_new(pl, fd, false, peer);
 	if (c != NULL)
-		conn_enter(c, RN_CONN_WAIT_HELLO);
+		rn_conn_enter(c, RN_CONN_WAIT_HELLO);
 	return c;
 }
 
 int
-conn_connect(struct rn_plane *pl, struct rn_endpoint *ep, struct rn_conn **out)
+rn_conn_connect(struct rn_plane *pl, struct rn_endpoint *ep, struct rn_conn **out)
 {
 	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
 				  .ai_socktype = SOCK_STREAM };
@@ -158,7 +158,7 @@ conn_connect(struct rn_plane *pl, struct rn_endpoint *ep, struct rn_conn **out)
 	c = conn_new(pl, fd, true, peer);
 	if (c == NULL)
 		return -ENOMEM;
-	conn_enter(c, RN_CONN_TCP_CONNECTING);
+	rn_conn_enter(c, RN_CONN_TCP_CONNECTING);
 	c->ep = ep;
 	*out = c;
 	return 0;
@@ -177,7 +177,7 @@ flush(struct rn_conn *c)
 		}
 		if (errno == EAGAIN || errno == EINTR)
 			break;
-		conn_fail(c, strerror(errno));
+		rn_conn_fail(c, strerror(errno));
 		return;
 	}
 	if (c->tx_off == c->tx_len)
@@ -187,9 +187,9 @@ flush(struct rn_conn *c)
 }
 
 void
-conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
+rn_conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
 {
-	size_t queued = conn_queued(c);
+	size_t queued = rn_conn_queued(c);
 	uint8_t *p;
 
 	if (c->dead || len == 0)
@@ -199,7 +199,7 @@ conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
 
 		snprintf(why, sizeof(why), "peer not reading: %zu bytes queued",
 			 queued);
-		conn_fail(c, why);
+		rn_conn_fail(c, why);
 		return;
 	}
 	/* Keep only what is queued: a slow reader must not grow the buffer. */
@@ -210,7 +210,7 @@ conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
 	}
 	p = realloc(c->tx, c->tx_len + len);
 	if (p == NULL) {
-		conn_fail(c, "out of memory for the write queue");
+		rn_conn_fail(c, "out of memory for the write queue");
 		return;
 	}
 	c->tx = p;
@@ -222,11 +222,11 @@ conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
 }
 
 void
-conn_send_refuse(struct rn_conn *c, uint16_t code, const char *text)
+rn_conn_send_refuse(struct rn_conn *c, uint16_t code, const char *text)
 {
 	uint8_t frame[RN_PROTO_HEADER_SIZE + 3 + RN_PROTO_REASON_MAX];
 
-	conn_send(c, frame, rn_proto_encode_refuse(frame, sizeof(frame), code,
+	rn_conn_send(c, frame, rn_proto_encode_refuse(frame, sizeof(frame), code,
 						   text));
 	if (!c->dead)
 		flush(c);
@@ -245,10 +245,10 @@ connected(struct rn_conn *c)
 	if (err != 0) {
 		snprintf(why, sizeof(why), "connect to %s: %s", c->peer,
 			 strerror(err));   /* the peer is in the text */
-		conn_fail(c, why);
+		rn_conn_fail(c, why);
 		return;
 	}
-	conn_enter(c, RN_CONN_TCP_UP);
+	rn_conn_enter(c, RN_CONN_TCP_UP);
 	c->last_rx_ms = rn_now_ms();
 	flush(c);
 	if (c->dead)
@@ -256,9 +256,9 @@ connected(struct rn_conn *c)
 	if (c->ep->req == NULL)
 		/* The peer's channels are not known yet: offer ours. HELLO
 		 * goes when they are made. */
-		ep_open_qps(c->pl, c->ep, true);
+		rn_ep_open_qps(c->pl, c->ep, true);
 	else if (c->ep->qps_open)
-		handshake_send_hello(c, RN_PROTO_HELLO);
+		rn_handshake_send_hello(c, RN_PROTO_HELLO);
 }
 
 /* Decode and act on every whole frame in the receive buffer. */
@@ -280,12 +280,12 @@ consume(struct rn_conn *c)
 			char line[256];
 
 			if (rc == -EPROTONOSUPPORT)
-				conn_send_refuse(c, RN_REFUSE_VERSION, why);
+				rn_conn_send_refuse(c, RN_REFUSE_VERSION, why);
 			snprintf(line, sizeof(line), "bad frame: %s", why);
-			conn_fail(c, line);
+			rn_conn_fail(c, line);
 			return;
 		}
-		if (f.type == RN_PROTO_NOTIFY && notify_tcp_ring_full(c->pl)) {
+		if (f.type == RN_PROTO_NOTIFY && rn_notify_tcp_ring_full(c->pl)) {
 			/* Keep it, and stop reading: TCP's flow control then
 			 * slows the peer, and nothing is lost. */
 			if (!c->rx_held) {
@@ -296,7 +296,7 @@ consume(struct rn_conn *c)
 		}
 		off += used;
 		c->last_rx_ms = rn_now_ms();
-		handshake_frame(c, &f);
+		rn_handshake_frame(c, &f);
 	}
 	if (!c->dead) {
 		memmove(c->rx, c->rx + off, c->rx_len - off);
@@ -318,7 +318,7 @@ readable(struct rn_conn *c)
 		}
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		conn_fail(c, n == 0 ? "peer closed the connection" :
+		rn_conn_fail(c, n == 0 ? "peer closed the connection" :
 				      strerror(errno));
 		return;
 	}
@@ -339,7 +339,7 @@ conn_io(struct rn_control *ctl, void *arg, uint32_t events)
 	}
 	if (c->rx_held && (events & (EPOLLERR | EPOLLHUP))) {
 		/* Whatever it sent is still unread behind the held frame. */
-		conn_fail(c, "connection lost while its notifications waited "
+		rn_conn_fail(c, "connection lost while its notifications waited "
 			  "for the application");
 		return;
 	}
@@ -350,15 +350,15 @@ conn_io(struct rn_control *ctl, void *arg, uint32_t events)
 }
 
 size_t
-conn_queued(const struct rn_conn *c)
+rn_conn_queued(const struct rn_conn *c)
 {
 	return c->tx_len - c->tx_off;
 }
 
 void
-conn_resume(struct rn_conn *c)
+rn_conn_resume(struct rn_conn *c)
 {
-	if (c->dead || notify_tcp_ring_full(c->pl))
+	if (c->dead || rn_notify_tcp_ring_full(c->pl))
 		return;
 	c->rx_held = false;
 	/* Nothing was read while held: the peer's silence proves nothing. */
@@ -371,7 +371,7 @@ conn_resume(struct rn_conn *c)
 }
 
 void
-conn_close(struct rn_conn *c)
+rn_conn_close(struct rn_conn *c)
 {
 	struct rn_conn **link;
 
@@ -395,7 +395,7 @@ conn_close(struct rn_conn *c)
 }
 
 void
-conn_reap(struct rn_plane *pl)
+rn_conn_reap(struct rn_plane *pl)
 {
 	while (pl->dead != NULL) {
 		struct rn_conn *c = pl->dead;

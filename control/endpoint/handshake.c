@@ -17,7 +17,7 @@
 #include "plane.h"
 
 struct rn_ep_qp_info
-qp_info_of(const struct rn_proto_qp *q)
+rn_handshake_qp_info(const struct rn_proto_qp *q)
 {
 	return (struct rn_ep_qp_info){
 		.kind = q->kind, .qpn = q->qpn, .psn = q->psn,
@@ -27,7 +27,7 @@ qp_info_of(const struct rn_proto_qp *q)
 }
 
 struct rn_proto_qp
-qp_record_of(const struct rn_ep_qp_info *q)
+rn_handshake_qp_record(const struct rn_ep_qp_info *q)
 {
 	return (struct rn_proto_qp){
 		.kind = q->kind, .qpn = q->qpn, .psn = q->psn,
@@ -50,11 +50,11 @@ side_from_hello(const struct rn_proto_hello *h, struct rn_ep_side *s)
 	s->probe_addr = h->probe_addr;
 	s->probe_rkey = h->probe_rkey;
 	for (uint8_t i = 0; i < h->n_qps; i++)
-		s->qps[i] = qp_info_of(&h->qps[i]);
+		s->qps[i] = rn_handshake_qp_info(&h->qps[i]);
 }
 
 void
-handshake_send_hello(struct rn_conn *c, uint8_t type)
+rn_handshake_send_hello(struct rn_conn *c, uint8_t type)
 {
 	const struct rn_ep_side *me = &c->ep->req->local;
 	struct rn_proto_hello h = {
@@ -75,14 +75,14 @@ handshake_send_hello(struct rn_conn *c, uint8_t type)
 	for (uint32_t i = 0; i < me->n_qps; i++) {
 		const struct rn_ep_qp_info *q = &me->qps[i];
 
-		h.qps[i] = qp_record_of(q);
+		h.qps[i] = rn_handshake_qp_record(q);
 		if (q->kind == RN_EP_QP_NOTIFY)
 			h.caps |= RN_CAP_NATIVE_NOTIFY;
 	}
-	conn_send(c, frame, rn_proto_encode_hello(frame, sizeof(frame), type, &h));
+	rn_conn_send(c, frame, rn_proto_encode_hello(frame, sizeof(frame), type, &h));
 	if (c->dead)
 		return;
-	conn_enter(c, type == RN_PROTO_HELLO ? RN_CONN_WAIT_ACCEPT :
+	rn_conn_enter(c, type == RN_PROTO_HELLO ? RN_CONN_WAIT_ACCEPT :
 					       RN_CONN_WAIT_READY);
 }
 
@@ -92,8 +92,8 @@ refuse(struct rn_conn *c, uint16_t code, const char *text)
 {
 	RN_PLANE_LOG(NOTICE, "refused %s: %s (%s)", c->peer, text,
 		     rn_proto_refusal_name(code));
-	conn_send_refuse(c, code, text);
-	conn_close(c);
+	rn_conn_send_refuse(c, code, text);
+	rn_conn_close(c);
 }
 
 /* Every endpoint needs a data QP: the probe, and RDMA, run over QP 0. */
@@ -179,8 +179,8 @@ lost_the_race(struct rn_conn *c, struct rn_endpoint *ep)
 	RN_PLANE_LOG(INFO, "endpoint %s: simultaneous connect, serving the "
 		     "peer's call", ep->name);
 	if (mine->phase >= RN_CONN_CONNECTING_QPS)
-		ep_retire_qps(c->pl, ep);
-	conn_close(mine);
+		rn_ep_retire_qps(c->pl, ep);
+	rn_conn_close(mine);
 	return false;
 }
 
@@ -200,7 +200,7 @@ on_hello(struct rn_conn *c, const struct rn_proto_hello *h)
 		refuse(c, RN_REFUSE_NAME, "that is this node's own name");
 		return;
 	}
-	ep = plane_find(pl, h->name);
+	ep = rn_ep_find(pl, h->name);
 	if (ep != NULL && ep->configured && !from_configured_address(c, ep)) {
 		/* Not proof of identity, but a stray process elsewhere cannot
 		 * take over a configured peer's endpoint by its name. */
@@ -209,7 +209,7 @@ on_hello(struct rn_conn *c, const struct rn_proto_hello *h)
 		return;
 	}
 	if (ep == NULL)
-		ep = plane_add(pl, h->name);   /* a peer we did not configure */
+		ep = rn_ep_add(pl, h->name);   /* a peer we did not configure */
 	if (ep == NULL) {
 		refuse(c, RN_REFUSE_RESOURCES, "endpoint table full");
 		return;
@@ -228,36 +228,36 @@ on_hello(struct rn_conn *c, const struct rn_proto_hello *h)
 
 		RN_PLANE_LOG(NOTICE, "endpoint %s: the peer called again; "
 			     "replacing its connection", ep->name);
-		conn_close(old);
-		ep_retire_qps(pl, ep);
+		rn_conn_close(old);
+		rn_ep_retire_qps(pl, ep);
 	}
 	if (ep->peer_session != 0 && ep->peer_session != h->session_id) {
 		RN_PLANE_LOG(NOTICE, "endpoint %s: peer restarted (session "
 			     "%016lx -> %016lx)", ep->name,
 			     (unsigned long)ep->peer_session,
 			     (unsigned long)h->session_id);
-		ep_retire_qps(pl, ep);
+		rn_ep_retire_qps(pl, ep);
 	}
 	if (!ep->configured)
 		snprintf(ep->address, sizeof(ep->address), "%s", c->peer);
 	ep->conn = c;
 	c->ep = ep;
-	conn_enter(c, RN_CONN_SERVING);
+	rn_conn_enter(c, RN_CONN_SERVING);
 	ep->peer_session = h->session_id;
 	ep->peer_generation = h->generation;
 	ep->peer_caps = h->caps;
 	if (ep->state != RN_EP_CONNECTING && ep->state != RN_EP_RECONNECTING)
-		ep_set_state(pl, ep, ep->state == RN_EP_IDLE ||
+		rn_ep_set_state(pl, ep, ep->state == RN_EP_IDLE ||
 				 ep->state == RN_EP_CLOSED ? RN_EP_CONNECTING :
 				 RN_EP_RECONNECTING, "the peer called");
 	if (ep->req == NULL)   /* no bay for a caller without the channel */
-		ep_open_qps(pl, ep, (h->caps & RN_CAP_NATIVE_NOTIFY) != 0);
+		rn_ep_open_qps(pl, ep, (h->caps & RN_CAP_NATIVE_NOTIFY) != 0);
 	if (ep->req == NULL)
-		return;   /* out of memory: ep_open_qps failed the endpoint */
+		return;   /* out of memory: rn_ep_open_qps failed the endpoint */
 	side_from_hello(h, &ep->req->remote);
 	ep->serving = true;
 	if (ep->qps_open)
-		ep_connect_qps(pl, ep);
+		rn_ep_connect_qps(pl, ep);
 }
 
 static void
@@ -271,7 +271,7 @@ on_accept(struct rn_conn *c, const struct rn_proto_hello *h)
 		snprintf(why, sizeof(why), "ACCEPT from '%s' with capabilities "
 			 "0x%x: not the peer '%s' this side knows", h->name,
 			 h->caps, ep->name);
-		ep_fail(c->pl, ep, why);
+		rn_ep_fail(c->pl, ep, why);
 		return;
 	}
 	if (ep->peer_session != 0 && ep->peer_session != h->session_id)
@@ -283,8 +283,8 @@ on_accept(struct rn_conn *c, const struct rn_proto_hello *h)
 	ep->peer_generation = h->generation;
 	ep->peer_caps = h->caps;
 	side_from_hello(h, &ep->req->remote);
-	conn_enter(c, RN_CONN_CONNECTING_QPS);
-	ep_connect_qps(c->pl, ep);
+	rn_conn_enter(c, RN_CONN_CONNECTING_QPS);
+	rn_ep_connect_qps(c->pl, ep);
 }
 
 static void
@@ -299,13 +299,13 @@ on_refuse(struct rn_conn *c, uint16_t code, const char *text)
 		 * for it. From a peer that sorts after us it is a fault. */
 		RN_PLANE_LOG(INFO, "endpoint %s: simultaneous connect, waiting "
 			     "for the peer's call", ep->name);
-		conn_close(c);
+		rn_conn_close(c);
 		ep->retry_at_ms = rn_now_ms() + c->pl->cfg->control.connect_timeout_ms;
 		return;
 	}
 	snprintf(why, sizeof(why), "refused by the peer: %s (%s)", text,
 		 rn_proto_refusal_name(code));
-	ep_fail(c->pl, ep, why);
+	rn_ep_fail(c->pl, ep, why);
 }
 
 static void
@@ -315,11 +315,11 @@ out_of_order(struct rn_conn *c, uint8_t type)
 
 	snprintf(why, sizeof(why), "bad frame: %s out of order",
 		 rn_proto_type_name(type));
-	conn_fail(c, why);
+	rn_conn_fail(c, why);
 }
 
 void
-handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f)
+rn_handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 {
 	if (f->type == RN_PROTO_HEARTBEAT && c->ep != NULL)
 		return;   /* liveness only: last_rx_ms is already updated */
@@ -344,21 +344,21 @@ handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 		if (f->type == RN_PROTO_READY &&
 		    f->ready_generation == c->ep->peer_generation) {
 			c->phase = RN_CONN_ESTABLISHED;
-			ep_established(c->pl, c->ep);
+			rn_ep_established(c->pl, c->ep);
 			return;
 		}
 		break;
 	case RN_CONN_ESTABLISHED:
 		if (f->type == RN_PROTO_CLOSE) {
-			ep_closed_by_peer(c->pl, c->ep);
+			rn_ep_closed_by_peer(c->pl, c->ep);
 			return;
 		}
 		if (f->type == RN_PROTO_NOTIFY) {
-			notify_tcp_receive(c->pl, c->ep, f);
+			rn_notify_tcp_receive(c->pl, c->ep, f);
 			return;
 		}
 		if (f->type == RN_PROTO_NOTIFY_QP) {
-			upgrade_frame(c->pl, c->ep, f);
+			rn_chan_add_frame(c->pl, c->ep, f);
 			return;
 		}
 		break;
@@ -366,7 +366,7 @@ handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 		break;
 	}
 	if (f->type == RN_PROTO_CLOSE && c->ep != NULL && c->ep->conn == c) {
-		ep_closed_by_peer(c->pl, c->ep);
+		rn_ep_closed_by_peer(c->pl, c->ep);
 		return;
 	}
 	out_of_order(c, f->type);

@@ -14,7 +14,7 @@
 #include "plane.h"
 
 void
-ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
+rn_ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
 	     enum rn_ep_state state, const char *why)
 {
 	if (ep->state == state)
@@ -24,29 +24,30 @@ ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
 		     rn_ep_state_name(state), why, ep->generation);
 	ep->state = state;
 	ep->info.transitions[state]++;
-	plane_publish(pl, ep);
+	rn_ep_publish(pl, ep);
 }
 
 void
-ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
+rn_ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 {
 	const struct rn_config *cfg = pl->cfg;
 	struct rn_ep_request *req;
 
 	if (plane_worker_failed(pl, ep)) {
-		ep_fail(pl, ep, pl->worker_failed[ep->lcore]);
+		rn_ep_fail(pl, ep, pl->worker_failed[ep->lcore]);
 		return;
 	}
 	req = calloc(1, sizeof(*req));
 	if (req == NULL) {
-		ep_fail(pl, ep, "out of memory");
+		rn_ep_fail(pl, ep, "out of memory");
 		return;
 	}
 	ep->generation++;
 	ep->tcp_received = 0;
 	ep->native = false;
-	ep->upgrade = EP_UPGRADE_IDLE;
-	ep->upgrade_ours = false;
+	/* A new incarnation adds its channel afresh; offer numbers go on. */
+	ep->add.state = RN_CHAN_ADD_IDLE;
+	ep->add.ours = false;
 	ep->peer_native_off = false;
 	ep->peer_declined = false;
 	req->slot = ep->slot;
@@ -67,26 +68,26 @@ ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 	ep->serving = false;
 	pl->requests_out++;
 	ep->asked_ms = rn_now_ms();
-	ep_send_command(pl, ep, RN_LCORE_CMD_EP_OPEN, req);
+	rn_ep_send_command(pl, ep, RN_LCORE_CMD_EP_OPEN, req);
 }
 
 void
-ep_retire_qps(struct rn_plane *pl, struct rn_endpoint *ep)
+rn_ep_retire_qps(struct rn_plane *pl, struct rn_endpoint *ep)
 {
 	if (ep->req == NULL)
 		return;
 	/* The lcore drains and destroys them, then hands req back. */
-	ep_send_command(pl, ep, RN_LCORE_CMD_EP_CLOSE, ep->req);
+	rn_ep_send_command(pl, ep, RN_LCORE_CMD_EP_CLOSE, ep->req);
 	ep->req = NULL;
 	ep->qps_open = false;
 	ep->serving = false;
 }
 
 void
-ep_connect_qps(struct rn_plane *pl, struct rn_endpoint *ep)
+rn_ep_connect_qps(struct rn_plane *pl, struct rn_endpoint *ep)
 {
 	ep->asked_ms = rn_now_ms();
-	ep_send_command(pl, ep, RN_LCORE_CMD_EP_CONNECT, ep->req);
+	rn_ep_send_command(pl, ep, RN_LCORE_CMD_EP_CONNECT, ep->req);
 }
 
 /*
@@ -108,13 +109,13 @@ loop_back(struct rn_plane *pl, struct rn_endpoint *ep)
 	for (uint32_t i = 0; i < me->n_qps; i++)
 		if (me->qps[i].kind == RN_EP_QP_NOTIFY)
 			ep->peer_caps |= RN_CAP_NATIVE_NOTIFY;
-	ep_connect_qps(pl, ep);
+	rn_ep_connect_qps(pl, ep);
 }
 
 /* Start our own call to a configured peer. Its QPs are made once the TCP
  * connection is up: a peer that is down costs no QP churn. */
 void
-ep_connect(struct rn_plane *pl, struct rn_endpoint *ep)
+rn_ep_connect(struct rn_plane *pl, struct rn_endpoint *ep)
 {
 	struct rn_conn *c;
 	char why[96];
@@ -125,26 +126,26 @@ ep_connect(struct rn_plane *pl, struct rn_endpoint *ep)
 		return;
 	if (plane_worker_failed(pl, ep)) {   /* failed it stays: no call */
 		if (ep->state != RN_EP_FAILED)
-			ep_fail(pl, ep, pl->worker_failed[ep->lcore]);
+			rn_ep_fail(pl, ep, pl->worker_failed[ep->lcore]);
 		return;
 	}
 	ep->retry_at_ms = 0;
-	ep_set_state(pl, ep, ep->state == RN_EP_IDLE || ep->state == RN_EP_CLOSED ?
+	rn_ep_set_state(pl, ep, ep->state == RN_EP_IDLE || ep->state == RN_EP_CLOSED ?
 			 RN_EP_CONNECTING : RN_EP_RECONNECTING,
 		     ep->self ? "looping back" : "calling");
 	if (ep->self) {
-		ep_open_qps(pl, ep, true);   /* loop_back() once they are open */
+		rn_ep_open_qps(pl, ep, true);   /* loop_back() once they are open */
 		return;
 	}
-	rc = conn_connect(pl, ep, &c);
+	rc = rn_conn_connect(pl, ep, &c);
 	if (rc != 0) {
 		snprintf(why, sizeof(why), "cannot call %s port %u: %s",
 			 ep->address, ep->port, strerror(-rc));
-		ep_fail(pl, ep, why);
+		rn_ep_fail(pl, ep, why);
 		return;
 	}
 	ep->conn = c;
-	plane_publish(pl, ep);
+	rn_ep_publish(pl, ep);
 }
 
 static void
@@ -161,7 +162,7 @@ schedule_retry(struct rn_plane *pl, struct rn_endpoint *ep)
 }
 
 void
-ep_fail(struct rn_plane *pl, struct rn_endpoint *ep, const char *why)
+rn_ep_fail(struct rn_plane *pl, struct rn_endpoint *ep, const char *why)
 {
 	RN_PLANE_LOG(WARNING, "endpoint %s (%s): failed: %s", ep->name,
 		     ep->conn != NULL ? ep->conn->peer : ep->address, why);
@@ -171,51 +172,51 @@ ep_fail(struct rn_plane *pl, struct rn_endpoint *ep, const char *why)
 		if (ep->state == RN_EP_CONNECTED)
 			ep->info.last_detect_ms = rn_now_ms() -
 						  ep->conn->last_rx_ms;
-		conn_close(ep->conn);
+		rn_conn_close(ep->conn);
 	}
-	ep_retire_qps(pl, ep);
-	ep_set_state(pl, ep, RN_EP_FAILED, why);
+	rn_ep_retire_qps(pl, ep);
+	rn_ep_set_state(pl, ep, RN_EP_FAILED, why);
 	if (plane_worker_failed(pl, ep)) {
 		/* Nothing to retry until rnotifyd restarts: failed it stays,
 		 * and sends answer -ENOTCONN. */
 	} else if (ep->configured && ep->in_use && !pl->shutting_down) {
-		ep_set_state(pl, ep, RN_EP_RECONNECTING, "backoff");
+		rn_ep_set_state(pl, ep, RN_EP_RECONNECTING, "backoff");
 		schedule_retry(pl, ep);
 	} else {
 		/* A peer that called us calls again when it is back. */
-		ep_set_state(pl, ep, RN_EP_CLOSED, "not ours to call");
+		rn_ep_set_state(pl, ep, RN_EP_CLOSED, "not ours to call");
 	}
-	plane_publish(pl, ep);
+	rn_ep_publish(pl, ep);
 }
 
 void
-ep_closed_by_peer(struct rn_plane *pl, struct rn_endpoint *ep)
+rn_ep_closed_by_peer(struct rn_plane *pl, struct rn_endpoint *ep)
 {
 	if (ep->conn != NULL)
-		conn_close(ep->conn);
-	ep_retire_qps(pl, ep);
-	ep_set_state(pl, ep, RN_EP_CLOSING, "the peer closed it");
-	ep_set_state(pl, ep, RN_EP_CLOSED, "the peer closed it");
+		rn_conn_close(ep->conn);
+	rn_ep_retire_qps(pl, ep);
+	rn_ep_set_state(pl, ep, RN_EP_CLOSING, "the peer closed it");
+	rn_ep_set_state(pl, ep, RN_EP_CLOSED, "the peer closed it");
 	if (ep->configured && ep->in_use && !pl->shutting_down) {
 		/* It may come back: keep calling, gently. */
-		ep_set_state(pl, ep, RN_EP_RECONNECTING, "backoff");
+		rn_ep_set_state(pl, ep, RN_EP_RECONNECTING, "backoff");
 		schedule_retry(pl, ep);
 	}
-	plane_publish(pl, ep);
+	rn_ep_publish(pl, ep);
 }
 
 void
-ep_established(struct rn_plane *pl, struct rn_endpoint *ep)
+rn_ep_established(struct rn_plane *pl, struct rn_endpoint *ep)
 {
 	uint64_t now = rn_now_ms();
 
-	ep->native = upgrade_native_at_handshake(ep);
-	ep_set_state(pl, ep, RN_EP_CONNECTED, "handshake done");
+	ep->native = rn_chan_add_native_at_handshake(ep);
+	rn_ep_set_state(pl, ep, RN_EP_CONNECTED, "handshake done");
 	ep->connected_at_ms = now;
 	ep->retry_at_ms = 0;
 	ep->next_probe_ms = now;   /* prove the RDMA path right away */
 	ep->info.last_error[0] = '\0';
-	plane_publish(pl, ep);
+	rn_ep_publish(pl, ep);
 }
 
 static const char *
@@ -261,9 +262,9 @@ qps_opened(struct rn_plane *pl, struct rn_endpoint *ep)
 	if (ep->self)
 		loop_back(pl, ep);
 	else if (ep->serving)
-		ep_connect_qps(pl, ep);
+		rn_ep_connect_qps(pl, ep);
 	else if (ep->conn != NULL && ep->conn->phase == RN_CONN_TCP_UP)
-		handshake_send_hello(ep->conn, RN_PROTO_HELLO);
+		rn_handshake_send_hello(ep->conn, RN_PROTO_HELLO);
 }
 
 static void
@@ -273,20 +274,20 @@ qps_connected(struct rn_plane *pl, struct rn_endpoint *ep)
 	uint8_t frame[RN_PROTO_HEADER_SIZE + 4];
 
 	if (ep->self) {
-		ep_established(pl, ep);
+		rn_ep_established(pl, ep);
 		return;
 	}
 	if (c == NULL)
 		return;
 	if (!c->outbound) {
-		handshake_send_hello(c, RN_PROTO_ACCEPT);
+		rn_handshake_send_hello(c, RN_PROTO_ACCEPT);
 		return;
 	}
-	conn_send(c, frame, rn_proto_encode_ready(frame, sizeof(frame),
+	rn_conn_send(c, frame, rn_proto_encode_ready(frame, sizeof(frame),
 						  ep->generation));
 	if (ep->conn == c) {
 		c->phase = RN_CONN_ESTABLISHED;
-		ep_established(pl, ep);
+		rn_ep_established(pl, ep);
 	}
 }
 
@@ -298,11 +299,11 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 	char why[128];
 
 	if (ev->type == RN_LCORE_EVENT_NOTIFY_TCP) {
-		notify_tcp_send(pl, (void *)(uintptr_t)ev->cookie);
+		rn_notify_tcp_send(pl, (void *)(uintptr_t)ev->cookie);
 		return;
 	}
 	if (ev->type == RN_LCORE_EVENT_BAY_FREE) {
-		upgrade_bay_free(pl, ev->lcore_id, ev->arg != 0);
+		rn_chan_add_bay_free(pl, ev->lcore_id, ev->arg != 0);
 		return;
 	}
 	ep = pl->eps[req->slot];
@@ -321,7 +322,7 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 			snprintf(why, sizeof(why), "QP %s failed: %s",
 				 ev->type == RN_LCORE_EVENT_EP_OPENED ?
 				 "creation" : "connection", strerror(-ev->arg));
-			ep_fail(pl, ep, why);
+			rn_ep_fail(pl, ep, why);
 		} else if (ev->type == RN_LCORE_EVENT_EP_OPENED) {
 			qps_opened(pl, ep);
 		} else {
@@ -338,17 +339,17 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 				     "read an identity that is not the peer's "
 				     "current incarnation" : strerror(-ev->arg));
 		}
-		plane_publish(pl, ep);
+		rn_ep_publish(pl, ep);
 		return;
 	case RN_LCORE_EVENT_EP_FAILED:
 		snprintf(why, sizeof(why), "QP error: syndrome 0x%x (%s)",
 			 ev->arg, syndrome_name(ev->arg));
-		ep_fail(pl, ep, why);
+		rn_ep_fail(pl, ep, why);
 		return;
 	case RN_LCORE_EVENT_NOTIFY_OPENED:
 	case RN_LCORE_EVENT_NOTIFY_CONNECTED:
 	case RN_LCORE_EVENT_NOTIFY_FAILED:
-		upgrade_event(pl, ep, ev);
+		rn_chan_add_event(pl, ep, ev);
 		return;
 	default:
 		return;
@@ -372,7 +373,7 @@ rn_plane_worker_failed(struct rn_plane *pl, unsigned int worker,
 
 		if (ep->lcore == worker && ep->req != NULL &&
 		    ep->state != RN_EP_CLOSING && ep->state != RN_EP_CLOSED)
-			ep_fail(pl, ep, why);
+			rn_ep_fail(pl, ep, why);
 	}
 }
 

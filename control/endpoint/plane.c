@@ -118,7 +118,7 @@ unindex_name(struct rn_plane *pl, const struct rn_endpoint *ep)
 }
 
 struct rn_endpoint *
-plane_find(struct rn_plane *pl, const char *name)
+rn_ep_find(struct rn_plane *pl, const char *name)
 {
 	char key[RN_EP_NAME_SIZE];
 	void *slot;
@@ -157,14 +157,14 @@ reclaim(struct rn_plane *pl, const char *name)
 		ep->lcore = slot % pl->n_workers;
 		ep->backoff_ms = pl->cfg->control.reconnect_min_ms;
 		ep->info.transitions[RN_EP_IDLE] = 1;
-		plane_publish(pl, ep);
+		rn_ep_publish(pl, ep);
 		return ep;
 	}
 	return NULL;
 }
 
 struct rn_endpoint *
-plane_add(struct rn_plane *pl, const char *name)
+rn_ep_add(struct rn_plane *pl, const char *name)
 {
 	struct rn_endpoint *ep;
 
@@ -185,12 +185,12 @@ plane_add(struct rn_plane *pl, const char *name)
 	ep->state = RN_EP_IDLE;
 	ep->info.transitions[RN_EP_IDLE] = 1;
 	pl->eps[pl->n_eps++] = ep;
-	plane_publish(pl, ep);
+	rn_ep_publish(pl, ep);
 	return ep;
 }
 
 void
-plane_publish(struct rn_plane *pl, struct rn_endpoint *ep)
+rn_ep_publish(struct rn_plane *pl, struct rn_endpoint *ep)
 {
 	struct rn_ep_info *info = &ep->info;
 
@@ -356,7 +356,7 @@ on_listen(struct rn_control *ctl, void *arg, uint32_t events)
 	 * a tick's worth of them (about 100 per 25 ms tick on loopback) for
 	 * one free burst, a malloc high water that stays in RSS. Safe here
 	 * as on a tick: a callback of its own, no connection on the stack. */
-	conn_reap(pl);
+	rn_conn_reap(pl);
 	for (;;) {
 		struct sockaddr_storage sa;
 		socklen_t len = sizeof(sa);
@@ -379,7 +379,7 @@ on_listen(struct rn_control *ctl, void *arg, uint32_t events)
 			close(fd);
 			continue;
 		}
-		conn_accepted(pl, fd, (struct sockaddr *)&sa, len);
+		rn_conn_accepted(pl, fd, (struct sockaddr *)&sa, len);
 	}
 }
 
@@ -475,7 +475,7 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	for (uint32_t i = 0; i < cfg->n_peers; i++) {
 		const struct rn_peer_config *peer = &cfg->peers[i];
 
-		ep = plane_add(pl, peer->name);
+		ep = rn_ep_add(pl, peer->name);
 		if (ep == NULL) {
 			snprintf(why, why_len, "peer %s: out of memory",
 				 peer->name);
@@ -488,12 +488,12 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 		ep->in_use = ep->eager;
 		snprintf(ep->address, sizeof(ep->address), "%s", peer->address);
 		ep->port = (uint16_t)peer->port;
-		plane_publish(pl, ep);
+		rn_ep_publish(pl, ep);
 		if (ep->eager)
-			ep_connect(pl, ep);
+			rn_ep_connect(pl, ep);
 	}
 	/* Notifications to this node's own name: connected at first use. */
-	ep = plane_add(pl, cfg->dataplane.name);
+	ep = rn_ep_add(pl, cfg->dataplane.name);
 	if (ep == NULL) {
 		rn_plane_close(pl);
 		rn_plane_free(pl);
@@ -502,7 +502,7 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	ep->configured = true;
 	ep->self = true;
 	snprintf(ep->address, sizeof(ep->address), "loopback");
-	plane_publish(pl, ep);
+	rn_ep_publish(pl, ep);
 	RN_PLANE_LOG(NOTICE, "control plane on %s port %u, session %016lx, "
 		     "%u peer(s) configured", cfg->control.listen, pl->port,
 		     (unsigned long)pl->session_id, cfg->n_peers);
@@ -513,7 +513,7 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 int
 rn_plane_use(struct rn_plane *pl, const char *name)
 {
-	struct rn_endpoint *ep = plane_find(pl, name);
+	struct rn_endpoint *ep = rn_ep_find(pl, name);
 
 	if (ep == NULL)
 		return -ENOENT;
@@ -525,7 +525,7 @@ rn_plane_use(struct rn_plane *pl, const char *name)
 	case RN_EP_CLOSED:
 		if (!ep->configured)
 			return -ENOTCONN;   /* it calls us; we cannot call it */
-		ep_connect(pl, ep);
+		rn_ep_connect(pl, ep);
 		return -EINPROGRESS;
 	case RN_EP_FAILED:
 	case RN_EP_RECONNECTING:
@@ -539,8 +539,8 @@ void
 rn_plane_tick(struct rn_plane *pl)
 {
 	serve_uses(pl);
-	timers_run(pl, rn_now_ms());
-	conn_reap(pl);
+	rn_timers_run(pl, rn_now_ms());
+	rn_conn_reap(pl);
 	if (pl->listen_paused && !pl->shutting_down &&
 	    rn_control_watch(pl->ctl, pl->listen_fd, EPOLLIN, on_listen, pl) == 0)
 		pl->listen_paused = false;
@@ -561,17 +561,17 @@ rn_plane_shutdown(struct rn_plane *pl)
 
 			/* Best effort: the peer need not wait to find us dead.
 			 * The send itself may fail and close c. */
-			conn_send(c, frame, n);
+			rn_conn_send(c, frame, n);
 			if (!c->dead)
-				conn_close(c);
+				rn_conn_close(c);
 		}
-		ep_retire_qps(pl, ep);
+		rn_ep_retire_qps(pl, ep);
 		if (ep->state != RN_EP_CLOSED && ep->state != RN_EP_IDLE) {
-			ep_set_state(pl, ep, RN_EP_CLOSING, "shutting down");
-			ep_set_state(pl, ep, RN_EP_CLOSED, "shut down");
+			rn_ep_set_state(pl, ep, RN_EP_CLOSING, "shutting down");
+			rn_ep_set_state(pl, ep, RN_EP_CLOSED, "shut down");
 		}
 	}
-	conn_reap(pl);
+	rn_conn_reap(pl);
 	return pl->requests_out;
 }
 
@@ -585,8 +585,8 @@ void
 rn_plane_close(struct rn_plane *pl)
 {
 	while (pl->conns != NULL)
-		conn_close(pl->conns);
-	conn_reap(pl);
+		rn_conn_close(pl->conns);
+	rn_conn_reap(pl);
 	if (pl->listen_fd >= 0) {
 		rn_control_unwatch(pl->ctl, pl->listen_fd);
 		close(pl->listen_fd);
@@ -602,7 +602,7 @@ rn_plane_free(struct rn_plane *pl)
 {
 	for (unsigned int i = 0; i < pl->n_eps; i++)
 		free(pl->eps[i]);
-	commands_free(pl);
+	rn_cmd_backlog_free(pl);
 	free(pl->notify_frame);
 	free(pl);
 }

@@ -52,6 +52,26 @@ enum rn_conn_phase {
 
 struct rn_endpoint;
 
+/*
+ * Channel add: a native channel added to a connected endpoint after its
+ * handshake (channel_add.c). One at a time per endpoint.
+ */
+enum rn_chan_add_state {
+	RN_CHAN_ADD_IDLE = 0,         /* none being added */
+	RN_CHAN_ADD_OPENING,          /* our lcore makes our notify QP */
+	RN_CHAN_ADD_OFFERED,          /* OFFER sent, waiting for the answer */
+	RN_CHAN_ADD_CONNECTING,       /* our lcore connects it to the peer's */
+	RN_CHAN_ADD_ACCEPTED,         /* ACCEPT sent, waiting for READY */
+	RN_CHAN_ADD_N_STATES,
+};
+
+struct rn_chan_add {
+	enum rn_chan_add_state state;
+	bool ours;                    /* we offered (else the peer did) */
+	uint16_t offer;               /* ours, or the peer's we answer */
+	uint64_t deadline_ms;         /* the peer's answer or READY by then */
+};
+
 struct rn_conn {
 	struct rn_plane *pl;
 	struct rn_endpoint *ep;       /* NULL until a HELLO names the peer */
@@ -85,12 +105,9 @@ struct rn_endpoint {
 	uint32_t generation;
 	uint32_t tcp_received;        /* NOTIFY frames of this generation */
 	/* Its native channel, and adding one after the handshake
-	 * (upgrade.c); all of this incarnation only. */
+	 * (channel_add.c); all of this incarnation only. */
 	bool native;                  /* both sides have a notify QP */
-	uint8_t upgrade;              /* enum ep_upgrade */
-	bool upgrade_ours;            /* we offered (else the peer did) */
-	uint16_t upgrade_offer;       /* ours, or the peer's we answer */
-	uint64_t upgrade_deadline_ms; /* the peer's answer or READY by then */
+	struct rn_chan_add add;
 	bool peer_native_off;         /* the peer refused: notifications off */
 	bool peer_declined;           /* refused for want of buffers (it
 				       * offers), or did not answer */
@@ -171,100 +188,93 @@ plane_worker_failed(const struct rn_plane *pl, const struct rn_endpoint *ep)
 	return pl->worker_out[ep->lcore];   /* written by this thread */
 }
 
-/* Adding a native channel to a connected endpoint (upgrade.c). */
-enum ep_upgrade {
-	EP_UPGRADE_IDLE = 0,
-	EP_UPGRADE_OPENING,           /* our lcore makes our notify QP */
-	EP_UPGRADE_OFFERED,           /* OFFER sent, waiting for the answer */
-	EP_UPGRADE_CONNECTING,        /* our lcore connects it to the peer's */
-	EP_UPGRADE_ACCEPTED,          /* ACCEPT sent, waiting for READY */
-};
 struct rn_lcore_event;
 /* A bay is free on that lcore; after_drop: it is the one of an offer that
  * a peer refused or did not answer. */
-void upgrade_bay_free(struct rn_plane *pl, uint16_t lcore_id, bool after_drop);
-void upgrade_event(struct rn_plane *pl, struct rn_endpoint *ep,
+const char *rn_chan_add_state_name(enum rn_chan_add_state state);
+void rn_chan_add_bay_free(struct rn_plane *pl, uint16_t lcore_id, bool after_drop);
+void rn_chan_add_event(struct rn_plane *pl, struct rn_endpoint *ep,
 		   const struct rn_lcore_event *ev);
-void upgrade_frame(struct rn_plane *pl, struct rn_endpoint *ep,
+void rn_chan_add_frame(struct rn_plane *pl, struct rn_endpoint *ep,
 		   const struct rn_proto_frame *f);
 /* Whether the handshake gave the endpoint a native channel. */
-bool upgrade_native_at_handshake(const struct rn_endpoint *ep);
+bool rn_chan_add_native_at_handshake(const struct rn_endpoint *ep);
 /* A step the peer did not answer in connect_timeout_ms. */
-void upgrade_check(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now);
+void rn_chan_add_check(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now);
 
 /* handshake.c: a QP record of the protocol, and the lcore's view of it
  * (the kinds are numbered alike). */
-struct rn_ep_qp_info qp_info_of(const struct rn_proto_qp *q);
-struct rn_proto_qp qp_record_of(const struct rn_ep_qp_info *q);
+struct rn_ep_qp_info rn_handshake_qp_info(const struct rn_proto_qp *q);
+struct rn_proto_qp rn_handshake_qp_record(const struct rn_ep_qp_info *q);
 
 /* plane.c */
-struct rn_endpoint *plane_find(struct rn_plane *pl, const char *name);
-struct rn_endpoint *plane_add(struct rn_plane *pl, const char *name);
-void plane_publish(struct rn_plane *pl, struct rn_endpoint *ep);
+struct rn_endpoint *rn_ep_find(struct rn_plane *pl, const char *name);
+struct rn_endpoint *rn_ep_add(struct rn_plane *pl, const char *name);
+void rn_ep_publish(struct rn_plane *pl, struct rn_endpoint *ep);
 
 /* conn.c */
-int conn_connect(struct rn_plane *pl, struct rn_endpoint *ep,
+int rn_conn_connect(struct rn_plane *pl, struct rn_endpoint *ep,
 		 struct rn_conn **out);
-struct rn_conn *conn_accepted(struct rn_plane *pl, int fd,
+struct rn_conn *rn_conn_accepted(struct rn_plane *pl, int fd,
 			      const struct sockaddr *sa, socklen_t len);
 /* Queue a frame; a queue over RN_CONN_TX_MAX fails the connection. */
-void conn_send(struct rn_conn *c, const uint8_t *frame, size_t len);
-void conn_send_refuse(struct rn_conn *c, uint16_t code, const char *text);
+void rn_conn_send(struct rn_conn *c, const uint8_t *frame, size_t len);
+void rn_conn_send_refuse(struct rn_conn *c, uint16_t code, const char *text);
 /* Move c to phase, with connect_timeout_ms to get through it. */
-void conn_enter(struct rn_conn *c, enum rn_conn_phase phase);
+void rn_conn_enter(struct rn_conn *c, enum rn_conn_phase phase);
 /* The connection failed: its endpoint (if it is its own) fails with it;
  * a connection without one is closed with a log line naming the peer. */
-void conn_fail(struct rn_conn *c, const char *why);
+void rn_conn_fail(struct rn_conn *c, const char *why);
 /* Close and detach; the memory goes at the next tick. */
-void conn_close(struct rn_conn *c);
-void conn_reap(struct rn_plane *pl);
+void rn_conn_close(struct rn_conn *c);
+void rn_conn_reap(struct rn_plane *pl);
 /* Bytes queued to send on c. */
-size_t conn_queued(const struct rn_conn *c);
+size_t rn_conn_queued(const struct rn_conn *c);
 /* Read again what a full application ring held back, if it has room. */
-void conn_resume(struct rn_conn *c);
+void rn_conn_resume(struct rn_conn *c);
 
 /* notify_tcp.c: the TCP fallback */
-void notify_tcp_send(struct rn_plane *pl, void *request);
-void notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
+void rn_notify_tcp_send(struct rn_plane *pl, void *request);
+void rn_notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 			const struct rn_proto_frame *f);
 /* No room for one more delivery: hold NOTIFY frames back, not drop them. */
-bool notify_tcp_ring_full(const struct rn_plane *pl);
+bool rn_notify_tcp_ring_full(const struct rn_plane *pl);
 
 /* handshake.c */
-void handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f);
-void handshake_send_hello(struct rn_conn *c, uint8_t type);
+void rn_handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f);
+void rn_handshake_send_hello(struct rn_conn *c, uint8_t type);
 
 /* lifecycle.c */
 /* Log, count and publish a transition. */
-void ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
+void rn_ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
 		  enum rn_ep_state state, const char *why);
-void ep_connect(struct rn_plane *pl, struct rn_endpoint *ep);
+void rn_ep_connect(struct rn_plane *pl, struct rn_endpoint *ep);
 /* New QPs for a new incarnation; a notify QP too if notify (and [notify]
  * enabled): a caller that has no native channel is not given one. */
-void ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify);
-void ep_retire_qps(struct rn_plane *pl, struct rn_endpoint *ep);
-void ep_connect_qps(struct rn_plane *pl, struct rn_endpoint *ep);
+void rn_ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify);
+void rn_ep_retire_qps(struct rn_plane *pl, struct rn_endpoint *ep);
+void rn_ep_connect_qps(struct rn_plane *pl, struct rn_endpoint *ep);
 /* A fault: close the connection, retire the QPs, schedule a retry. */
-void ep_fail(struct rn_plane *pl, struct rn_endpoint *ep, const char *why);
+void rn_ep_fail(struct rn_plane *pl, struct rn_endpoint *ep, const char *why);
 /* Connection and QPs both ready: the endpoint is up. */
-void ep_established(struct rn_plane *pl, struct rn_endpoint *ep);
+void rn_ep_established(struct rn_plane *pl, struct rn_endpoint *ep);
 /* The peer closed on purpose. */
-void ep_closed_by_peer(struct rn_plane *pl, struct rn_endpoint *ep);
+void rn_ep_closed_by_peer(struct rn_plane *pl, struct rn_endpoint *ep);
 
 /* commands.c */
 /* To ep's worker, in order; never waits (a full ring: they wait here). */
-void ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep,
+void rn_ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep,
 		     uint32_t type, struct rn_ep_request *req);
 /* Whether commands wait for room on ep's worker's ring. */
-bool ep_commands_waiting(const struct rn_plane *pl,
+bool rn_ep_commands_waiting(const struct rn_plane *pl,
 			 const struct rn_endpoint *ep);
-void commands_free(struct rn_plane *pl);
+void rn_cmd_backlog_free(struct rn_plane *pl);
 
 /* timers.c */
-void timers_run(struct rn_plane *pl, uint64_t now);
+void rn_timers_run(struct rn_plane *pl, uint64_t now);
 
 /* watchdog.c: log a worker whose loop stops turning, and when it turns
  * again. Every tick. */
-void watchdog_run(struct rn_plane *pl, uint64_t now);
+void rn_watchdog_run(struct rn_plane *pl, uint64_t now);
 
 #endif /* RN_PLANE_INTERNAL_H */

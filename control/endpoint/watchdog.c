@@ -10,7 +10,7 @@
 #include "plane.h"
 
 void
-watchdog_run(struct rn_plane *pl, uint64_t now)
+rn_watchdog_run(struct rn_plane *pl, uint64_t now)
 {
 	uint64_t quiet_ms = 1000 + 2 * (uint64_t)
 			    pl->cfg->dataplane.idle_sleep_us / 1000;
