@@ -40,7 +40,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plane.h"
+#include "channel_add_pvt.h"
+#include "commands_pvt.h"
+#include "endpoint_pvt.h"
+#include "handshake_pvt.h"
 #include "rn_lcore.h"
 
 static const char *const state_names[] = {
@@ -102,23 +105,6 @@ enter(struct rn_plane *pl, struct rn_endpoint *ep,
 				      pl->cfg->control.connect_timeout_ms;
 }
 
-/* The side's notify QP record, or NULL. */
-static struct rn_ep_qp_info *
-notify_qp_of(const struct rn_ep_side *side)
-{
-	for (uint32_t i = 0; i < side->n_qps; i++)
-		if (side->qps[i].kind == RN_EP_QP_NOTIFY)
-			return (struct rn_ep_qp_info *)&side->qps[i];
-	return NULL;
-}
-
-bool
-rn_chan_add_native_at_handshake(const struct rn_endpoint *ep)
-{
-	return ep->req != NULL && notify_qp_of(&ep->req->local) != NULL &&
-	       notify_qp_of(&ep->req->remote) != NULL;
-}
-
 /* Our notify QP's record, the last of ours. */
 static struct rn_proto_qp
 our_qp(const struct rn_endpoint *ep)
@@ -159,7 +145,7 @@ static bool
 add_peer_qp(struct rn_endpoint *ep, const struct rn_proto_qp *qp)
 {
 	struct rn_ep_side *remote = &ep->req->remote;
-	struct rn_ep_qp_info *slot = notify_qp_of(remote);
+	struct rn_ep_qp_info *slot = rn_ep_side_notify_qp(remote);
 
 	if (slot == NULL && remote->n_qps == RN_EP_MAX_QPS)
 		return false;

@@ -9,7 +9,8 @@
  */
 #include <stdlib.h>
 
-#include "plane.h"
+#include "commands_pvt.h"
+#include "endpoint_pvt.h"
 
 struct waiting_cmd {
 	struct rn_lcore_cmd cmd;

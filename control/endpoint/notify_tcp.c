@@ -14,7 +14,12 @@
 #include <stdlib.h>
 
 #include "notify_engine.h"
-#include "plane.h"
+#include "endpoint_pvt.h"
+#include "notify_tcp_pvt.h"
+
+/* NOTIFY frames stop queueing here (-EAGAIN: the peer's application is not
+ * taking them), well before RN_CONN_TX_MAX would cut the connection off. */
+#define RN_CONN_NOTIFY_TX_MAX (1u << 20)
 
 /* A send's fate (0: it left), to the application; logged when lost. */
 static void

@@ -8,7 +8,13 @@
  */
 #include <stdio.h>
 
-#include "plane.h"
+#include "channel_add_pvt.h"
+#include "commands_pvt.h"
+#include "endpoint_pvt.h"
+#include "timers_pvt.h"
+
+#define RN_EP_STABLE_MS 10000       /* connected this long: backoff resets */
+#define RN_EP_PROBE_EVERY_HEARTBEATS 10
 
 static const char *const phase_names[] = {
 	[RN_CONN_TCP_CONNECTING] = "TCP connect",
@@ -82,7 +88,7 @@ check_endpoint(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now)
 void
 rn_timers_run(struct rn_plane *pl, uint64_t now)
 {
-	struct rn_conn *c = pl->conns;
+	struct rn_conn *c = pl->conns.live;
 
 	rn_plane_push_commands(pl);
 	rn_watchdog_run(pl, now);

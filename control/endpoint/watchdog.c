@@ -7,7 +7,8 @@
  * asleep still wakes every idle_sleep_us, so only silence longer than
  * twice that, and a second, is news.
  */
-#include "plane.h"
+#include "endpoint_pvt.h"
+#include "timers_pvt.h"
 
 void
 rn_watchdog_run(struct rn_plane *pl, uint64_t now)
