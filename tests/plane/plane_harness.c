@@ -19,6 +19,7 @@
 #include <rte_ring.h>
 
 #include "plane_harness.h"
+#include "notify_engine.h"
 #include "rn_control.h"
 
 #define TICK_MS 2
@@ -207,10 +208,23 @@ h_start(const char *name, uint32_t timeout_ms, bool notify)
 	h->lc.cmd_ring = rte_ring_create_elem(ring, sizeof(struct rn_lcore_cmd),
 					      RN_LCORE_RING_SIZE, SOCKET_ID_ANY,
 					      RING_F_SP_ENQ | RING_F_SC_DEQ);
-	snprintf(ring, sizeof(ring), "h_ev_%u", ring_serial++);
+	snprintf(ring, sizeof(ring), "h_ev_%u", ring_serial);
 	h->events = rte_ring_create_elem(ring, sizeof(struct rn_lcore_event),
 					 RN_LCORE_RING_SIZE, SOCKET_ID_ANY,
 					 RING_F_SC_DEQ);
+	snprintf(ring, sizeof(ring), "h_uses_%u", ring_serial);
+	h->uses = rte_ring_create_elem(ring, sizeof(uint32_t), 64, SOCKET_ID_ANY,
+				       RING_F_SC_DEQ);
+	snprintf(ring, sizeof(ring), "h_in_%u", ring_serial);
+	h->tcp_in = rte_ring_create_elem(ring, sizeof(struct rn_notify_delivery),
+					 H_TCP_IN_ROOM + 1, SOCKET_ID_ANY,
+					 RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(ring, sizeof(ring), "h_done_%u", ring_serial++);
+	h->completions = rte_ring_create_elem(ring, sizeof(struct rn_notify_event),
+					      64, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	assert_non_null(h->uses);
+	assert_non_null(h->tcp_in);
+	assert_non_null(h->completions);
 	assert_non_null(h->lc.cmd_ring);
 	assert_non_null(h->events);
 	h->lc.lcore_id = 5;
@@ -221,6 +235,7 @@ h_start(const char *name, uint32_t timeout_ms, bool notify)
 	if (rn_plane_create(&h->cfg, h->ctl, h->workers, 1, &h->pl, why,
 			    sizeof(why)) != 0)
 		fail_msg("rn_plane_create: %s", why);
+	rn_plane_set_notify(h->pl, h->uses, h->tcp_in, h->completions);
 	assert_int_equal(pthread_create(&h->thread, NULL, control_thread, h), 0);
 	return h;
 }
@@ -228,6 +243,8 @@ h_start(const char *name, uint32_t timeout_ms, bool notify)
 void
 h_stop(struct h_plane *h)
 {
+	struct rn_notify_delivery d;
+
 	if (h->fd >= 0)
 		close(h->fd);
 	/* Any answer still held goes now: the plane waits for its closes. */
@@ -239,6 +256,11 @@ h_stop(struct h_plane *h)
 	rn_control_destroy(h->ctl);
 	rte_ring_free(h->lc.cmd_ring);
 	rte_ring_free(h->events);
+	rte_ring_free(h->uses);
+	while (rte_ring_sc_dequeue_elem(h->tcp_in, &d, sizeof(d)) == 0)
+		free(d.frame);
+	rte_ring_free(h->tcp_in);
+	rte_ring_free(h->completions);
 	free(h);
 }
 
@@ -456,6 +478,9 @@ h_peer_connect(struct h_plane *h, uint32_t caps, bool native)
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
 	h->fd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(h->fd >= 0);
+	if (h->rcvbuf != 0)
+		assert_int_equal(setsockopt(h->fd, SOL_SOCKET, SO_RCVBUF,
+					    &h->rcvbuf, sizeof(h->rcvbuf)), 0);
 	assert_int_equal(connect(h->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	h_peer_send(h, frame, rn_proto_encode_hello(frame, sizeof(frame),
 						    RN_PROTO_HELLO, &hello));

@@ -25,6 +25,7 @@
 #define H_PEER_GENERATION 7        /* the peer's incarnation */
 #define H_PEER_NAME "peer"
 #define H_WAIT_MS 3000             /* a step the plane must take by then */
+#define H_TCP_IN_ROOM 3            /* deliveries tcp_in holds (ring of 4) */
 
 struct h_plane {
 	struct rn_config cfg;
@@ -47,8 +48,12 @@ struct h_plane {
 	struct rn_lcore_cmd held[64];
 	unsigned int n_held;
 	int notify_open_rc;            /* NOTIFY_OPENED's result */
+	/* The notification engine's rings the plane serves
+	 * (rn_plane_set_notify()); tcp_in holds H_TCP_IN_ROOM deliveries. */
+	struct rte_ring *uses, *tcp_in, *completions;
 	/* The peer. */
 	int fd;
+	int rcvbuf;                    /* SO_RCVBUF for its socket; 0: default */
 	uint8_t rx[RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD];
 	size_t rx_len;
 	struct rn_proto_frame last;    /* the last frame the peer read */
