@@ -264,6 +264,13 @@ h_stop(struct h_plane *h)
 	free(h);
 }
 
+int
+h_teardown(void **state)
+{
+	h_stop(*state);
+	return 0;
+}
+
 void
 h_event(struct h_plane *h, uint16_t type, int32_t arg, uint64_t cookie)
 {

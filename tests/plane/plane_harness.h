@@ -64,6 +64,8 @@ struct h_plane {
  * [notify] enabled = notify. */
 struct h_plane *h_start(const char *name, uint32_t timeout_ms, bool notify);
 void h_stop(struct h_plane *h);
+/* cmocka teardown: h_stop(*state). */
+int h_teardown(void **state);
 
 /* Post an event as the worker lcore would. */
 void h_event(struct h_plane *h, uint16_t type, int32_t arg, uint64_t cookie);

@@ -44,13 +44,6 @@ setup_off(void **state)
 	return 0;
 }
 
-static int
-teardown(void **state)
-{
-	h_stop(*state);
-	return 0;
-}
-
 static void
 expect_cmds(struct h_plane *h, uint32_t type, unsigned int n)
 {
@@ -442,24 +435,24 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_our_offer_accepted, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_refused_disabled, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_refused_no_room, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_refused_busy, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_no_answer, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_late_accept, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_peer_offer_accepted, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_no_ready, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_peer_offer_no_room, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_crossing_ours_first, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_crossing_peers_first, setup_z, teardown),
-		cmocka_unit_test_setup_teardown(test_crossing_while_opening, setup_z, teardown),
-		cmocka_unit_test_setup_teardown(test_busy_when_native, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_disabled_refuses, setup_off, teardown),
-		cmocka_unit_test_setup_teardown(test_other_generation_ignored, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_closed_by_peer, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_closed_locally, setup_a, teardown),
-		cmocka_unit_test_setup_teardown(test_native_at_handshake, setup_a, teardown),
+		cmocka_unit_test_setup_teardown(test_our_offer_accepted, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_disabled, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_no_room, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_busy, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_no_answer, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_late_accept, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_peer_offer_accepted, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_no_ready, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_peer_offer_no_room, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_crossing_ours_first, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_crossing_peers_first, setup_z, h_teardown),
+		cmocka_unit_test_setup_teardown(test_crossing_while_opening, setup_z, h_teardown),
+		cmocka_unit_test_setup_teardown(test_busy_when_native, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_disabled_refuses, setup_off, h_teardown),
+		cmocka_unit_test_setup_teardown(test_other_generation_ignored, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_closed_by_peer, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_closed_locally, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_native_at_handshake, setup_a, h_teardown),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 

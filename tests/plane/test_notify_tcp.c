@@ -32,13 +32,6 @@ setup(void **state)
 	return 0;
 }
 
-static int
-teardown(void **state)
-{
-	h_stop(*state);
-	return 0;
-}
-
 /* The slot and generation of the endpoint named name. */
 static void
 endpoint_of(struct h_plane *h, const char *name, uint32_t *slot,
@@ -274,15 +267,15 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_send, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_send, setup, h_teardown),
 		cmocka_unit_test_setup_teardown(test_send_not_connected, setup,
-						teardown),
+						h_teardown),
 		cmocka_unit_test_setup_teardown(test_send_backpressure, setup,
-						teardown),
+						h_teardown),
 		cmocka_unit_test_setup_teardown(test_receive_held_while_full,
-						setup, teardown),
+						setup, h_teardown),
 		cmocka_unit_test_setup_teardown(test_send_to_self, setup,
-						teardown),
+						h_teardown),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 
