@@ -12,9 +12,9 @@
 #include "commands_pvt.h"
 #include "endpoint_pvt.h"
 
-struct waiting_cmd {
+struct rn_cmd_waiting {
 	struct rn_lcore_cmd cmd;
-	struct waiting_cmd *next;
+	struct rn_cmd_waiting *next;
 };
 
 /* Onto worker's ring, oldest first, as many as fit. True when none wait. */
@@ -24,7 +24,7 @@ push(struct rn_plane *pl, unsigned int worker)
 	struct rn_cmd_backlog *b = &pl->worker_ctl[worker].backlog;
 
 	while (b->head != NULL) {
-		struct waiting_cmd *w = b->head;
+		struct rn_cmd_waiting *w = b->head;
 
 		if (rn_lcore_cmd_send(pl->workers[worker], w->cmd) != 0)
 			return false;
@@ -47,7 +47,7 @@ rn_ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
 {
 	struct rn_cmd_backlog *b = &pl->worker_ctl[ep->lcore].backlog;
 	struct rn_lcore_cmd cmd = { .type = type, .cookie = (uintptr_t)req };
-	struct waiting_cmd *w;
+	struct rn_cmd_waiting *w;
 
 	if (push(pl, ep->lcore) &&
 	    rn_lcore_cmd_send(pl->workers[ep->lcore], cmd) == 0)
@@ -66,7 +66,7 @@ rn_ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
 			     pl->workers[ep->lcore]->lcore_id);
 		b->waited = 0;
 	}
-	*w = (struct waiting_cmd){ .cmd = cmd };
+	*w = (struct rn_cmd_waiting){ .cmd = cmd };
 	if (b->tail != NULL)
 		b->tail->next = w;
 	else
@@ -97,7 +97,7 @@ rn_cmd_backlog_free(struct rn_plane *pl)
 		struct rn_cmd_backlog *b = &pl->worker_ctl[i].backlog;
 
 		while (b->head != NULL) {
-			struct waiting_cmd *w = b->head;
+			struct rn_cmd_waiting *w = b->head;
 
 			b->head = w->next;
 			free(w);

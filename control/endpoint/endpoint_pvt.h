@@ -71,7 +71,7 @@ struct rn_endpoint {
 
 /* A worker's commands that found its ring full, oldest first. */
 struct rn_cmd_backlog {
-	struct waiting_cmd *head, *tail;
+	struct rn_cmd_waiting *head, *tail;
 	uint64_t waited;              /* since the ring was last full */
 };
 
@@ -103,7 +103,7 @@ struct rn_plane {
 	uint16_t port;
 	unsigned int n_eps;
 	struct rn_endpoint *eps[RN_MAX_ENDPOINTS];
-	struct rn_conn_pool conns;
+	struct rn_conn_pool conns;    /* every control connection */
 	unsigned int requests_out;    /* rn_ep_request held by lcores */
 	struct rn_worker_ctl *worker_ctl; /* per worker */
 	bool shutting_down;

@@ -231,6 +231,50 @@ test_receive_held_while_full(void **state)
 	assert_int_equal(info.state, RN_EP_CONNECTED);
 }
 
+/* The same with frames as large as a notification gets: one fills most
+ * of the connection's receive buffer. */
+static void
+test_receive_large_held(void **state)
+{
+	struct h_plane *h = *state;
+	static uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD];
+	static char msg[RN_NOTIFY_MAX_PAYLOAD - 2 + 1];
+	uint32_t slot, generation;
+	struct rn_notify_delivery d;
+	unsigned int got = 0;
+	uint64_t until;
+
+	memset(msg, 'x', sizeof(msg) - 1);
+	h_peer_connect(h, CAPS, false);
+	endpoint_of(h, H_PEER_NAME, &slot, &generation);
+	for (unsigned int i = 0; i < 12; i++) {
+		msg[0] = (char)('a' + i);
+		h_peer_send(h, frame, rn_proto_encode_notify(frame,
+				sizeof(frame), i, "kv", 2, msg,
+				(uint32_t)strlen(msg)));
+	}
+	until = h_now_ms() + H_WAIT_MS;
+	while (got < 12) {
+		struct rn_notify_view v = { 0 };
+
+		if (h_now_ms() > until) {
+			h_print(h, H_PEER_NAME);
+			fail_msg("%u of 12 large notifications delivered", got);
+		}
+		if (rte_ring_sc_dequeue_elem(h->tcp_in, &d, sizeof(d)) != 0) {
+			h_sleep_ms(1);
+			continue;
+		}
+		assert_int_equal(d.pos, got);
+		assert_int_equal(rn_notify_frame_read(d.frame, d.len, &v), 0);
+		assert_int_equal(v.msg_len, strlen(msg));
+		assert_int_equal(v.msg[0], 'a' + got);
+		free(d.frame);
+		got++;
+		h_sleep_ms(20);   /* a slow application: the ring fills */
+	}
+}
+
 /* To this node itself: connected at first use, without a connection;
  * a send goes straight to the application's ring, and a full ring is
  * backpressure. */
@@ -274,6 +318,8 @@ main(void)
 						h_teardown),
 		cmocka_unit_test_setup_teardown(test_receive_held_while_full,
 						setup, h_teardown),
+		cmocka_unit_test_setup_teardown(test_receive_large_held, setup,
+						h_teardown),
 		cmocka_unit_test_setup_teardown(test_send_to_self, setup,
 						h_teardown),
 	};
