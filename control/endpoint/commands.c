@@ -9,11 +9,12 @@
  */
 #include <stdlib.h>
 
-#include "plane.h"
+#include "commands_pvt.h"
+#include "endpoint_pvt.h"
 
-struct waiting_cmd {
+struct rn_cmd_waiting {
 	struct rn_lcore_cmd cmd;
-	struct waiting_cmd *next;
+	struct rn_cmd_waiting *next;
 };
 
 /* Onto worker's ring, oldest first, as many as fit. True when none wait. */
@@ -23,7 +24,7 @@ push(struct rn_plane *pl, unsigned int worker)
 	struct rn_cmd_backlog *b = &pl->worker_ctl[worker].backlog;
 
 	while (b->head != NULL) {
-		struct waiting_cmd *w = b->head;
+		struct rn_cmd_waiting *w = b->head;
 
 		if (rn_lcore_cmd_send(pl->workers[worker], w->cmd) != 0)
 			return false;
@@ -41,12 +42,12 @@ push(struct rn_plane *pl, unsigned int worker)
 }
 
 void
-ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
+rn_ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
 		struct rn_ep_request *req)
 {
 	struct rn_cmd_backlog *b = &pl->worker_ctl[ep->lcore].backlog;
 	struct rn_lcore_cmd cmd = { .type = type, .cookie = (uintptr_t)req };
-	struct waiting_cmd *w;
+	struct rn_cmd_waiting *w;
 
 	if (push(pl, ep->lcore) &&
 	    rn_lcore_cmd_send(pl->workers[ep->lcore], cmd) == 0)
@@ -65,7 +66,7 @@ ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
 			     pl->workers[ep->lcore]->lcore_id);
 		b->waited = 0;
 	}
-	*w = (struct waiting_cmd){ .cmd = cmd };
+	*w = (struct rn_cmd_waiting){ .cmd = cmd };
 	if (b->tail != NULL)
 		b->tail->next = w;
 	else
@@ -75,7 +76,7 @@ ep_send_command(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t type,
 }
 
 bool
-ep_commands_waiting(const struct rn_plane *pl, const struct rn_endpoint *ep)
+rn_ep_commands_waiting(const struct rn_plane *pl, const struct rn_endpoint *ep)
 {
 	return pl->worker_ctl[ep->lcore].backlog.head != NULL;
 }
@@ -88,7 +89,7 @@ rn_plane_push_commands(struct rn_plane *pl)
 }
 
 void
-commands_free(struct rn_plane *pl)
+rn_cmd_backlog_free(struct rn_plane *pl)
 {
 	if (pl->worker_ctl == NULL)
 		return;
@@ -96,7 +97,7 @@ commands_free(struct rn_plane *pl)
 		struct rn_cmd_backlog *b = &pl->worker_ctl[i].backlog;
 
 		while (b->head != NULL) {
-			struct waiting_cmd *w = b->head;
+			struct rn_cmd_waiting *w = b->head;
 
 			b->head = w->next;
 			free(w);

@@ -3,13 +3,16 @@
  * Control connections. Nothing here blocks: connect() is non-blocking with
  * a deadline (timers.c), reads take what the socket has, and writes queue
  * up to RN_CONN_TX_MAX bytes, past which a peer that does not read is cut
- * off rather than allowed to hold memory or the thread. A NOTIFY frame
- * that finds the application's ring full is held, and the connection not
- * read, until the application polls: TCP flow control slows the peer.
+ * off rather than allowed to hold memory or the thread. A frame the layer
+ * above cannot take yet (a NOTIFY that finds the application's ring full)
+ * is held, and the connection not read, until rn_conn_resume() finds it
+ * taken: TCP flow control slows the peer. This file calls nothing above
+ * it: what happens on a connection goes up through rn_conn_ops.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,37 +20,32 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "plane.h"
+#include "conn_pvt.h"
+#include "rn_plane.h"
 
 #define READS_PER_EVENT 16   /* then let other connections have a turn */
 
 static void conn_io(struct rn_control *ctl, void *arg, uint32_t events);
 
 void
-conn_enter(struct rn_conn *c, enum rn_conn_phase phase)
+rn_conn_enter(struct rn_conn *c, enum rn_conn_phase phase)
 {
 	c->phase = phase;
-	c->deadline_ms = rn_now_ms() + c->pl->cfg->control.connect_timeout_ms;
+	c->deadline_ms = rn_now_ms() + c->pool->timeout_ms;
 }
 
 void
-conn_fail(struct rn_conn *c, const char *why)
+rn_conn_fail(struct rn_conn *c, const char *why)
 {
-	if (c->ep != NULL && c->ep->conn == c) {
-		ep_fail(c->pl, c->ep, why);
-	} else {
-		RN_PLANE_LOG(NOTICE, "control connection from %s: %s", c->peer,
-			     why);
-		conn_close(c);
-	}
+	c->pool->ops->failed(c, why);
 }
 
 /* Watch for what c waits for: input unless it is held, output when queued. */
 static void
 rearm(struct rn_conn *c)
 {
-	rn_control_unwatch(c->pl->ctl, c->fd);
-	rn_control_watch(c->pl->ctl, c->fd, (c->rx_held ? 0 : EPOLLIN) |
+	rn_control_unwatch(c->pool->ctl, c->fd);
+	rn_control_watch(c->pool->ctl, c->fd, (c->rx_held ? 0 : EPOLLIN) |
 			 (c->want_out ? EPOLLOUT : 0), conn_io, c);
 }
 
@@ -61,7 +59,7 @@ arm_out(struct rn_conn *c, bool on)
 }
 
 static struct rn_conn *
-conn_new(struct rn_plane *pl, int fd, bool outbound, const char *peer)
+conn_new(struct rn_conn_pool *pool, int fd, bool outbound, const char *peer)
 {
 	struct rn_conn *c = calloc(1, sizeof(*c));
 	int one = 1;
@@ -71,23 +69,23 @@ conn_new(struct rn_plane *pl, int fd, bool outbound, const char *peer)
 		close(fd);
 		return NULL;
 	}
-	c->pl = pl;
+	c->pool = pool;
 	c->fd = fd;
 	c->outbound = outbound;
 	c->last_rx_ms = c->last_tx_ms = rn_now_ms();
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->want_out = outbound;   /* connect() completes with EPOLLOUT */
-	if (rn_control_watch(pl->ctl, fd, EPOLLIN | (outbound ? EPOLLOUT : 0),
+	if (rn_control_watch(pool->ctl, fd, EPOLLIN | (outbound ? EPOLLOUT : 0),
 			     conn_io, c) != 0) {
 		free(c->rx);
 		free(c);
 		close(fd);
 		return NULL;
 	}
-	c->next = pl->conns;
-	pl->conns = c;
-	pl->n_conns++;
+	c->next = pool->live;
+	pool->live = c;
+	pool->n_live++;
 	return c;
 }
 
@@ -112,33 +110,34 @@ format_peer(const struct sockaddr *sa, char *buf, size_t len)
 }
 
 struct rn_conn *
-conn_accepted(struct rn_plane *pl, int fd, const struct sockaddr *sa,
-	      socklen_t len)
+rn_conn_accepted(struct rn_conn_pool *pool, int fd, const struct sockaddr *sa,
+		 socklen_t len)
 {
 	char peer[64];
 	struct rn_conn *c;
 
 	(void)len;
 	format_peer(sa, peer, sizeof(peer));
-	c = conn_new(pl, fd, false, peer);
+	c = conn_new(pool, fd, false, peer);
 	if (c != NULL)
-		conn_enter(c, RN_CONN_WAIT_HELLO);
+		rn_conn_enter(c, RN_CONN_WAIT_HELLO);
 	return c;
 }
 
 int
-conn_connect(struct rn_plane *pl, struct rn_endpoint *ep, struct rn_conn **out)
+rn_conn_connect(struct rn_conn_pool *pool, const char *address, uint16_t port,
+		struct rn_conn **out)
 {
 	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
 				  .ai_socktype = SOCK_STREAM };
 	struct addrinfo *ai;
-	char port[8], peer[64];
+	char service[8], peer[64];
 	struct rn_conn *c;
 	int fd, rc;
 
-	snprintf(port, sizeof(port), "%u", ep->port);
+	snprintf(service, sizeof(service), "%u", port);
 	/* Numeric only (the configuration guarantees it): never a DNS wait. */
-	rc = getaddrinfo(ep->address, port, &hints, &ai);
+	rc = getaddrinfo(address, service, &hints, &ai);
 	if (rc != 0)
 		return -EINVAL;
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -155,11 +154,10 @@ conn_connect(struct rn_plane *pl, struct rn_endpoint *ep, struct rn_conn **out)
 	}
 	format_peer(ai->ai_addr, peer, sizeof(peer));
 	freeaddrinfo(ai);
-	c = conn_new(pl, fd, true, peer);
+	c = conn_new(pool, fd, true, peer);
 	if (c == NULL)
 		return -ENOMEM;
-	conn_enter(c, RN_CONN_TCP_CONNECTING);
-	c->ep = ep;
+	rn_conn_enter(c, RN_CONN_TCP_CONNECTING);
 	*out = c;
 	return 0;
 }
@@ -177,7 +175,7 @@ flush(struct rn_conn *c)
 		}
 		if (errno == EAGAIN || errno == EINTR)
 			break;
-		conn_fail(c, strerror(errno));
+		rn_conn_fail(c, strerror(errno));
 		return;
 	}
 	if (c->tx_off == c->tx_len)
@@ -187,9 +185,9 @@ flush(struct rn_conn *c)
 }
 
 void
-conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
+rn_conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
 {
-	size_t queued = conn_queued(c);
+	size_t queued = rn_conn_queued(c);
 	uint8_t *p;
 
 	if (c->dead || len == 0)
@@ -199,7 +197,7 @@ conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
 
 		snprintf(why, sizeof(why), "peer not reading: %zu bytes queued",
 			 queued);
-		conn_fail(c, why);
+		rn_conn_fail(c, why);
 		return;
 	}
 	/* Keep only what is queued: a slow reader must not grow the buffer. */
@@ -210,7 +208,7 @@ conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
 	}
 	p = realloc(c->tx, c->tx_len + len);
 	if (p == NULL) {
-		conn_fail(c, "out of memory for the write queue");
+		rn_conn_fail(c, "out of memory for the write queue");
 		return;
 	}
 	c->tx = p;
@@ -222,11 +220,11 @@ conn_send(struct rn_conn *c, const uint8_t *frame, size_t len)
 }
 
 void
-conn_send_refuse(struct rn_conn *c, uint16_t code, const char *text)
+rn_conn_send_refuse(struct rn_conn *c, uint16_t code, const char *text)
 {
 	uint8_t frame[RN_PROTO_HEADER_SIZE + 3 + RN_PROTO_REASON_MAX];
 
-	conn_send(c, frame, rn_proto_encode_refuse(frame, sizeof(frame), code,
+	rn_conn_send(c, frame, rn_proto_encode_refuse(frame, sizeof(frame), code,
 						   text));
 	if (!c->dead)
 		flush(c);
@@ -245,27 +243,25 @@ connected(struct rn_conn *c)
 	if (err != 0) {
 		snprintf(why, sizeof(why), "connect to %s: %s", c->peer,
 			 strerror(err));   /* the peer is in the text */
-		conn_fail(c, why);
+		rn_conn_fail(c, why);
 		return;
 	}
-	conn_enter(c, RN_CONN_TCP_UP);
+	rn_conn_enter(c, RN_CONN_TCP_UP);
 	c->last_rx_ms = rn_now_ms();
 	flush(c);
-	if (c->dead)
-		return;
-	if (c->ep->req == NULL)
-		/* The peer's channels are not known yet: offer ours. HELLO
-		 * goes when they are made. */
-		ep_open_qps(c->pl, c->ep, true);
-	else if (c->ep->qps_open)
-		handshake_send_hello(c, RN_PROTO_HELLO);
+	if (!c->dead)
+		c->pool->ops->connected(c);
 }
 
-/* Decode and act on every whole frame in the receive buffer. */
-static void
+/*
+ * Hand every whole frame in the receive buffer up. True when it stopped
+ * at one the layer above could not take yet (c->rx_held).
+ */
+static bool
 consume(struct rn_conn *c)
 {
 	size_t off = 0;
+	bool held = false;
 
 	while (!c->dead) {
 		struct rn_proto_frame f;
@@ -280,28 +276,29 @@ consume(struct rn_conn *c)
 			char line[256];
 
 			if (rc == -EPROTONOSUPPORT)
-				conn_send_refuse(c, RN_REFUSE_VERSION, why);
+				rn_conn_send_refuse(c, RN_REFUSE_VERSION, why);
 			snprintf(line, sizeof(line), "bad frame: %s", why);
-			conn_fail(c, line);
-			return;
+			rn_conn_fail(c, line);
+			return false;
 		}
-		if (f.type == RN_PROTO_NOTIFY && notify_tcp_ring_full(c->pl)) {
+		if (c->pool->ops->frame(c, &f) == -EAGAIN) {
 			/* Keep it, and stop reading: TCP's flow control then
 			 * slows the peer, and nothing is lost. */
 			if (!c->rx_held) {
 				c->rx_held = true;
 				rearm(c);
 			}
+			held = true;
 			break;
 		}
 		off += used;
 		c->last_rx_ms = rn_now_ms();
-		handshake_frame(c, &f);
 	}
 	if (!c->dead) {
 		memmove(c->rx, c->rx + off, c->rx_len - off);
 		c->rx_len -= off;
 	}
+	return held;
 }
 
 static void
@@ -318,7 +315,7 @@ readable(struct rn_conn *c)
 		}
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		conn_fail(c, n == 0 ? "peer closed the connection" :
+		rn_conn_fail(c, n == 0 ? "peer closed the connection" :
 				      strerror(errno));
 		return;
 	}
@@ -339,7 +336,7 @@ conn_io(struct rn_control *ctl, void *arg, uint32_t events)
 	}
 	if (c->rx_held && (events & (EPOLLERR | EPOLLHUP))) {
 		/* Whatever it sent is still unread behind the held frame. */
-		conn_fail(c, "connection lost while its notifications waited "
+		rn_conn_fail(c, "connection lost while its notifications waited "
 			  "for the application");
 		return;
 	}
@@ -350,59 +347,91 @@ conn_io(struct rn_control *ctl, void *arg, uint32_t events)
 }
 
 size_t
-conn_queued(const struct rn_conn *c)
+rn_conn_queued(const struct rn_conn *c)
 {
 	return c->tx_len - c->tx_off;
 }
 
 void
-conn_resume(struct rn_conn *c)
+rn_conn_resume(struct rn_conn *c)
 {
-	if (c->dead || notify_tcp_ring_full(c->pl))
-		return;
+	if (c->dead || !c->rx_held || consume(c) || c->dead)
+		return;   /* not held, or held again */
 	c->rx_held = false;
 	/* Nothing was read while held: the peer's silence proves nothing. */
 	c->last_rx_ms = rn_now_ms();
-	consume(c);   /* may hold again */
-	if (c->dead || c->rx_held)
-		return;
 	rearm(c);
 	readable(c);
 }
 
 void
-conn_close(struct rn_conn *c)
+rn_conn_close(struct rn_conn *c)
 {
 	struct rn_conn **link;
 
 	if (c->dead)
 		return;
 	c->dead = true;
-	rn_control_unwatch(c->pl->ctl, c->fd);
+	rn_control_unwatch(c->pool->ctl, c->fd);
 	close(c->fd);
-	if (c->ep != NULL && c->ep->conn == c)
-		c->ep->conn = NULL;
 	c->ep = NULL;
-	for (link = &c->pl->conns; *link != NULL; link = &(*link)->next) {
+	for (link = &c->pool->live; *link != NULL; link = &(*link)->next) {
 		if (*link == c) {
 			*link = c->next;
 			break;
 		}
 	}
-	c->pl->n_conns--;
-	c->next = c->pl->dead;
-	c->pl->dead = c;
+	c->pool->n_live--;
+	c->next = c->pool->dead;
+	c->pool->dead = c;
 }
 
 void
-conn_reap(struct rn_plane *pl)
+rn_conn_reap(struct rn_conn_pool *pool)
 {
-	while (pl->dead != NULL) {
-		struct rn_conn *c = pl->dead;
+	while (pool->dead != NULL) {
+		struct rn_conn *c = pool->dead;
 
-		pl->dead = c->next;
+		pool->dead = c->next;
 		free(c->rx);
 		free(c->tx);
 		free(c);
 	}
+}
+
+/*
+ * The IP address in the first len characters of text, as an IPv6 address
+ * (an IPv4 one mapped, ::ffff:a.b.c.d, as a dual-stack listener sees it).
+ */
+static bool
+ip_of(const char *text, size_t len, struct in6_addr *out)
+{
+	char buf[INET6_ADDRSTRLEN];
+	struct in_addr v4;
+
+	if (len >= sizeof(buf))
+		return false;
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	if (inet_pton(AF_INET6, buf, out) == 1)
+		return true;
+	if (inet_pton(AF_INET, buf, &v4) != 1)
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->s6_addr[10] = 0xff;
+	out->s6_addr[11] = 0xff;
+	memcpy(&out->s6_addr[12], &v4, sizeof(v4));
+	return true;
+}
+
+/* c->peer is "ADDRESS port N". */
+bool
+rn_conn_from_address(const struct rn_conn *c, const char *address)
+{
+	const char *end = strstr(c->peer, " port ");
+	struct in6_addr from, configured;
+
+	return end != NULL && ip_of(c->peer, (size_t)(end - c->peer), &from) &&
+	       ip_of(address, strlen(address), &configured) &&
+	       memcmp(&from, &configured, sizeof(from)) == 0;
 }

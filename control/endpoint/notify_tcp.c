@@ -14,7 +14,12 @@
 #include <stdlib.h>
 
 #include "notify_engine.h"
-#include "plane.h"
+#include "endpoint_pvt.h"
+#include "notify_tcp_pvt.h"
+
+/* NOTIFY frames stop queueing here (-EAGAIN: the peer's application is not
+ * taking them), well before RN_CONN_TX_MAX would cut the connection off. */
+#define RN_CONN_NOTIFY_TX_MAX (1u << 20)
 
 /* A send's fate (0: it left), to the application; logged when lost. */
 static void
@@ -85,7 +90,7 @@ deliver_to_self(struct rn_plane *pl, struct rn_endpoint *ep,
 }
 
 void
-notify_tcp_send(struct rn_plane *pl, void *request)
+rn_notify_tcp_send(struct rn_plane *pl, void *request)
 {
 	struct rn_notify_request *req = request;
 	const struct rn_notify_out *o = &req->out[0];   /* the only one here */
@@ -116,13 +121,13 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 	n = rn_proto_encode_notify(pl->notify_frame, RN_CONN_RX_MAX,
 				   req->native_before, o->name, o->name_len,
 				   o->msg, o->msg_len);
-	if (conn_queued(ep->conn) + n > RN_CONN_NOTIFY_TX_MAX) {
+	if (rn_conn_queued(ep->conn) + n > RN_CONN_NOTIFY_TX_MAX) {
 		/* The peer's application is behind: backpressure, as a
 		 * missing credit is on the native channel. */
 		rn_notify_answer(req, -EAGAIN);
 		return;
 	}
-	conn_send(ep->conn, pl->notify_frame, n);
+	rn_conn_send(ep->conn, pl->notify_frame, n);
 	if (ep->conn == NULL) {   /* the queue overflowed: it failed */
 		rn_notify_answer(req, -ENOTCONN);
 		return;
@@ -135,13 +140,13 @@ notify_tcp_send(struct rn_plane *pl, void *request)
 }
 
 bool
-notify_tcp_ring_full(const struct rn_plane *pl)
+rn_notify_tcp_ring_full(const struct rn_plane *pl)
 {
 	return pl->tcp_in != NULL && rte_ring_full(pl->tcp_in);
 }
 
 void
-notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
+rn_notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 		   const struct rn_proto_frame *f)
 {
 	if (deliver(pl, ep, f->notify.native_before, f->notify.name,

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The plane: its listener, its table of endpoints (by peer name) and the
- * snapshot telemetry and applications read. Control thread only, except
- * rn_plane_snapshot(), rn_plane_lookup(), rn_plane_name() and
- * rn_plane_generation(), which any thread may call.
+ * The plane: created with its listener and configured peers, ticked by
+ * the control loop, asked to connect a peer at first use, shut down.
+ * Control thread only.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,305 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plane.h"
+#include "commands_pvt.h"
+#include "endpoint_pvt.h"
+#include "timers_pvt.h"
 
-RTE_LOG_REGISTER_SUFFIX(rn_plane_logtype, endpoint, INFO);
-
-uint64_t
-rn_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static const char *const state_names[] = {
-	[RN_EP_IDLE] = "idle", [RN_EP_CONNECTING] = "connecting",
-	[RN_EP_CONNECTED] = "connected", [RN_EP_CLOSING] = "closing",
-	[RN_EP_CLOSED] = "closed", [RN_EP_FAILED] = "failed",
-	[RN_EP_RECONNECTING] = "reconnecting",
-};
-
-const char *
-rn_ep_state_name(enum rn_ep_state state)
-{
-	return state_names[state];
-}
-
-/*
- * The key of name in pl->names: the name zero-padded to the size of an
- * endpoint's name. False when it is too long to be one.
- */
-static bool
-name_key(const char *name, char key[RN_EP_NAME_SIZE])
-{
-	size_t len = strnlen(name, RN_EP_NAME_SIZE);
-
-	if (len == RN_EP_NAME_SIZE)
-		return false;
-	memset(key, 0, RN_EP_NAME_SIZE);
-	memcpy(key, name, len);
-	return true;
-}
-
-/*
- * Application threads look peers up by name on every send: a hash, not a
- * walk over every endpoint. Lock-free readers, one writer (the control
- * thread); twice the endpoints and extendable buckets, so that adding a
- * name never fails for want of room.
- */
-static struct rte_hash *
-create_name_index(const struct rn_plane *pl)
-{
-	char name[RTE_HASH_NAMESIZE];
-	struct rte_hash_parameters params = {
-		.name = name, .entries = 2 * RN_MAX_ENDPOINTS,
-		.key_len = RN_EP_NAME_SIZE, .hash_func = rte_hash_crc,
-		.socket_id = SOCKET_ID_ANY,
-		.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF |
-			      RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
-	};
-
-	/* Unique in the process: one plane per daemon, but tests make more. */
-	snprintf(name, sizeof(name), "rn_names_%" PRIxPTR, (uintptr_t)pl);
-	return rte_hash_create(&params);
-}
-
-/* Index ep under its name. Returns 0 or a negative errno. */
-static int
-index_name(struct rn_plane *pl, const struct rn_endpoint *ep)
-{
-	char key[RN_EP_NAME_SIZE];
-
-	if (!name_key(ep->name, key))
-		return -ENAMETOOLONG;
-	return rte_hash_add_key_data(pl->names, key,
-				     (void *)(uintptr_t)ep->slot);
-}
-
-/*
- * Take ep's name out of the index. Its key's storage is freed at once:
- * an application thread that is reading it can at worst be told the slot
- * of the name it no longer has, and rn_plane_lookup() checks the name.
- */
-static void
-unindex_name(struct rn_plane *pl, const struct rn_endpoint *ep)
-{
-	char key[RN_EP_NAME_SIZE];
-	int32_t pos;
-
-	if (!name_key(ep->name, key))
-		return;
-	pos = rte_hash_del_key(pl->names, key);
-	if (pos >= 0)
-		rte_hash_free_key_with_position(pl->names, pos);
-}
-
-struct rn_endpoint *
-plane_find(struct rn_plane *pl, const char *name)
-{
-	char key[RN_EP_NAME_SIZE];
-	void *slot;
-
-	if (!name_key(name, key) || rte_hash_lookup_data(pl->names, key, &slot) < 0)
-		return NULL;
-	return pl->eps[(uintptr_t)slot];
-}
-
-/*
- * A full table takes back the slot of a peer that called us once and is
- * gone (closed, nothing left on its lcore): callers cannot fill the table
- * for good. Events still in flight for the old one name their request,
- * which no longer matches, and are ignored.
- */
-static struct rn_endpoint *
-reclaim(struct rn_plane *pl, const char *name)
-{
-	for (unsigned int i = 0; i < pl->n_eps; i++) {
-		struct rn_endpoint *ep = pl->eps[i];
-		uint32_t slot = ep->slot, generation = ep->generation;
-
-		if (ep->configured || ep->state != RN_EP_CLOSED ||
-		    ep->req != NULL || ep->conn != NULL)
-			continue;
-		unindex_name(pl, ep);
-		memset(ep, 0, sizeof(*ep));
-		ep->slot = slot;
-		/* Generations of a slot only grow, whoever holds it: what is
-		 * left of the last holder's (deliveries, completions) is
-		 * always older. */
-		ep->generation = generation;
-		snprintf(ep->name, sizeof(ep->name), "%s", name);
-		if (index_name(pl, ep) != 0)
-			return NULL;   /* cannot be: a key was just freed */
-		ep->lcore = slot % pl->n_workers;
-		ep->backoff_ms = pl->cfg->control.reconnect_min_ms;
-		ep->info.transitions[RN_EP_IDLE] = 1;
-		plane_publish(pl, ep);
-		return ep;
-	}
-	return NULL;
-}
-
-struct rn_endpoint *
-plane_add(struct rn_plane *pl, const char *name)
-{
-	struct rn_endpoint *ep;
-
-	if (pl->n_eps == RN_MAX_ENDPOINTS)
-		return reclaim(pl, name);
-	ep = calloc(1, sizeof(*ep));
-	if (ep == NULL)
-		return NULL;
-	ep->slot = pl->n_eps;
-	snprintf(ep->name, sizeof(ep->name), "%s", name);
-	if (index_name(pl, ep) != 0) {
-		free(ep);
-		return NULL;
-	}
-	/* Spread endpoints over the workers; an endpoint never moves. */
-	ep->lcore = ep->slot % pl->n_workers;
-	ep->backoff_ms = pl->cfg->control.reconnect_min_ms;
-	ep->state = RN_EP_IDLE;
-	ep->info.transitions[RN_EP_IDLE] = 1;
-	pl->eps[pl->n_eps++] = ep;
-	plane_publish(pl, ep);
-	return ep;
-}
-
-void
-plane_publish(struct rn_plane *pl, struct rn_endpoint *ep)
-{
-	struct rn_ep_info *info = &ep->info;
-
-	snprintf(info->name, sizeof(info->name), "%s", ep->name);
-	snprintf(info->address, sizeof(info->address), "%s", ep->address);
-	info->configured = ep->configured;
-	info->state = ep->state;
-	info->generation = ep->generation;
-	info->peer_session = ep->peer_session;
-	info->peer_generation = ep->peer_generation;
-	info->peer_caps = ep->peer_caps;
-	info->native = ep->native;
-	info->lcore = pl->workers[ep->lcore]->lcore_id;
-	info->worker = ep->lcore;
-	rte_seqlock_write_lock(&pl->snapshot_lock);
-	pl->snapshot[ep->slot] = *info;
-	if (ep->slot >= pl->n_snapshot)
-		pl->n_snapshot = ep->slot + 1;
-	rte_seqlock_write_unlock(&pl->snapshot_lock);
-}
-
-unsigned int
-rn_plane_snapshot(struct rn_plane *pl, struct rn_ep_info *out,
-		  unsigned int max)
-{
-	unsigned int n;
-	uint32_t seq;
-
-	do {
-		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
-		n = RTE_MIN(pl->n_snapshot, max);
-		memcpy(out, pl->snapshot, n * sizeof(*out));
-	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
-	return n;
-}
-
-/*
- * Whether the published slot is named key: its state and worker when so.
- * The slot may have been given to another name since the index or a guess
- * pointed at it. Both names are zero-padded: the published one from a
- * zeroed endpoint.
- */
-static bool
-slot_named(struct rn_plane *pl, uint32_t slot, const char key[RN_EP_NAME_SIZE],
-	   enum rn_ep_state *state, uint32_t *worker)
-{
-	const struct rn_ep_info *info = &pl->snapshot[slot];
-	uint32_t seq;
-	bool named;
-
-	do {
-		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
-		named = memcmp(info->name, key, RN_EP_NAME_SIZE) == 0;
-		*state = info->state;
-		*worker = info->worker;
-	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
-	return named;
-}
-
-/*
- * Where each application thread last found a few names, by a cheap mix of
- * the key: a thread that sends to the same peers again skips the index's
- * hash (most of a lookup's cost: docs/performance.md). A guess is only a
- * guess, checked against the published name like any slot the index
- * gives, so a stale one (another plane, a slot given to another name)
- * costs a lookup in the index, never a wrong answer.
- */
-#define LOOKUP_GUESS_BITS 6
-static RTE_DEFINE_PER_LCORE(uint16_t, lookup_guess[1u << LOOKUP_GUESS_BITS]);
-
-static uint16_t *
-guess_of(const char key[RN_EP_NAME_SIZE])
-{
-	uint64_t w[4];
-
-	RTE_BUILD_BUG_ON(sizeof(w) != RN_EP_NAME_SIZE);
-	memcpy(w, key, sizeof(w));
-	return &RTE_PER_LCORE(lookup_guess)[((w[0] ^ w[1] ^ w[2] ^ w[3]) *
-					     0x9e3779b97f4a7c15ull) >>
-					    (64 - LOOKUP_GUESS_BITS)];
-}
-
-int
-rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
-		enum rn_ep_state *state, uint32_t *worker)
-{
-	char key[RN_EP_NAME_SIZE];
-	uint16_t *guess;
-	void *found;
-
-	RTE_BUILD_BUG_ON(RN_MAX_ENDPOINTS > UINT16_MAX + 1);
-	if (!name_key(name, key))
-		return -ENOENT;
-	guess = guess_of(key);
-	if (*guess < RN_MAX_ENDPOINTS &&
-	    slot_named(pl, *guess, key, state, worker)) {
-		*slot = *guess;
-		return 0;
-	}
-	if (rte_hash_lookup_data(pl->names, key, &found) < 0 ||
-	    !slot_named(pl, (uint32_t)(uintptr_t)found, key, state, worker))
-		return -ENOENT;
-	*guess = (uint16_t)(uintptr_t)found;
-	*slot = (uint32_t)(uintptr_t)found;
-	return 0;
-}
-
-uint32_t
-rn_plane_generation(struct rn_plane *pl, uint32_t slot)
-{
-	uint32_t seq, generation;
-
-	do {
-		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
-		generation = pl->snapshot[slot].generation;
-	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
-	return generation;
-}
-
-void
-rn_plane_name(struct rn_plane *pl, uint32_t slot, char *buf)
-{
-	uint32_t seq;
-
-	do {
-		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
-		memcpy(buf, pl->snapshot[slot].name, RN_EP_NAME_SIZE);
-	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
-	buf[RN_EP_NAME_SIZE - 1] = '\0';
-}
+/* Connections at most: an inbound and an outbound one per endpoint. */
+#define RN_MAX_CONNS (2 * RN_MAX_ENDPOINTS)
 
 void
 rn_plane_set_notify(struct rn_plane *pl, struct rte_ring *uses,
@@ -356,7 +62,7 @@ on_listen(struct rn_control *ctl, void *arg, uint32_t events)
 	 * a tick's worth of them (about 100 per 25 ms tick on loopback) for
 	 * one free burst, a malloc high water that stays in RSS. Safe here
 	 * as on a tick: a callback of its own, no connection on the stack. */
-	conn_reap(pl);
+	rn_conn_reap(&pl->conns);
 	for (;;) {
 		struct sockaddr_storage sa;
 		socklen_t len = sizeof(sa);
@@ -375,11 +81,11 @@ on_listen(struct rn_control *ctl, void *arg, uint32_t events)
 			}
 			return;
 		}
-		if (pl->n_conns >= RN_MAX_CONNS || pl->shutting_down) {
+		if (pl->conns.n_live >= RN_MAX_CONNS || pl->shutting_down) {
 			close(fd);
 			continue;
 		}
-		conn_accepted(pl, fd, (struct sockaddr *)&sa, len);
+		rn_conn_accepted(&pl->conns, fd, (struct sockaddr *)&sa, len);
 	}
 }
 
@@ -443,11 +149,12 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	pl->workers = workers;
 	pl->n_workers = n_workers;
 	pl->listen_fd = -1;
+	pl->conns = (struct rn_conn_pool){
+		.ctl = ctl, .timeout_ms = cfg->control.connect_timeout_ms,
+		.ops = &rn_ep_conn_ops };
 	rte_seqlock_init(&pl->snapshot_lock);
 	pl->worker_ctl = calloc(n_workers, sizeof(*pl->worker_ctl));
-	if (pl->worker_ctl != NULL)
-		pl->names = create_name_index(pl);
-	if (pl->names == NULL) {
+	if (pl->worker_ctl == NULL || rn_ep_table_init(pl) != 0) {
 		if (pl->worker_ctl == NULL)
 			snprintf(why, why_len, "out of memory");
 		else
@@ -475,7 +182,7 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	for (uint32_t i = 0; i < cfg->n_peers; i++) {
 		const struct rn_peer_config *peer = &cfg->peers[i];
 
-		ep = plane_add(pl, peer->name);
+		ep = rn_ep_add(pl, peer->name);
 		if (ep == NULL) {
 			snprintf(why, why_len, "peer %s: out of memory",
 				 peer->name);
@@ -488,12 +195,12 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 		ep->in_use = ep->eager;
 		snprintf(ep->address, sizeof(ep->address), "%s", peer->address);
 		ep->port = (uint16_t)peer->port;
-		plane_publish(pl, ep);
+		rn_ep_publish(pl, ep);
 		if (ep->eager)
-			ep_connect(pl, ep);
+			rn_ep_connect(pl, ep);
 	}
 	/* Notifications to this node's own name: connected at first use. */
-	ep = plane_add(pl, cfg->dataplane.name);
+	ep = rn_ep_add(pl, cfg->dataplane.name);
 	if (ep == NULL) {
 		rn_plane_close(pl);
 		rn_plane_free(pl);
@@ -502,7 +209,7 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	ep->configured = true;
 	ep->self = true;
 	snprintf(ep->address, sizeof(ep->address), "loopback");
-	plane_publish(pl, ep);
+	rn_ep_publish(pl, ep);
 	RN_PLANE_LOG(NOTICE, "control plane on %s port %u, session %016lx, "
 		     "%u peer(s) configured", cfg->control.listen, pl->port,
 		     (unsigned long)pl->session_id, cfg->n_peers);
@@ -513,7 +220,7 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 int
 rn_plane_use(struct rn_plane *pl, const char *name)
 {
-	struct rn_endpoint *ep = plane_find(pl, name);
+	struct rn_endpoint *ep = rn_ep_find(pl, name);
 
 	if (ep == NULL)
 		return -ENOENT;
@@ -525,7 +232,7 @@ rn_plane_use(struct rn_plane *pl, const char *name)
 	case RN_EP_CLOSED:
 		if (!ep->configured)
 			return -ENOTCONN;   /* it calls us; we cannot call it */
-		ep_connect(pl, ep);
+		rn_ep_connect(pl, ep);
 		return -EINPROGRESS;
 	case RN_EP_FAILED:
 	case RN_EP_RECONNECTING:
@@ -539,8 +246,8 @@ void
 rn_plane_tick(struct rn_plane *pl)
 {
 	serve_uses(pl);
-	timers_run(pl, rn_now_ms());
-	conn_reap(pl);
+	rn_timers_run(pl, rn_now_ms());
+	rn_conn_reap(&pl->conns);
 	if (pl->listen_paused && !pl->shutting_down &&
 	    rn_control_watch(pl->ctl, pl->listen_fd, EPOLLIN, on_listen, pl) == 0)
 		pl->listen_paused = false;
@@ -561,17 +268,17 @@ rn_plane_shutdown(struct rn_plane *pl)
 
 			/* Best effort: the peer need not wait to find us dead.
 			 * The send itself may fail and close c. */
-			conn_send(c, frame, n);
+			rn_conn_send(c, frame, n);
 			if (!c->dead)
-				conn_close(c);
+				rn_ep_close_conn(c);
 		}
-		ep_retire_qps(pl, ep);
+		rn_ep_retire_qps(pl, ep);
 		if (ep->state != RN_EP_CLOSED && ep->state != RN_EP_IDLE) {
-			ep_set_state(pl, ep, RN_EP_CLOSING, "shutting down");
-			ep_set_state(pl, ep, RN_EP_CLOSED, "shut down");
+			rn_ep_set_state(pl, ep, RN_EP_CLOSING, "shutting down");
+			rn_ep_set_state(pl, ep, RN_EP_CLOSED, "shut down");
 		}
 	}
-	conn_reap(pl);
+	rn_conn_reap(&pl->conns);
 	return pl->requests_out;
 }
 
@@ -584,17 +291,16 @@ rn_plane_requests_out(const struct rn_plane *pl)
 void
 rn_plane_close(struct rn_plane *pl)
 {
-	while (pl->conns != NULL)
-		conn_close(pl->conns);
-	conn_reap(pl);
+	while (pl->conns.live != NULL)
+		rn_ep_close_conn(pl->conns.live);
+	rn_conn_reap(&pl->conns);
 	if (pl->listen_fd >= 0) {
 		rn_control_unwatch(pl->ctl, pl->listen_fd);
 		close(pl->listen_fd);
 		pl->listen_fd = -1;
 	}
 	/* EAL memory, freed before EAL stops: nothing sends any more. */
-	rte_hash_free(pl->names);
-	pl->names = NULL;
+	rn_ep_table_fini(pl);
 }
 
 void
@@ -602,7 +308,7 @@ rn_plane_free(struct rn_plane *pl)
 {
 	for (unsigned int i = 0; i < pl->n_eps; i++)
 		free(pl->eps[i]);
-	commands_free(pl);
+	rn_cmd_backlog_free(pl);
 	free(pl->notify_frame);
 	free(pl);
 }

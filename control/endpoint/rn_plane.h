@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "rn_config.h"
 #include "rn_control.h"
@@ -140,6 +141,13 @@ void rn_plane_set_notify(struct rn_plane *pl, struct rte_ring *uses,
 const char *rn_ep_state_name(enum rn_ep_state state);
 
 /* CLOCK_MONOTONIC in milliseconds: the control plane's clock. */
-uint64_t rn_now_ms(void);
+static inline uint64_t
+rn_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 #endif /* RN_PLANE_H */

@@ -7,10 +7,11 @@
  * asleep still wakes every idle_sleep_us, so only silence longer than
  * twice that, and a second, is news.
  */
-#include "plane.h"
+#include "endpoint_pvt.h"
+#include "timers_pvt.h"
 
 void
-watchdog_run(struct rn_plane *pl, uint64_t now)
+rn_watchdog_run(struct rn_plane *pl, uint64_t now)
 {
 	uint64_t quiet_ms = 1000 + 2 * (uint64_t)
 			    pl->cfg->dataplane.idle_sleep_us / 1000;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A native channel added to a connected endpoint. An endpoint that
+ * Channel add: a native channel added to a connected endpoint. An endpoint that
  * connected while every bay of notification buffers was taken (on either
  * side) has none, and its notifications go over TCP. When a bay comes back
  * on a worker, the control thread offers a native channel to each of that
@@ -40,31 +40,76 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plane.h"
+#include "channel_add_pvt.h"
+#include "commands_pvt.h"
+#include "endpoint_pvt.h"
+#include "handshake_pvt.h"
 #include "rn_lcore.h"
 
-/* The side's notify QP record, or NULL. */
-static struct rn_ep_qp_info *
-notify_qp_of(const struct rn_ep_side *side)
+static const char *const state_names[] = {
+	[RN_CHAN_ADD_IDLE] = "idle",
+	[RN_CHAN_ADD_OPENING] = "opening",
+	[RN_CHAN_ADD_OFFERED] = "offered",
+	[RN_CHAN_ADD_CONNECTING] = "connecting",
+	[RN_CHAN_ADD_ACCEPTED] = "accepted",
+};
+_Static_assert(RTE_DIM(state_names) == RN_CHAN_ADD_N_STATES,
+	       "a name for every state");
+
+#define TO(s) (1u << (s))
+/* Where each state may go: every other move is a bug, logged as one. */
+static const uint32_t allowed[RN_CHAN_ADD_N_STATES] = {
+	[RN_CHAN_ADD_IDLE] = TO(RN_CHAN_ADD_OPENING),
+	[RN_CHAN_ADD_OPENING] = TO(RN_CHAN_ADD_IDLE) | TO(RN_CHAN_ADD_OFFERED) |
+				TO(RN_CHAN_ADD_CONNECTING),
+	[RN_CHAN_ADD_OFFERED] = TO(RN_CHAN_ADD_IDLE) |
+				TO(RN_CHAN_ADD_CONNECTING),
+	[RN_CHAN_ADD_CONNECTING] = TO(RN_CHAN_ADD_IDLE) |
+				   TO(RN_CHAN_ADD_ACCEPTED),
+	[RN_CHAN_ADD_ACCEPTED] = TO(RN_CHAN_ADD_IDLE),
+};
+#undef TO
+
+const char *
+rn_chan_add_state_name(enum rn_chan_add_state state)
 {
-	for (uint32_t i = 0; i < side->n_qps; i++)
-		if (side->qps[i].kind == RN_EP_QP_NOTIFY)
-			return (struct rn_ep_qp_info *)&side->qps[i];
-	return NULL;
+	return state < RN_CHAN_ADD_N_STATES ? state_names[state] : "?";
 }
 
-bool
-upgrade_native_at_handshake(const struct rn_endpoint *ep)
+/*
+ * Every change of ep's channel-add state goes through here, logged by
+ * name. A state that waits on the peer or the lcore gets
+ * connect_timeout_ms from now.
+ */
+static void
+enter(struct rn_plane *pl, struct rn_endpoint *ep,
+      enum rn_chan_add_state next, const char *why)
 {
-	return ep->req != NULL && notify_qp_of(&ep->req->local) != NULL &&
-	       notify_qp_of(&ep->req->remote) != NULL;
+	enum rn_chan_add_state now = ep->add.state;
+
+	if (now == next)
+		return;
+	if ((allowed[now] & (1u << next)) == 0)
+		RN_PLANE_LOG(ERR, "endpoint %s: channel add: no move from %s "
+			     "to %s (%s)", ep->name, rn_chan_add_state_name(now),
+			     rn_chan_add_state_name(next), why);
+	RN_PLANE_LOG(INFO, "endpoint %s: channel add %s -> %s (%s; offer %u "
+		     "by %s, generation %u)", ep->name,
+		     rn_chan_add_state_name(now), rn_chan_add_state_name(next),
+		     why, ep->add.offer, ep->add.ours ? "this side" : "the peer",
+		     ep->generation);
+	ep->add.state = next;
+	if (next == RN_CHAN_ADD_OPENING || next == RN_CHAN_ADD_OFFERED ||
+	    next == RN_CHAN_ADD_ACCEPTED)
+		ep->add.deadline_ms = rn_now_ms() +
+				      pl->cfg->control.connect_timeout_ms;
 }
 
 /* Our notify QP's record, the last of ours. */
 static struct rn_proto_qp
 our_qp(const struct rn_endpoint *ep)
 {
-	return qp_record_of(&ep->req->local.qps[ep->req->local.n_qps - 1]);
+	return rn_handshake_qp_record(&ep->req->local.qps[ep->req->local.n_qps - 1]);
 }
 
 /* Whether ep is still connected (sending may have failed it). */
@@ -86,7 +131,7 @@ send_step(struct rn_endpoint *ep, uint8_t step, uint8_t reason, uint16_t offer)
 	if (with_qp)
 		qp = our_qp(ep);
 	if (ep->conn != NULL)
-		conn_send(ep->conn, frame, rn_proto_encode_notify_qp(
+		rn_conn_send(ep->conn, frame, rn_proto_encode_notify_qp(
 			frame, sizeof(frame), ep->generation, step, reason,
 			offer, with_qp ? &qp : NULL));
 }
@@ -100,13 +145,13 @@ static bool
 add_peer_qp(struct rn_endpoint *ep, const struct rn_proto_qp *qp)
 {
 	struct rn_ep_side *remote = &ep->req->remote;
-	struct rn_ep_qp_info *slot = notify_qp_of(remote);
+	struct rn_ep_qp_info *slot = rn_ep_side_notify_qp(remote);
 
 	if (slot == NULL && remote->n_qps == RN_EP_MAX_QPS)
 		return false;
 	if (slot == NULL)
 		slot = &remote->qps[remote->n_qps++];
-	*slot = qp_info_of(qp);
+	*slot = rn_handshake_qp_info(qp);
 	return true;
 }
 
@@ -117,32 +162,47 @@ refuse(struct rn_endpoint *ep, uint16_t offer, uint8_t reason)
 	send_step(ep, RN_NOTIFY_QP_REFUSE, reason, offer);
 }
 
-static void drop(struct rn_plane *pl, struct rn_endpoint *ep);
+/* Our notify QP goes back, unused: its bay and CQ room with it. */
+static void
+drop(struct rn_plane *pl, struct rn_endpoint *ep, const char *why)
+{
+	rn_ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_DROP, ep->req);
+	enter(pl, ep, RN_CHAN_ADD_IDLE, why);
+}
 
+/* Our lcore makes our notify QP: for our offer (ours), or the peer's. */
 static void
 start(struct rn_plane *pl, struct rn_endpoint *ep, bool ours)
 {
-	ep->upgrade = EP_UPGRADE_OPENING;
 	if (ours)
-		ep->upgrade_offer++;
-	ep->upgrade_deadline_ms = rn_now_ms() +
-				  pl->cfg->control.connect_timeout_ms;
-	ep->upgrade_ours = ours;
+		ep->add.offer++;
+	ep->add.ours = ours;
+	enter(pl, ep, RN_CHAN_ADD_OPENING, ours ? "a bay came back" :
+						  "the peer offered");
 	ep->req->notify = true;
-	ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_OPEN, ep->req);
+	rn_ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_OPEN, ep->req);
 }
 
+/* Connect our notify QP to the peer's, whose record is in req->remote. */
+static void
+connect_qp(struct rn_plane *pl, struct rn_endpoint *ep, const char *why)
+{
+	enter(pl, ep, RN_CHAN_ADD_CONNECTING, why);
+	rn_ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CONNECT, ep->req);
+}
+
+/* Both QPs are connected: ours sends from now on. */
 static void
 done(struct rn_plane *pl, struct rn_endpoint *ep)
 {
-	ep->upgrade = EP_UPGRADE_IDLE;
+	enter(pl, ep, RN_CHAN_ADD_IDLE, "native channel added");
 	ep->native = true;
 	ep->info.native_added++;
 	RN_PLANE_LOG(NOTICE, "endpoint %s: native notification channel added "
 		     "(%s offered it; generation %u)", ep->name,
-		     ep->upgrade_ours ? "this side" : "the peer",
+		     ep->add.ours ? "this side" : "the peer",
 		     ep->generation);
-	plane_publish(pl, ep);
+	rn_ep_publish(pl, ep);
 }
 
 /*
@@ -155,14 +215,14 @@ wants_native(const struct rn_plane *pl, const struct rn_endpoint *ep)
 {
 	return pl->cfg->notify.enabled && !ep->native &&
 	       (ep->peer_caps & RN_CAP_NOTIFY_ENABLED) &&
-	       !ep->peer_native_off && ep->upgrade == EP_UPGRADE_IDLE &&
+	       !ep->peer_native_off && ep->add.state == RN_CHAN_ADD_IDLE &&
 	       ep->state == RN_EP_CONNECTED && ep->req != NULL &&
 	       (ep->self || (ep->conn != NULL &&
 			     ep->conn->phase == RN_CONN_ESTABLISHED));
 }
 
 void
-upgrade_bay_free(struct rn_plane *pl, uint16_t lcore_id, bool after_drop)
+rn_chan_add_bay_free(struct rn_plane *pl, uint16_t lcore_id, bool after_drop)
 {
 	for (unsigned int i = 0; i < pl->n_eps; i++) {
 		struct rn_endpoint *ep = pl->eps[i];
@@ -183,31 +243,27 @@ opened(struct rn_plane *pl, struct rn_endpoint *ep, int rc)
 
 	if (rc != 0) {
 		/* No bay or CQ room after all (another took it). */
-		ep->upgrade = EP_UPGRADE_IDLE;
-		if (!ep->upgrade_ours)
+		enter(pl, ep, RN_CHAN_ADD_IDLE, "no bay or CQ room");
+		if (!ep->add.ours)
 			send_step(ep, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_NO_ROOM,
-				  ep->upgrade_offer);
+				  ep->add.offer);
 		return;
 	}
 	if (ep->self) {   /* its own peer */
 		ours = our_qp(ep);
 		if (!add_peer_qp(ep, &ours)) {
-			drop(pl, ep);
+			drop(pl, ep, "no room for the QP record");
 			return;
 		}
-		ep->upgrade = EP_UPGRADE_CONNECTING;
-		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CONNECT, ep->req);
+		connect_qp(pl, ep, "looping back");
 		return;
 	}
-	if (ep->upgrade_ours) {
-		ep->upgrade = EP_UPGRADE_OFFERED;
-		ep->upgrade_deadline_ms = rn_now_ms() +
-					  pl->cfg->control.connect_timeout_ms;
-		send_step(ep, RN_NOTIFY_QP_OFFER, 0, ep->upgrade_offer);
+	if (ep->add.ours) {
+		enter(pl, ep, RN_CHAN_ADD_OFFERED, "our QP is open");
+		send_step(ep, RN_NOTIFY_QP_OFFER, 0, ep->add.offer);
 		return;
 	}
-	ep->upgrade = EP_UPGRADE_CONNECTING;
-	ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CONNECT, ep->req);
+	connect_qp(pl, ep, "our QP is open");
 }
 
 static void
@@ -218,19 +274,17 @@ connected(struct rn_plane *pl, struct rn_endpoint *ep, int rc)
 	if (rc != 0) {
 		snprintf(why, sizeof(why), "added notify QP: connection failed: "
 			 "%s", strerror(-rc));
-		ep_fail(pl, ep, why);
+		rn_ep_fail(pl, ep, why);
 		return;
 	}
-	if (!ep->upgrade_ours) {
-		ep->upgrade = EP_UPGRADE_ACCEPTED;
-		ep->upgrade_deadline_ms = rn_now_ms() +
-					  pl->cfg->control.connect_timeout_ms;
-		send_step(ep, RN_NOTIFY_QP_ACCEPT, 0, ep->upgrade_offer);
+	if (!ep->add.ours) {
+		enter(pl, ep, RN_CHAN_ADD_ACCEPTED, "our QP is connected");
+		send_step(ep, RN_NOTIFY_QP_ACCEPT, 0, ep->add.offer);
 		return;
 	}
 	/* The peer's QP was connected before it ACCEPTed: send. */
-	ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_ENABLE, ep->req);
-	send_step(ep, RN_NOTIFY_QP_READY, 0, ep->upgrade_offer);
+	rn_ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_ENABLE, ep->req);
+	send_step(ep, RN_NOTIFY_QP_READY, 0, ep->add.offer);
 	if (live(ep))
 		done(pl, ep);
 }
@@ -246,62 +300,53 @@ channel_closed(struct rn_plane *pl, struct rn_endpoint *ep, bool by_peer)
 	if (!by_peer)
 		send_step(ep, RN_NOTIFY_QP_CLOSED, 0, 0);
 	else
-		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CLOSE, ep->req);
+		rn_ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CLOSE, ep->req);
 	ep->native = false;
 	/* A channel being added that failed already: no READY or connection
 	 * may now make it native. It retires; the bay coming back starts
 	 * the next try. */
-	ep->upgrade = EP_UPGRADE_IDLE;
+	enter(pl, ep, RN_CHAN_ADD_IDLE, "the channel closed");
 	RN_PLANE_LOG(WARNING, "endpoint %s: native notification channel "
 		     "closed: %s notify QP failed; data QPs unaffected "
 		     "(generation %u)", ep->name, by_peer ? "the peer's" : "our",
 		     ep->generation);
-	plane_publish(pl, ep);
+	rn_ep_publish(pl, ep);
 }
 
 void
-upgrade_event(struct rn_plane *pl, struct rn_endpoint *ep,
-	      const struct rn_lcore_event *ev)
+rn_chan_add_event(struct rn_plane *pl, struct rn_endpoint *ep,
+		  const struct rn_lcore_event *ev)
 {
 	if (ev->type == RN_LCORE_EVENT_NOTIFY_FAILED)
 		channel_closed(pl, ep, false);
 	else if (ev->type == RN_LCORE_EVENT_NOTIFY_OPENED &&
-	    ep->upgrade == EP_UPGRADE_OPENING)
+		 ep->add.state == RN_CHAN_ADD_OPENING)
 		opened(pl, ep, ev->arg);
 	else if (ev->type == RN_LCORE_EVENT_NOTIFY_CONNECTED &&
-		 ep->upgrade == EP_UPGRADE_CONNECTING)
+		 ep->add.state == RN_CHAN_ADD_CONNECTING)
 		connected(pl, ep, ev->arg);
 }
 
-/* Our notify QP goes back, unused: its bay and CQ room with it. */
-static void
-drop(struct rn_plane *pl, struct rn_endpoint *ep)
-{
-	ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_DROP, ep->req);
-	ep->upgrade = EP_UPGRADE_IDLE;
-}
-
 void
-upgrade_check(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now)
+rn_chan_add_check(struct rn_plane *pl, struct rn_endpoint *ep, uint64_t now)
 {
-	if (ep->upgrade == EP_UPGRADE_IDLE)
+	if (ep->add.state == RN_CHAN_ADD_IDLE)
 		return;
 	if (ep->conn != NULL && ep->conn->rx_held) {
 		/* The answer may wait unread behind a held NOTIFY. */
-		ep->upgrade_deadline_ms = now +
-					  pl->cfg->control.connect_timeout_ms;
+		ep->add.deadline_ms = now + pl->cfg->control.connect_timeout_ms;
 		return;
 	}
-	if (now < ep->upgrade_deadline_ms)
+	if (now < ep->add.deadline_ms)
 		return;
-	if (ep->upgrade == EP_UPGRADE_OFFERED) {
+	if (ep->add.state == RN_CHAN_ADD_OFFERED) {
 		RN_PLANE_LOG(WARNING, "endpoint %s: no answer to our offer of a "
 			     "native notification channel in %u ms", ep->name,
 			     pl->cfg->control.connect_timeout_ms);
-		drop(pl, ep);
+		drop(pl, ep, "no answer");
 		ep->peer_declined = true;
-	} else if (ep->upgrade == EP_UPGRADE_ACCEPTED) {
-		ep_fail(pl, ep, "added notify QP: no READY from the peer");
+	} else if (ep->add.state == RN_CHAN_ADD_ACCEPTED) {
+		rn_ep_fail(pl, ep, "added notify QP: no READY from the peer");
 	}
 }
 
@@ -310,12 +355,15 @@ static void
 offered(struct rn_plane *pl, struct rn_endpoint *ep,
 	const struct rn_proto_qp *qp, uint16_t offer)
 {
+	enum rn_chan_add_state s = ep->add.state;
+
 	if (!pl->cfg->notify.enabled || ep->self) {
 		refuse(ep, offer, RN_NOTIFY_QP_DISABLED);
 		return;
 	}
-	if (ep->native || ep->upgrade > EP_UPGRADE_OFFERED ||
-	    (ep->upgrade != EP_UPGRADE_IDLE &&
+	if (ep->native || s == RN_CHAN_ADD_CONNECTING ||
+	    s == RN_CHAN_ADD_ACCEPTED ||
+	    (s != RN_CHAN_ADD_IDLE &&
 	     strcmp(pl->cfg->dataplane.name, ep->name) < 0)) {
 		/* Ours goes first, or one is being added already. */
 		refuse(ep, offer, RN_NOTIFY_QP_BUSY);
@@ -326,24 +374,39 @@ offered(struct rn_plane *pl, struct rn_endpoint *ep,
 		return;
 	}
 	ep->peer_declined = false;
-	ep->upgrade_offer = offer;
-	if (ep->upgrade == EP_UPGRADE_IDLE) {
+	ep->add.offer = offer;
+	if (s == RN_CHAN_ADD_IDLE) {
 		start(pl, ep, false);
 		return;
 	}
 	/* Crossing offers, the peer's first: ours answers it. */
-	ep->upgrade_ours = false;
-	if (ep->upgrade == EP_UPGRADE_OFFERED)
+	ep->add.ours = false;
+	if (s == RN_CHAN_ADD_OFFERED)
 		opened(pl, ep, 0);
 	/* Still OPENING: opened() connects it when our QP is there. */
 }
 
-void
-upgrade_frame(struct rn_plane *pl, struct rn_endpoint *ep,
-	      const struct rn_proto_frame *f)
+/* The peer refused our offer: why says whether to offer again. */
+static void
+refused(struct rn_plane *pl, struct rn_endpoint *ep, uint8_t reason)
 {
-	bool ours_now = ep->upgrade == EP_UPGRADE_OFFERED && ep->upgrade_ours &&
-			f->notify_qp.offer == ep->upgrade_offer;
+	drop(pl, ep, "the peer refused");
+	ep->peer_native_off = reason == RN_NOTIFY_QP_DISABLED;
+	ep->peer_declined = reason == RN_NOTIFY_QP_NO_ROOM;
+	RN_PLANE_LOG(INFO, "endpoint %s: the peer has no native "
+		     "notification channel to add (%s)", ep->name,
+		     ep->peer_native_off ? "notifications off" :
+		     reason == RN_NOTIFY_QP_NO_ROOM ?
+		     "no buffers free: it offers one when it has" :
+		     "it offers one itself");
+}
+
+void
+rn_chan_add_frame(struct rn_plane *pl, struct rn_endpoint *ep,
+		  const struct rn_proto_frame *f)
+{
+	bool ours_now = ep->add.state == RN_CHAN_ADD_OFFERED && ep->add.ours &&
+			f->notify_qp.offer == ep->add.offer;
 
 	if (ep->req == NULL || f->notify_qp.generation != ep->peer_generation)
 		return;   /* of another incarnation */
@@ -354,34 +417,24 @@ upgrade_frame(struct rn_plane *pl, struct rn_endpoint *ep,
 	case RN_NOTIFY_QP_ACCEPT:
 		if (!ours_now) {
 			/* Its QP is connected to one of ours we gave up. */
-			ep_fail(pl, ep, "added notify QP: an ACCEPT of an offer "
-				"given up");
+			rn_ep_fail(pl, ep, "added notify QP: an ACCEPT of an "
+				   "offer given up");
 			return;
 		}
 		if (!add_peer_qp(ep, &f->notify_qp.qp))
 			return;
-		ep->upgrade = EP_UPGRADE_CONNECTING;
-		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_CONNECT, ep->req);
+		connect_qp(pl, ep, "the peer accepted");
 		return;
 	case RN_NOTIFY_QP_REFUSE:
-		if (!ours_now)
-			return;   /* BUSY: we answer the peer's offer */
-		drop(pl, ep);
-		ep->peer_native_off = f->notify_qp.reason ==
-				      RN_NOTIFY_QP_DISABLED;
-		ep->peer_declined = f->notify_qp.reason == RN_NOTIFY_QP_NO_ROOM;
-		RN_PLANE_LOG(INFO, "endpoint %s: the peer has no native "
-			     "notification channel to add (%s)", ep->name,
-			     ep->peer_native_off ? "notifications off" :
-			     f->notify_qp.reason == RN_NOTIFY_QP_NO_ROOM ?
-			     "no buffers free: it offers one when it has" :
-			     "it offers one itself");
+		if (ours_now)
+			refused(pl, ep, f->notify_qp.reason);
+		/* Else BUSY: we answer the peer's offer. */
 		return;
 	case RN_NOTIFY_QP_READY:
-		if (ep->upgrade != EP_UPGRADE_ACCEPTED || ep->upgrade_ours ||
-		    f->notify_qp.offer != ep->upgrade_offer)
+		if (ep->add.state != RN_CHAN_ADD_ACCEPTED || ep->add.ours ||
+		    f->notify_qp.offer != ep->add.offer)
 			return;
-		ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_ENABLE, ep->req);
+		rn_ep_send_command(pl, ep, RN_LCORE_CMD_NOTIFY_ENABLE, ep->req);
 		done(pl, ep);
 		return;
 	case RN_NOTIFY_QP_CLOSED:

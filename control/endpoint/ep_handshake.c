@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the handshake's frames mean for an endpoint: which endpoint a
+ * caller's HELLO is for, a peer that calls again or restarted, the answer
+ * to our own call; and what the transport reports (rn_ep_conn_ops).
+ *
+ * Simultaneous connect: when a HELLO arrives while our own call to the
+ * same peer is still in its handshake, the call of the node whose name
+ * sorts first survives, on both sides, so exactly one endpoint remains.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "channel_add_pvt.h"
+#include "endpoint_pvt.h"
+#include "handshake_pvt.h"
+#include "notify_tcp_pvt.h"
+
+void
+rn_ep_send_hello(struct rn_plane *pl, struct rn_conn *c, uint8_t type)
+{
+	rn_handshake_send_hello(c, type, &c->ep->req->local,
+				pl->cfg->notify.enabled);
+}
+
+/* A HELLO for ep while ep->conn, our own call, is still in its handshake. */
+static bool
+lost_the_race(struct rn_plane *pl, struct rn_conn *c, struct rn_endpoint *ep)
+{
+	struct rn_conn *mine = ep->conn;
+
+	if (mine == NULL || mine == c || !mine->outbound ||
+	    mine->phase == RN_CONN_ESTABLISHED)
+		return false;
+	if (strcmp(pl->cfg->dataplane.name, ep->name) < 0) {
+		rn_handshake_refuse(c, RN_REFUSE_DUPLICATE, "simultaneous connect: the call "
+		       "of the node whose name sorts first stays");
+		return true;
+	}
+	/* Theirs stays: drop our call, keep our QPs for serving theirs,
+	 * unless they are already being connected to its ACCEPT. */
+	RN_PLANE_LOG(INFO, "endpoint %s: simultaneous connect, serving the "
+		     "peer's call", ep->name);
+	if (mine->phase >= RN_CONN_CONNECTING_QPS)
+		rn_ep_retire_qps(pl, ep);
+	rn_ep_close_conn(mine);
+	return false;
+}
+
+/* A caller's HELLO (its capabilities understood, a data QP in it). */
+static void
+on_hello(struct rn_plane *pl, struct rn_conn *c, const struct rn_proto_hello *h)
+{
+	struct rn_endpoint *ep;
+
+	if (strcmp(h->name, pl->cfg->dataplane.name) == 0) {
+		rn_handshake_refuse(c, RN_REFUSE_NAME, "that is this node's own name");
+		return;
+	}
+	ep = rn_ep_find(pl, h->name);
+	if (ep != NULL && ep->configured && !rn_conn_from_address(c, ep->address)) {
+		/* Not proof of identity, but a stray process elsewhere cannot
+		 * take over a configured peer's endpoint by its name. */
+		rn_handshake_refuse(c, RN_REFUSE_NAME, "that name is configured at another "
+		       "address");
+		return;
+	}
+	if (ep == NULL)
+		ep = rn_ep_add(pl, h->name);   /* a peer we did not configure */
+	if (ep == NULL) {
+		rn_handshake_refuse(c, RN_REFUSE_RESOURCES, "endpoint table full");
+		return;
+	}
+	if (rn_ep_worker_out(pl, ep)) {
+		/* Said once to the caller, who stops calling for a while. */
+		rn_handshake_refuse(c, RN_REFUSE_RESOURCES, "this node's worker for it "
+		       "failed; it needs a restart");
+		return;
+	}
+	if (lost_the_race(pl, c, ep))
+		return;
+	if (ep->conn != NULL) {
+		/* The peer calls again: it gave up on the old connection. */
+		RN_PLANE_LOG(NOTICE, "endpoint %s: the peer called again; "
+			     "replacing its connection", ep->name);
+		rn_ep_close_conn(ep->conn);
+		rn_ep_retire_qps(pl, ep);
+	}
+	if (ep->peer_session != 0 && ep->peer_session != h->session_id) {
+		RN_PLANE_LOG(NOTICE, "endpoint %s: peer restarted (session "
+			     "%016lx -> %016lx)", ep->name,
+			     (unsigned long)ep->peer_session,
+			     (unsigned long)h->session_id);
+		rn_ep_retire_qps(pl, ep);
+	}
+	if (!ep->configured)
+		snprintf(ep->address, sizeof(ep->address), "%s", c->peer);
+	ep->conn = c;
+	c->ep = ep;
+	rn_conn_enter(c, RN_CONN_SERVING);
+	ep->peer_session = h->session_id;
+	ep->peer_generation = h->generation;
+	ep->peer_caps = h->caps;
+	if (ep->state != RN_EP_CONNECTING && ep->state != RN_EP_RECONNECTING)
+		rn_ep_set_state(pl, ep, ep->state == RN_EP_IDLE ||
+				 ep->state == RN_EP_CLOSED ? RN_EP_CONNECTING :
+				 RN_EP_RECONNECTING, "the peer called");
+	if (ep->req == NULL)   /* no bay for a caller without the channel */
+		rn_ep_open_qps(pl, ep, (h->caps & RN_CAP_NATIVE_NOTIFY) != 0);
+	if (ep->req == NULL)
+		return;   /* out of memory: rn_ep_open_qps failed the endpoint */
+	rn_handshake_side(h, &ep->req->remote);
+	ep->serving = true;
+	if (ep->qps_open)
+		rn_ep_connect_qps(pl, ep);
+}
+
+static void
+on_accept(struct rn_plane *pl, struct rn_conn *c, const struct rn_proto_hello *h)
+{
+	struct rn_endpoint *ep = c->ep;
+	char why[128];
+
+	if ((h->caps & ~RN_CAP_KNOWN) != 0 || strcmp(h->name, ep->name) != 0 ||
+	    !rn_handshake_has_data_qp(h)) {
+		snprintf(why, sizeof(why), "ACCEPT from '%s' with capabilities "
+			 "0x%x: not the peer '%s' this side knows", h->name,
+			 h->caps, ep->name);
+		rn_ep_fail(pl, ep, why);
+		return;
+	}
+	if (ep->peer_session != 0 && ep->peer_session != h->session_id)
+		RN_PLANE_LOG(NOTICE, "endpoint %s: peer restarted (session "
+			     "%016lx -> %016lx)", ep->name,
+			     (unsigned long)ep->peer_session,
+			     (unsigned long)h->session_id);
+	ep->peer_session = h->session_id;
+	ep->peer_generation = h->generation;
+	ep->peer_caps = h->caps;
+	rn_handshake_side(h, &ep->req->remote);
+	rn_conn_enter(c, RN_CONN_CONNECTING_QPS);
+	rn_ep_connect_qps(pl, ep);
+}
+
+static void
+on_refuse(struct rn_plane *pl, struct rn_conn *c, uint16_t code,
+	  const char *text)
+{
+	struct rn_endpoint *ep = c->ep;
+	char why[RN_PROTO_REASON_MAX + 48];
+
+	if (code == RN_REFUSE_DUPLICATE &&
+	    strcmp(ep->name, pl->cfg->dataplane.name) < 0) {
+		/* The peer's own call to us wins (its name sorts first): wait
+		 * for it. From a peer that sorts after us it is a fault. */
+		RN_PLANE_LOG(INFO, "endpoint %s: simultaneous connect, waiting "
+			     "for the peer's call", ep->name);
+		rn_ep_close_conn(c);
+		ep->retry_at_ms = rn_now_ms() + pl->cfg->control.connect_timeout_ms;
+		return;
+	}
+	snprintf(why, sizeof(why), "refused by the peer: %s (%s)", text,
+		 rn_proto_refusal_name(code));
+	rn_ep_fail(pl, ep, why);
+}
+
+/* A whole frame on c. */
+static int
+on_frame(struct rn_conn *c, const struct rn_proto_frame *f)
+{
+	struct rn_plane *pl = rn_plane_of(c);
+	struct rn_endpoint *ep = c->ep;
+
+	if (f->type == RN_PROTO_NOTIFY && rn_notify_tcp_ring_full(pl))
+		return -EAGAIN;   /* the application's ring has no room */
+	switch (rn_handshake_frame(c, f, ep != NULL && ep->conn == c,
+				   ep != NULL ? ep->peer_generation : 0)) {
+	case RN_HS_HELLO:
+		on_hello(pl, c, &f->hello);
+		break;
+	case RN_HS_ACCEPT:
+		on_accept(pl, c, &f->hello);
+		break;
+	case RN_HS_REFUSED:
+		on_refuse(pl, c, f->refuse.code, f->refuse.text);
+		break;
+	case RN_HS_READY:
+		rn_ep_established(pl, ep);
+		break;
+	case RN_HS_CLOSE:
+		rn_ep_closed_by_peer(pl, ep);
+		break;
+	case RN_HS_NOTIFY:
+		rn_notify_tcp_receive(pl, ep, f);
+		break;
+	case RN_HS_NOTIFY_QP:
+		rn_chan_add_frame(pl, ep, f);
+		break;
+	case RN_HS_NONE:
+		break;
+	}
+	return 0;
+}
+
+/* Our call's TCP connection is up. */
+static void
+on_connected(struct rn_conn *c)
+{
+	struct rn_plane *pl = rn_plane_of(c);
+	struct rn_endpoint *ep = c->ep;
+
+	if (ep->req == NULL)
+		/* The peer's channels are not known yet: offer ours. HELLO
+		 * goes when they are made. */
+		rn_ep_open_qps(pl, ep, true);
+	else if (ep->qps_open)
+		rn_ep_send_hello(pl, c, RN_PROTO_HELLO);
+}
+
+/* c failed: its endpoint (if it is its own) fails with it; a connection
+ * without one is closed with a log line naming the peer. */
+static void
+on_failed(struct rn_conn *c, const char *why)
+{
+	if (c->ep != NULL && c->ep->conn == c) {
+		rn_ep_fail(rn_plane_of(c), c->ep, why);
+	} else {
+		RN_PLANE_LOG(NOTICE, "control connection from %s: %s", c->peer,
+			     why);
+		rn_conn_close(c);
+	}
+}
+
+const struct rn_conn_ops rn_ep_conn_ops = {
+	.frame = on_frame,
+	.connected = on_connected,
+	.failed = on_failed,
+};

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_HANDSHAKE_PVT_H
+#define RN_HANDSHAKE_PVT_H
+
+/*
+ * The handshake's frames (handshake.c), over the transport (conn_pvt.h):
+ * which frame is news in which phase, and the frames a handshake sends.
+ * It knows connections and wire records, not endpoints: the endpoint layer
+ * calls down into it and acts on what it says a frame is.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conn_pvt.h"
+#include "rn_lcore_ep.h"
+#include "rn_proto.h"
+
+/* What a frame that came in on a connection is, in its phase. */
+enum rn_handshake_news {
+	RN_HS_NONE,       /* nothing more to do: a heartbeat, or the frame
+			   * was refused and the connection closed or failed */
+	RN_HS_HELLO,      /* a caller's HELLO: its capabilities understood,
+			   * a data QP in it */
+	RN_HS_ACCEPT,     /* the answer to our HELLO */
+	RN_HS_REFUSED,    /* REFUSE of our HELLO */
+	RN_HS_READY,      /* READY of the incarnation that called: the
+			   * connection is established */
+	RN_HS_CLOSE,      /* the peer closed its endpoint on purpose */
+	RN_HS_NOTIFY,     /* a notification over TCP */
+	RN_HS_NOTIFY_QP,  /* a channel-add step */
+};
+
+/*
+ * What f means on c. owner: c is its endpoint's connection (a CLOSE then
+ * counts in any phase); peer_generation: the incarnation whose READY
+ * establishes c.
+ */
+enum rn_handshake_news rn_handshake_frame(struct rn_conn *c,
+					  const struct rn_proto_frame *f,
+					  bool owner, uint32_t peer_generation);
+
+/* Send HELLO or ACCEPT (type) describing me; notify_on: [notify] enabled.
+ * c moves on to wait for the answer. */
+void rn_handshake_send_hello(struct rn_conn *c, uint8_t type,
+			     const struct rn_ep_side *me, bool notify_on);
+/* Send READY for our incarnation generation: c is established. */
+void rn_handshake_send_ready(struct rn_conn *c, uint32_t generation);
+/* Refuse and close a connection that has no endpoint of its own. */
+void rn_handshake_refuse(struct rn_conn *c, uint16_t code, const char *text);
+/* Every endpoint needs a data QP: the probe, and RDMA, run over QP 0. */
+bool rn_handshake_has_data_qp(const struct rn_proto_hello *h);
+
+/* A QP record of the protocol, and the lcore's view of it (the kinds are
+ * numbered alike). */
+struct rn_ep_qp_info rn_handshake_qp_info(const struct rn_proto_qp *q);
+struct rn_proto_qp rn_handshake_qp_record(const struct rn_ep_qp_info *q);
+/* The side a HELLO or ACCEPT describes. */
+void rn_handshake_side(const struct rn_proto_hello *h, struct rn_ep_side *s);
+
+#endif /* RN_HANDSHAKE_PVT_H */

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The TCP fallback (control/endpoint/notify_tcp.c): the hand-off of a
+ * notification from the lcore to the control thread and onto the peer's
+ * control connection, with its backpressure; NOTIFY frames from the peer
+ * to the application's ring, held (not dropped) while that ring is full;
+ * and notifications to this node itself. A fake worker answers the
+ * plane's commands; the test is the peer on a loopback socket.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <rte_eal.h>
+
+#include "notify_engine.h"
+#include "plane_harness.h"
+
+#define CAPS (RN_CAP_TCP_FALLBACK | RN_CAP_NOTIFY_ENABLED)
+#define QUIET_MS 100
+
+static int
+setup(void **state)
+{
+	*state = h_start("a", 1000, true);
+	return 0;
+}
+
+/* The slot and generation of the endpoint named name. */
+static void
+endpoint_of(struct h_plane *h, const char *name, uint32_t *slot,
+	    uint32_t *generation)
+{
+	enum rn_ep_state state;
+	uint32_t worker;
+
+	assert_int_equal(rn_plane_lookup(h->pl, name, slot, &state, &worker), 0);
+	*generation = rn_plane_generation(h->pl, *slot);
+}
+
+/* Hand req to the control thread as the lcore does; its answer. */
+static int64_t
+hand_off(struct h_plane *h, struct rn_notify_request *req)
+{
+	uint64_t until = h_now_ms() + H_WAIT_MS;
+	int64_t result;
+
+	req->result = RN_NOTIFY_PENDING;
+	h_event(h, RN_LCORE_EVENT_NOTIFY_TCP, 0, (uintptr_t)req);
+	while ((result = __atomic_load_n(&req->result, __ATOMIC_ACQUIRE)) ==
+	       RN_NOTIFY_PENDING) {
+		if (h_now_ms() > until)
+			fail_msg("the control thread did not answer");
+		h_sleep_ms(1);
+	}
+	return result;
+}
+
+/* The next delivery on tcp_in, which must have come over TCP in position
+ * pos after seq native ones, with msg; its frame freed. */
+static void
+expect_delivery(struct h_plane *h, uint32_t slot, uint32_t generation,
+		uint32_t pos, uint32_t seq, const char *name, const char *msg)
+{
+	uint64_t until = h_now_ms() + H_WAIT_MS;
+	struct rn_notify_delivery d;
+	struct rn_notify_view v;
+
+	while (rte_ring_sc_dequeue_elem(h->tcp_in, &d, sizeof(d)) != 0) {
+		if (h_now_ms() > until)
+			fail_msg("no delivery in position %u", pos);
+		h_sleep_ms(1);
+	}
+	assert_false(rn_notify_delivery_native(&d));
+	assert_int_equal(d.ep_slot, slot);
+	assert_int_equal(d.generation, generation);
+	assert_int_equal(d.pos, pos);
+	assert_int_equal(d.seq, seq);
+	assert_int_equal(rn_notify_frame_read(d.frame, d.len, &v), 0);
+	assert_int_equal(v.name_len, strlen(name));
+	assert_memory_equal(v.name, name, v.name_len);
+	assert_int_equal(v.msg_len, strlen(msg));
+	assert_memory_equal(v.msg, msg, v.msg_len);
+	free(d.frame);
+}
+
+static void
+expect_completion(struct h_plane *h, uint64_t cookie)
+{
+	struct rn_notify_event ev;
+
+	assert_int_equal(rte_ring_sc_dequeue_elem(h->completions, &ev,
+						  sizeof(ev)), 0);
+	assert_int_equal(ev.cookie, cookie);
+	assert_int_equal(ev.status, 0);
+}
+
+/* A send without a native channel goes as a NOTIFY frame, counted for the
+ * native ones after it, its completion reported. */
+static void
+test_send(void **state)
+{
+	struct h_plane *h = *state;
+	struct rn_notify_out o = { .name = "kv", .name_len = 2, .msg = "hello",
+				   .msg_len = 5, .cookie = 77 };
+	struct rn_notify_request req = { .flags = RN_NOTIFY_WANT_COMPLETION,
+					 .out = &o, .count = 1,
+					 .native_before = 5 };
+
+	h_peer_connect(h, CAPS, false);
+	endpoint_of(h, H_PEER_NAME, &req.ep_slot, &req.generation);
+	assert_int_equal(hand_off(h, &req), 1);
+	assert_int_equal(h_peer_recv(h, H_WAIT_MS), 1);
+	assert_int_equal(h->last.type, RN_PROTO_NOTIFY);
+	assert_int_equal(h->last.notify.native_before, 5);
+	assert_int_equal(h->last.notify.name_len, 2);
+	assert_memory_equal(h->last.notify.name, "kv", 2);
+	assert_int_equal(h->last.notify.msg_len, 5);
+	assert_memory_equal(h->last.notify.msg, "hello", 5);
+	assert_int_equal(__atomic_load_n(&h->last_req->tcp_queued,
+					 __ATOMIC_ACQUIRE), 1);
+	expect_completion(h, 77);
+	/* Without the flag: no report. */
+	req.flags = 0;
+	assert_int_equal(hand_off(h, &req), 1);
+	assert_int_equal(h_peer_recv(h, H_WAIT_MS), 1);
+	assert_int_equal(rte_ring_count(h->completions), 0);
+	assert_int_equal(h->last_req->tcp_queued, 2);
+}
+
+/* A send of another incarnation, or to an endpoint without a connection,
+ * is answered -ENOTCONN and sends nothing. */
+static void
+test_send_not_connected(void **state)
+{
+	struct h_plane *h = *state;
+	struct rn_notify_out o = { .name = "kv", .name_len = 2, .msg = "x",
+				   .msg_len = 1 };
+	struct rn_notify_request req = { .out = &o, .count = 1 };
+	uint32_t generation;
+
+	h_peer_connect(h, CAPS, false);
+	endpoint_of(h, H_PEER_NAME, &req.ep_slot, &generation);
+	req.generation = generation + 1;
+	assert_int_equal(hand_off(h, &req), -ENOTCONN);
+	req.generation = generation - 1;
+	assert_int_equal(hand_off(h, &req), -ENOTCONN);
+	req.ep_slot = RN_MAX_ENDPOINTS - 1;
+	assert_int_equal(hand_off(h, &req), -ENOTCONN);
+	assert_int_equal(h_peer_recv(h, QUIET_MS), 0);
+	assert_int_equal(h->last_req->tcp_queued, 0);
+}
+
+/* A peer that does not read: sends get -EAGAIN once about 1 MiB waits on
+ * the connection, which stays up; every frame queued before arrives, in
+ * order, and sends go again once the peer has read them. */
+static void
+test_send_backpressure(void **state)
+{
+	struct h_plane *h = *state;
+	static char msg[60000];
+	struct rn_notify_out o = { .name = "kv", .name_len = 2, .msg = msg,
+				   .msg_len = sizeof(msg) };
+	struct rn_notify_request req = { .out = &o, .count = 1 };
+	unsigned int sent = 0;
+	struct rn_ep_info info;
+	int64_t rc;
+
+	h->rcvbuf = 4096;
+	h_peer_connect(h, CAPS, false);
+	endpoint_of(h, H_PEER_NAME, &req.ep_slot, &req.generation);
+	while ((rc = hand_off(h, &req)) == 1) {
+		req.native_before = ++sent;
+		if (sent > 1000)
+			fail_msg("no backpressure after %u sends", sent);
+	}
+	print_message("# -EAGAIN after %u sends of %zu bytes\n", sent,
+		      sizeof(msg));
+	assert_int_equal(rc, -EAGAIN);
+	assert_true(sent >= (1u << 20) / sizeof(msg));
+	assert_int_equal(h->last_req->tcp_queued, sent);
+	assert_true(h_info(h, H_PEER_NAME, &info));
+	assert_int_equal(info.state, RN_EP_CONNECTED);
+	for (unsigned int i = 0; i < sent; i++) {
+		assert_int_equal(h_peer_recv(h, H_WAIT_MS), 1);
+		assert_int_equal(h->last.type, RN_PROTO_NOTIFY);
+		assert_int_equal(h->last.notify.native_before, i);
+	}
+	assert_int_equal(hand_off(h, &req), 1);
+}
+
+static void
+peer_notify(struct h_plane *h, uint32_t native_before, const char *msg)
+{
+	uint8_t frame[256];
+
+	h_peer_send(h, frame, rn_proto_encode_notify(frame, sizeof(frame),
+			native_before, "kv", 2, msg, (uint32_t)strlen(msg)));
+}
+
+/* NOTIFY frames from the peer go to the application's ring in order, each
+ * with its place; when the ring is full the rest wait unread on the
+ * connection (not dropped, the endpoint not failed) until it has room. */
+static void
+test_receive_held_while_full(void **state)
+{
+	struct h_plane *h = *state;
+	const char *msgs[] = { "m0", "m1", "m2", "m3", "m4", "m5", "m6" };
+	uint32_t slot, generation;
+	struct rn_ep_info info;
+
+	h_peer_connect(h, CAPS, false);
+	endpoint_of(h, H_PEER_NAME, &slot, &generation);
+	for (unsigned int i = 0; i < RTE_DIM(msgs); i++)
+		peer_notify(h, 10 + i, msgs[i]);
+	h_sleep_ms(QUIET_MS);
+	assert_int_equal(rte_ring_count(h->tcp_in), H_TCP_IN_ROOM);
+	assert_true(h_info(h, H_PEER_NAME, &info));
+	assert_int_equal(info.state, RN_EP_CONNECTED);
+	for (unsigned int i = 0; i < RTE_DIM(msgs); i++)
+		expect_delivery(h, slot, generation, i, 10 + i, "kv", msgs[i]);
+	h_sleep_ms(QUIET_MS);
+	assert_int_equal(rte_ring_count(h->tcp_in), 0);
+	assert_true(h_info(h, H_PEER_NAME, &info));
+	assert_int_equal(info.state, RN_EP_CONNECTED);
+}
+
+/* The same with frames as large as a notification gets: one fills most
+ * of the connection's receive buffer. */
+static void
+test_receive_large_held(void **state)
+{
+	struct h_plane *h = *state;
+	static uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD];
+	static char msg[RN_NOTIFY_MAX_PAYLOAD - 2 + 1];
+	uint32_t slot, generation;
+	struct rn_notify_delivery d;
+	unsigned int got = 0;
+	uint64_t until;
+
+	memset(msg, 'x', sizeof(msg) - 1);
+	h_peer_connect(h, CAPS, false);
+	endpoint_of(h, H_PEER_NAME, &slot, &generation);
+	for (unsigned int i = 0; i < 12; i++) {
+		msg[0] = (char)('a' + i);
+		h_peer_send(h, frame, rn_proto_encode_notify(frame,
+				sizeof(frame), i, "kv", 2, msg,
+				(uint32_t)strlen(msg)));
+	}
+	until = h_now_ms() + H_WAIT_MS;
+	while (got < 12) {
+		struct rn_notify_view v = { 0 };
+
+		if (h_now_ms() > until) {
+			h_print(h, H_PEER_NAME);
+			fail_msg("%u of 12 large notifications delivered", got);
+		}
+		if (rte_ring_sc_dequeue_elem(h->tcp_in, &d, sizeof(d)) != 0) {
+			h_sleep_ms(1);
+			continue;
+		}
+		assert_int_equal(d.pos, got);
+		assert_int_equal(rn_notify_frame_read(d.frame, d.len, &v), 0);
+		assert_int_equal(v.msg_len, strlen(msg));
+		assert_int_equal(v.msg[0], 'a' + got);
+		free(d.frame);
+		got++;
+		h_sleep_ms(20);   /* a slow application: the ring fills */
+	}
+}
+
+/* To this node itself: connected at first use, without a connection;
+ * a send goes straight to the application's ring, and a full ring is
+ * backpressure. */
+static void
+test_send_to_self(void **state)
+{
+	struct h_plane *h = *state;
+	struct rn_notify_out o = { .name = "kv", .name_len = 2, .msg = "me",
+				   .msg_len = 2, .cookie = 9 };
+	struct rn_notify_request req = { .flags = RN_NOTIFY_WANT_COMPLETION,
+					 .out = &o, .count = 1,
+					 .native_before = 3 };
+	uint32_t slot;
+
+	endpoint_of(h, "a", &slot, &req.generation);
+	req.ep_slot = slot;
+	assert_int_equal(hand_off(h, &req), -ENOTCONN);
+	assert_int_equal(rte_ring_mp_enqueue_elem(h->uses, &slot, sizeof(slot)),
+			 0);
+	assert_true(h_wait_state(h, "a", RN_EP_CONNECTED));
+	endpoint_of(h, "a", &slot, &req.generation);
+	for (unsigned int i = 0; i < H_TCP_IN_ROOM; i++)
+		assert_int_equal(hand_off(h, &req), 1);
+	assert_int_equal(hand_off(h, &req), -EAGAIN);
+	assert_int_equal(rte_ring_count(h->completions), H_TCP_IN_ROOM);
+	for (unsigned int i = 0; i < H_TCP_IN_ROOM; i++) {
+		expect_delivery(h, slot, req.generation, i, 3, "kv", "me");
+		expect_completion(h, 9);
+	}
+	assert_int_equal(h->last_req->tcp_queued, H_TCP_IN_ROOM);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_send, setup, h_teardown),
+		cmocka_unit_test_setup_teardown(test_send_not_connected, setup,
+						h_teardown),
+		cmocka_unit_test_setup_teardown(test_send_backpressure, setup,
+						h_teardown),
+		cmocka_unit_test_setup_teardown(test_receive_held_while_full,
+						setup, h_teardown),
+		cmocka_unit_test_setup_teardown(test_receive_large_held, setup,
+						h_teardown),
+		cmocka_unit_test_setup_teardown(test_send_to_self, setup,
+						h_teardown),
+	};
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+
+	rte_eal_cleanup();
+	return failed;
+}
