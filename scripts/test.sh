@@ -18,12 +18,10 @@ configure() { # dir, extra meson options...
 
 configure build
 meson compile -C build
+# Every external symbol of the static libraries carries the rn_ prefix:
+# checked before the tests, so a bare name fails fast.
+scripts/check-symbols.sh build
 meson test -C build --print-errorlogs
-# Every external symbol of the static libraries carries the rn_ prefix.
-# Off unless RNOTIFY_CHECK_SYMBOLS=1 until the renames have all landed.
-if [[ ${RNOTIFY_CHECK_SYMBOLS:-0} == 1 ]]; then
-  scripts/check-symbols.sh build
-fi
 
 # Second build: clang with AddressSanitizer + UndefinedBehaviorSanitizer and
 # the libFuzzer targets. The sanitizers see the unit tests and the

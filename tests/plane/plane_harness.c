@@ -28,7 +28,7 @@ static bool eal_up;
 static unsigned int ring_serial;
 
 uint64_t
-h_now_ms(void)
+rn_ph_now_ms(void)
 {
 	struct timespec ts;
 
@@ -37,7 +37,7 @@ h_now_ms(void)
 }
 
 void
-h_sleep_ms(uint32_t ms)
+rn_ph_sleep_ms(uint32_t ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
@@ -63,7 +63,7 @@ eal_once(void)
 
 /* From the control thread: no cmocka assertion may fail here. */
 static void
-answer(struct h_plane *h, uint16_t type, int32_t arg, uint64_t cookie)
+answer(struct rn_ph_plane *h, uint16_t type, int32_t arg, uint64_t cookie)
 {
 	struct rn_lcore_event ev = { .type = type, .lcore_id = 5, .arg = arg,
 				     .cookie = cookie };
@@ -93,7 +93,7 @@ open_qps(struct rn_ep_request *req)
 
 /* The worker's answer to cmd, as rn_lcore_run() would give it. */
 static void
-execute(struct h_plane *h, const struct rn_lcore_cmd *cmd)
+execute(struct rn_ph_plane *h, const struct rn_lcore_cmd *cmd)
 {
 	struct rn_ep_request *req = (void *)(uintptr_t)cmd->cookie;
 
@@ -134,7 +134,7 @@ execute(struct h_plane *h, const struct rn_lcore_cmd *cmd)
 static void
 tick(struct rn_control *ctl, void *arg)
 {
-	struct h_plane *h = arg;
+	struct rn_ph_plane *h = arg;
 	struct rn_lcore_cmd cmd;
 	struct rn_lcore_event ev;
 	unsigned int kept = 0;
@@ -180,16 +180,16 @@ tick(struct rn_control *ctl, void *arg)
 static void *
 control_thread(void *arg)
 {
-	struct h_plane *h = arg;
+	struct rn_ph_plane *h = arg;
 
 	rn_control_run(h->ctl);
 	return NULL;
 }
 
-struct h_plane *
-h_start(const char *name, uint32_t timeout_ms, bool notify)
+struct rn_ph_plane *
+rn_ph_start(const char *name, uint32_t timeout_ms, bool notify)
 {
-	struct h_plane *h = calloc(1, sizeof(*h));
+	struct rn_ph_plane *h = calloc(1, sizeof(*h));
 	char ring[RTE_RING_NAMESIZE], why[160] = "";
 
 	assert_non_null(h);
@@ -204,22 +204,22 @@ h_start(const char *name, uint32_t timeout_ms, bool notify)
 	h->cfg.control.dead_after_ms = 120000;
 	h->cfg.notify.enabled = notify;
 	h->cfg.nic.data_qps = 1;
-	snprintf(ring, sizeof(ring), "h_cmd_%u", ring_serial);
+	snprintf(ring, sizeof(ring), "rn_ph_cmd_%u", ring_serial);
 	h->lc.cmd_ring = rte_ring_create_elem(ring, sizeof(struct rn_lcore_cmd),
 					      RN_LCORE_RING_SIZE, SOCKET_ID_ANY,
 					      RING_F_SP_ENQ | RING_F_SC_DEQ);
-	snprintf(ring, sizeof(ring), "h_ev_%u", ring_serial);
+	snprintf(ring, sizeof(ring), "rn_ph_ev_%u", ring_serial);
 	h->events = rte_ring_create_elem(ring, sizeof(struct rn_lcore_event),
 					 RN_LCORE_RING_SIZE, SOCKET_ID_ANY,
 					 RING_F_SC_DEQ);
-	snprintf(ring, sizeof(ring), "h_uses_%u", ring_serial);
+	snprintf(ring, sizeof(ring), "rn_ph_uses_%u", ring_serial);
 	h->uses = rte_ring_create_elem(ring, sizeof(uint32_t), 64, SOCKET_ID_ANY,
 				       RING_F_SC_DEQ);
-	snprintf(ring, sizeof(ring), "h_in_%u", ring_serial);
+	snprintf(ring, sizeof(ring), "rn_ph_in_%u", ring_serial);
 	h->tcp_in = rte_ring_create_elem(ring, sizeof(struct rn_notify_delivery),
 					 H_TCP_IN_ROOM + 1, SOCKET_ID_ANY,
 					 RING_F_SP_ENQ | RING_F_SC_DEQ);
-	snprintf(ring, sizeof(ring), "h_done_%u", ring_serial++);
+	snprintf(ring, sizeof(ring), "rn_ph_done_%u", ring_serial++);
 	h->completions = rte_ring_create_elem(ring, sizeof(struct rn_notify_event),
 					      64, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	assert_non_null(h->uses);
@@ -241,7 +241,7 @@ h_start(const char *name, uint32_t timeout_ms, bool notify)
 }
 
 void
-h_stop(struct h_plane *h)
+rn_ph_stop(struct rn_ph_plane *h)
 {
 	struct rn_notify_delivery d;
 
@@ -265,14 +265,14 @@ h_stop(struct h_plane *h)
 }
 
 int
-h_teardown(void **state)
+rn_ph_teardown(void **state)
 {
-	h_stop(*state);
+	rn_ph_stop(*state);
 	return 0;
 }
 
 void
-h_event(struct h_plane *h, uint16_t type, int32_t arg, uint64_t cookie)
+rn_ph_event(struct rn_ph_plane *h, uint16_t type, int32_t arg, uint64_t cookie)
 {
 	struct rn_lcore_event ev = { .type = type, .lcore_id = 5, .arg = arg,
 				     .cookie = cookie };
@@ -282,19 +282,19 @@ h_event(struct h_plane *h, uint16_t type, int32_t arg, uint64_t cookie)
 }
 
 void
-h_bay_free(struct h_plane *h, bool after_drop)
+rn_ph_bay_free(struct rn_ph_plane *h, bool after_drop)
 {
-	h_event(h, RN_LCORE_EVENT_BAY_FREE, after_drop ? 1 : 0, 0);
+	rn_ph_event(h, RN_LCORE_EVENT_BAY_FREE, after_drop ? 1 : 0, 0);
 }
 
 void
-h_hold(struct h_plane *h, uint32_t type, bool on)
+rn_ph_hold(struct rn_ph_plane *h, uint32_t type, bool on)
 {
 	__atomic_store_n(&h->hold[type], on, __ATOMIC_RELEASE);
 }
 
 unsigned int
-h_cmd_count(struct h_plane *h, uint32_t type)
+rn_ph_cmd_count(struct rn_ph_plane *h, uint32_t type)
 {
 	unsigned int n = __atomic_load_n(&h->n_cmds, __ATOMIC_ACQUIRE), count = 0;
 
@@ -304,20 +304,20 @@ h_cmd_count(struct h_plane *h, uint32_t type)
 }
 
 bool
-h_wait_cmds(struct h_plane *h, uint32_t type, unsigned int n)
+rn_ph_wait_cmds(struct rn_ph_plane *h, uint32_t type, unsigned int n)
 {
-	uint64_t until = h_now_ms() + H_WAIT_MS;
+	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
 
-	while (h_cmd_count(h, type) < n) {
-		if (h_now_ms() > until)
+	while (rn_ph_cmd_count(h, type) < n) {
+		if (rn_ph_now_ms() > until)
 			return false;
-		h_sleep_ms(1);
+		rn_ph_sleep_ms(1);
 	}
 	return true;
 }
 
 bool
-h_info(struct h_plane *h, const char *name, struct rn_ep_info *out)
+rn_ph_info(struct rn_ph_plane *h, const char *name, struct rn_ep_info *out)
 {
 	static struct rn_ep_info all[RN_MAX_ENDPOINTS];
 	unsigned int n = rn_plane_snapshot(h->pl, all, RN_MAX_ENDPOINTS);
@@ -332,40 +332,40 @@ h_info(struct h_plane *h, const char *name, struct rn_ep_info *out)
 }
 
 bool
-h_wait_state(struct h_plane *h, const char *name, enum rn_ep_state state)
+rn_ph_wait_state(struct rn_ph_plane *h, const char *name, enum rn_ep_state state)
 {
-	uint64_t until = h_now_ms() + H_WAIT_MS;
+	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
 	struct rn_ep_info info;
 
-	while (!h_info(h, name, &info) || info.state != state) {
-		if (h_now_ms() > until)
+	while (!rn_ph_info(h, name, &info) || info.state != state) {
+		if (rn_ph_now_ms() > until)
 			return false;
-		h_sleep_ms(1);
+		rn_ph_sleep_ms(1);
 	}
 	return true;
 }
 
 bool
-h_wait_native(struct h_plane *h, const char *name, bool native)
+rn_ph_wait_native(struct rn_ph_plane *h, const char *name, bool native)
 {
-	uint64_t until = h_now_ms() + H_WAIT_MS;
+	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
 	struct rn_ep_info info;
 
-	while (!h_info(h, name, &info) || info.native != native) {
-		if (h_now_ms() > until)
+	while (!rn_ph_info(h, name, &info) || info.native != native) {
+		if (rn_ph_now_ms() > until)
 			return false;
-		h_sleep_ms(1);
+		rn_ph_sleep_ms(1);
 	}
 	return true;
 }
 
 void
-h_print(struct h_plane *h, const char *name)
+rn_ph_print(struct rn_ph_plane *h, const char *name)
 {
 	struct rn_ep_info i;
 	unsigned int n = __atomic_load_n(&h->n_cmds, __ATOMIC_ACQUIRE);
 
-	if (!h_info(h, name, &i)) {
+	if (!rn_ph_info(h, name, &i)) {
 		print_message("# no endpoint %s\n", name);
 		return;
 	}
@@ -379,21 +379,21 @@ h_print(struct h_plane *h, const char *name)
 }
 
 void
-h_peer_send(struct h_plane *h, const uint8_t *frame, size_t len)
+rn_ph_peer_send(struct rn_ph_plane *h, const uint8_t *frame, size_t len)
 {
 	assert_true(len > 0);
 	assert_int_equal(send(h->fd, frame, len, MSG_NOSIGNAL), (ssize_t)len);
 }
 
 void
-h_peer_send_step(struct h_plane *h, uint8_t step, uint8_t reason,
+rn_ph_peer_send_step(struct rn_ph_plane *h, uint8_t step, uint8_t reason,
 		 uint16_t offer)
 {
-	h_peer_send_step_of(h, H_PEER_GENERATION, step, reason, offer);
+	rn_ph_peer_send_step_of(h, H_PEER_GENERATION, step, reason, offer);
 }
 
 void
-h_peer_send_step_of(struct h_plane *h, uint32_t generation, uint8_t step,
+rn_ph_peer_send_step_of(struct rn_ph_plane *h, uint32_t generation, uint8_t step,
 		    uint8_t reason, uint16_t offer)
 {
 	uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_NOTIFY_QP_FIXED +
@@ -403,15 +403,15 @@ h_peer_send_step_of(struct h_plane *h, uint32_t generation, uint8_t step,
 				  .credits = 16 };
 	bool with_qp = step == RN_NOTIFY_QP_OFFER || step == RN_NOTIFY_QP_ACCEPT;
 
-	h_peer_send(h, frame, rn_proto_encode_notify_qp(frame, sizeof(frame),
+	rn_ph_peer_send(h, frame, rn_proto_encode_notify_qp(frame, sizeof(frame),
 			generation, step, reason, offer,
 			with_qp ? &qp : NULL));
 }
 
 int
-h_peer_recv(struct h_plane *h, uint32_t wait_ms)
+rn_ph_peer_recv(struct rn_ph_plane *h, uint32_t wait_ms)
 {
-	uint64_t until = h_now_ms() + wait_ms;
+	uint64_t until = rn_ph_now_ms() + wait_ms;
 
 	for (;;) {
 		char why[160];
@@ -435,7 +435,7 @@ h_peer_recv(struct h_plane *h, uint32_t wait_ms)
 				continue;
 			return 1;
 		}
-		now = h_now_ms();
+		now = rn_ph_now_ms();
 		if (now >= until)
 			return 0;
 		if (poll(&p, 1, (int)(until - now)) <= 0)
@@ -448,9 +448,9 @@ h_peer_recv(struct h_plane *h, uint32_t wait_ms)
 }
 
 uint16_t
-h_expect_step(struct h_plane *h, uint8_t step)
+rn_ph_expect_step(struct rn_ph_plane *h, uint8_t step)
 {
-	int rc = h_peer_recv(h, H_WAIT_MS);
+	int rc = rn_ph_peer_recv(h, H_WAIT_MS);
 
 	if (rc != 1)
 		fail_msg("expected NOTIFY_QP step %u, got %s", step,
@@ -464,7 +464,7 @@ h_expect_step(struct h_plane *h, uint8_t step)
 }
 
 void
-h_peer_connect(struct h_plane *h, uint32_t caps, bool native)
+rn_ph_peer_connect(struct rn_ph_plane *h, uint32_t caps, bool native)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_port = htons(rn_plane_port(h->pl)) };
@@ -489,14 +489,14 @@ h_peer_connect(struct h_plane *h, uint32_t caps, bool native)
 		assert_int_equal(setsockopt(h->fd, SOL_SOCKET, SO_RCVBUF,
 					    &h->rcvbuf, sizeof(h->rcvbuf)), 0);
 	assert_int_equal(connect(h->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	h_peer_send(h, frame, rn_proto_encode_hello(frame, sizeof(frame),
+	rn_ph_peer_send(h, frame, rn_proto_encode_hello(frame, sizeof(frame),
 						    RN_PROTO_HELLO, &hello));
-	assert_int_equal(h_peer_recv(h, H_WAIT_MS), 1);
+	assert_int_equal(rn_ph_peer_recv(h, H_WAIT_MS), 1);
 	assert_int_equal(h->last.type, RN_PROTO_ACCEPT);
-	h_peer_send(h, frame, rn_proto_encode_ready(frame, sizeof(frame),
+	rn_ph_peer_send(h, frame, rn_proto_encode_ready(frame, sizeof(frame),
 						    H_PEER_GENERATION));
-	if (!h_wait_state(h, H_PEER_NAME, RN_EP_CONNECTED)) {
-		h_print(h, H_PEER_NAME);
+	if (!rn_ph_wait_state(h, H_PEER_NAME, RN_EP_CONNECTED)) {
+		rn_ph_print(h, H_PEER_NAME);
 		fail_msg("the plane did not connect the peer");
 	}
 }

@@ -9,7 +9,8 @@
  * is the test itself on a real TCP socket on loopback, speaking the wire
  * protocol frame by frame. The plane runs on its own control thread; the
  * test thread sees it through its thread-safe snapshot, the commands the
- * fake worker took, and the frames on the socket.
+ * fake worker took, and the frames on the socket. Its names start rn_ph_
+ * (plane harness), as every library symbol carries rn_.
  */
 
 #include <pthread.h>
@@ -27,7 +28,7 @@
 #define H_WAIT_MS 3000             /* a step the plane must take by then */
 #define H_TCP_IN_ROOM 3            /* deliveries tcp_in holds (ring of 4) */
 
-struct h_plane {
+struct rn_ph_plane {
 	struct rn_config cfg;
 	struct rn_control *ctl;
 	struct rn_lcore lc;
@@ -62,51 +63,51 @@ struct h_plane {
 
 /* A plane named name with [control] connect_timeout_ms timeout_ms and
  * [notify] enabled = notify. */
-struct h_plane *h_start(const char *name, uint32_t timeout_ms, bool notify);
-void h_stop(struct h_plane *h);
-/* cmocka teardown: h_stop(*state). */
-int h_teardown(void **state);
+struct rn_ph_plane *rn_ph_start(const char *name, uint32_t timeout_ms, bool notify);
+void rn_ph_stop(struct rn_ph_plane *h);
+/* cmocka teardown: rn_ph_stop(*state). */
+int rn_ph_teardown(void **state);
 
 /* Post an event as the worker lcore would. */
-void h_event(struct h_plane *h, uint16_t type, int32_t arg, uint64_t cookie);
+void rn_ph_event(struct rn_ph_plane *h, uint16_t type, int32_t arg, uint64_t cookie);
 /* A bay came back on the worker (after_drop: after a NOTIFY_DROP). */
-void h_bay_free(struct h_plane *h, bool after_drop);
+void rn_ph_bay_free(struct rn_ph_plane *h, bool after_drop);
 /* Set or clear the hold on answers to commands of type. */
-void h_hold(struct h_plane *h, uint32_t type, bool on);
+void rn_ph_hold(struct rn_ph_plane *h, uint32_t type, bool on);
 
 /* Commands of type the fake worker has taken so far. */
-unsigned int h_cmd_count(struct h_plane *h, uint32_t type);
+unsigned int rn_ph_cmd_count(struct rn_ph_plane *h, uint32_t type);
 /* Wait until n commands of type were taken; false after H_WAIT_MS. */
-bool h_wait_cmds(struct h_plane *h, uint32_t type, unsigned int n);
+bool rn_ph_wait_cmds(struct rn_ph_plane *h, uint32_t type, unsigned int n);
 
 /* The published endpoint named name (false when there is none). */
-bool h_info(struct h_plane *h, const char *name, struct rn_ep_info *out);
+bool rn_ph_info(struct rn_ph_plane *h, const char *name, struct rn_ep_info *out);
 /* Wait until the endpoint named name is in state; false after H_WAIT_MS. */
-bool h_wait_state(struct h_plane *h, const char *name, enum rn_ep_state state);
+bool rn_ph_wait_state(struct rn_ph_plane *h, const char *name, enum rn_ep_state state);
 /* Wait until its native flag is native; false after H_WAIT_MS. */
-bool h_wait_native(struct h_plane *h, const char *name, bool native);
-void h_print(struct h_plane *h, const char *name);
+bool rn_ph_wait_native(struct rn_ph_plane *h, const char *name, bool native);
+void rn_ph_print(struct rn_ph_plane *h, const char *name);
 
 /* The peer calls the plane and completes the handshake: with caps, and
  * a notify QP when native. Fails the test if the plane does not connect. */
-void h_peer_connect(struct h_plane *h, uint32_t caps, bool native);
+void rn_ph_peer_connect(struct rn_ph_plane *h, uint32_t caps, bool native);
 /* Send bytes as the peer. */
-void h_peer_send(struct h_plane *h, const uint8_t *frame, size_t len);
-void h_peer_send_step(struct h_plane *h, uint8_t step, uint8_t reason,
+void rn_ph_peer_send(struct rn_ph_plane *h, const uint8_t *frame, size_t len);
+void rn_ph_peer_send_step(struct rn_ph_plane *h, uint8_t step, uint8_t reason,
 		      uint16_t offer);
 /* The same, as if from the peer's incarnation generation. */
-void h_peer_send_step_of(struct h_plane *h, uint32_t generation, uint8_t step,
+void rn_ph_peer_send_step_of(struct rn_ph_plane *h, uint32_t generation, uint8_t step,
 			 uint8_t reason, uint16_t offer);
 /*
  * The next frame from the plane other than a HEARTBEAT, in h->last, within
  * wait_ms. Returns 1, 0 when none came, -1 when the plane closed the
  * connection.
  */
-int h_peer_recv(struct h_plane *h, uint32_t wait_ms);
+int rn_ph_peer_recv(struct rn_ph_plane *h, uint32_t wait_ms);
 /* The next frame, which must be NOTIFY_QP step; returns its offer. */
-uint16_t h_expect_step(struct h_plane *h, uint8_t step);
+uint16_t rn_ph_expect_step(struct rn_ph_plane *h, uint8_t step);
 
-uint64_t h_now_ms(void);
-void h_sleep_ms(uint32_t ms);
+uint64_t rn_ph_now_ms(void);
+void rn_ph_sleep_ms(uint32_t ms);
 
 #endif /* PLANE_HARNESS_H */

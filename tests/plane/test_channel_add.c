@@ -26,49 +26,49 @@
 static int
 setup_a(void **state)
 {
-	*state = h_start("a", TIMEOUT_MS, true);
+	*state = rn_ph_start("a", TIMEOUT_MS, true);
 	return 0;
 }
 
 static int
 setup_z(void **state)
 {
-	*state = h_start("z", TIMEOUT_MS, true);
+	*state = rn_ph_start("z", TIMEOUT_MS, true);
 	return 0;
 }
 
 static int
 setup_off(void **state)
 {
-	*state = h_start("a", TIMEOUT_MS, false);
+	*state = rn_ph_start("a", TIMEOUT_MS, false);
 	return 0;
 }
 
 static void
-expect_cmds(struct h_plane *h, uint32_t type, unsigned int n)
+expect_cmds(struct rn_ph_plane *h, uint32_t type, unsigned int n)
 {
-	if (!h_wait_cmds(h, type, n)) {
-		h_print(h, H_PEER_NAME);
+	if (!rn_ph_wait_cmds(h, type, n)) {
+		rn_ph_print(h, H_PEER_NAME);
 		fail_msg("expected %u command(s) of type %u, got %u", n, type,
-			 h_cmd_count(h, type));
+			 rn_ph_cmd_count(h, type));
 	}
-	h_sleep_ms(5);   /* no more than n either */
-	if (h_cmd_count(h, type) != n) {
-		h_print(h, H_PEER_NAME);
+	rn_ph_sleep_ms(5);   /* no more than n either */
+	if (rn_ph_cmd_count(h, type) != n) {
+		rn_ph_print(h, H_PEER_NAME);
 		fail_msg("expected %u command(s) of type %u, got %u", n, type,
-			 h_cmd_count(h, type));
+			 rn_ph_cmd_count(h, type));
 	}
 }
 
 static void
-expect_native(struct h_plane *h, bool native, uint64_t added)
+expect_native(struct rn_ph_plane *h, bool native, uint64_t added)
 {
 	struct rn_ep_info info;
 
-	if (!h_wait_native(h, H_PEER_NAME, native) ||
-	    !h_info(h, H_PEER_NAME, &info) || info.native_added != added ||
+	if (!rn_ph_wait_native(h, H_PEER_NAME, native) ||
+	    !rn_ph_info(h, H_PEER_NAME, &info) || info.native_added != added ||
 	    info.state != RN_EP_CONNECTED) {
-		h_print(h, H_PEER_NAME);
+		rn_ph_print(h, H_PEER_NAME);
 		fail_msg("expected native %d after %lu added", native,
 			 (unsigned long)added);
 	}
@@ -76,10 +76,10 @@ expect_native(struct h_plane *h, bool native, uint64_t added)
 
 /* The peer sees nothing from the plane for a while. */
 static void
-expect_silence(struct h_plane *h)
+expect_silence(struct rn_ph_plane *h)
 {
-	if (h_peer_recv(h, QUIET_MS) != 0) {
-		h_print(h, H_PEER_NAME);
+	if (rn_ph_peer_recv(h, QUIET_MS) != 0) {
+		rn_ph_print(h, H_PEER_NAME);
 		fail_msg("unexpected %s (step %u)",
 			 rn_proto_type_name(h->last.type),
 			 h->last.notify_qp.step);
@@ -88,28 +88,28 @@ expect_silence(struct h_plane *h)
 
 /* A bay comes back: the plane opens a QP and offers it; the offer's number. */
 static uint16_t
-plane_offers(struct h_plane *h, unsigned int nth)
+plane_offers(struct rn_ph_plane *h, unsigned int nth)
 {
-	h_bay_free(h, false);
+	rn_ph_bay_free(h, false);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_OPEN, nth);
-	return h_expect_step(h, RN_NOTIFY_QP_OFFER);
+	return rn_ph_expect_step(h, RN_NOTIFY_QP_OFFER);
 }
 
 /* Idle -> opening -> offered -> connecting -> idle, native. */
 static void
 test_our_offer_accepted(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	uint16_t offer;
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	expect_native(h, false, 0);
 	offer = plane_offers(h, 1);
 	assert_true(h->last.notify_qp.qp.kind == RN_PROTO_QP_NOTIFY);
 	assert_int_equal(h->last.notify_qp.qp.qpn, 0x300);
-	h_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_CONNECT, 1);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_READY), offer);
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_READY), offer);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_ENABLE, 1);
 	expect_native(h, true, 1);
 	/* The peer's QP went into the endpoint's record for the lcore. */
@@ -121,14 +121,14 @@ test_our_offer_accepted(void **state)
 static void
 test_refused_disabled(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	uint16_t offer;
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	offer = plane_offers(h, 1);
-	h_peer_send_step(h, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_DISABLED, offer);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_DISABLED, offer);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_DROP, 1);
-	h_bay_free(h, false);
+	rn_ph_bay_free(h, false);
 	expect_silence(h);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_OPEN, 1);
 	expect_native(h, false, 0);
@@ -139,14 +139,14 @@ test_refused_disabled(void **state)
 static void
 test_refused_no_room(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	uint16_t offer;
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	offer = plane_offers(h, 1);
-	h_peer_send_step(h, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_NO_ROOM, offer);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_NO_ROOM, offer);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_DROP, 1);
-	h_bay_free(h, true);
+	rn_ph_bay_free(h, true);
 	expect_silence(h);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_OPEN, 1);
 	assert_int_equal(plane_offers(h, 2), (uint16_t)(offer + 1));
@@ -157,16 +157,16 @@ test_refused_no_room(void **state)
 static void
 test_refused_busy(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	uint16_t offer;
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	offer = plane_offers(h, 1);
-	h_peer_send_step(h, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_BUSY, offer);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_BUSY, offer);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_DROP, 1);
-	h_bay_free(h, true);
+	rn_ph_bay_free(h, true);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_OPEN, 2);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_OFFER),
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_OFFER),
 			 (uint16_t)(offer + 1));
 }
 
@@ -175,17 +175,17 @@ test_refused_busy(void **state)
 static void
 test_no_answer(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	uint64_t offered_at;
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	plane_offers(h, 1);
-	offered_at = h_now_ms();
-	h_sleep_ms(QUIET_MS);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_DROP), 0);
+	offered_at = rn_ph_now_ms();
+	rn_ph_sleep_ms(QUIET_MS);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_DROP), 0);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_DROP, 1);
-	assert_true(h_now_ms() - offered_at >= TIMEOUT_MS - 10);
-	h_bay_free(h, true);
+	assert_true(rn_ph_now_ms() - offered_at >= TIMEOUT_MS - 10);
+	rn_ph_bay_free(h, true);
 	expect_silence(h);
 	expect_native(h, false, 0);
 	assert_int_equal(plane_offers(h, 2), 2);
@@ -196,19 +196,19 @@ test_no_answer(void **state)
 static void
 test_late_accept(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	struct rn_ep_info info;
 	uint16_t offer;
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	offer = plane_offers(h, 1);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_DROP, 1);
-	h_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
-	assert_true(h_wait_state(h, H_PEER_NAME, RN_EP_CLOSED));
-	assert_true(h_info(h, H_PEER_NAME, &info));
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
+	assert_true(rn_ph_wait_state(h, H_PEER_NAME, RN_EP_CLOSED));
+	assert_true(rn_ph_info(h, H_PEER_NAME, &info));
 	assert_non_null(strstr(info.last_error, "offer given up"));
-	assert_int_equal(h_peer_recv(h, H_WAIT_MS), -1);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_CONNECT), 0);
+	assert_int_equal(rn_ph_peer_recv(h, H_WAIT_MS), -1);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_CONNECT), 0);
 	expect_cmds(h, RN_LCORE_CMD_EP_CLOSE, 1);
 }
 
@@ -217,19 +217,19 @@ test_late_accept(void **state)
 static void
 test_peer_offer_accepted(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 
-	h_peer_connect(h, CAPS, false);
-	h_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 9);
+	rn_ph_peer_connect(h, CAPS, false);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 9);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_OPEN, 1);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_CONNECT, 1);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_ACCEPT), 9);
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_ACCEPT), 9);
 	assert_int_equal(h->last.notify_qp.qp.qpn, 0x300);
-	h_peer_send_step(h, RN_NOTIFY_QP_READY, 0, 8);
-	h_sleep_ms(QUIET_MS);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_ENABLE), 0);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_READY, 0, 8);
+	rn_ph_sleep_ms(QUIET_MS);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_ENABLE), 0);
 	expect_native(h, false, 0);
-	h_peer_send_step(h, RN_NOTIFY_QP_READY, 0, 9);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_READY, 0, 9);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_ENABLE, 1);
 	expect_native(h, true, 1);
 }
@@ -238,17 +238,17 @@ test_peer_offer_accepted(void **state)
 static void
 test_no_ready(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	struct rn_ep_info info;
 
-	h_peer_connect(h, CAPS, false);
-	h_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 4);
-	h_expect_step(h, RN_NOTIFY_QP_ACCEPT);
-	h_sleep_ms(QUIET_MS);
-	assert_true(h_info(h, H_PEER_NAME, &info));
+	rn_ph_peer_connect(h, CAPS, false);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 4);
+	rn_ph_expect_step(h, RN_NOTIFY_QP_ACCEPT);
+	rn_ph_sleep_ms(QUIET_MS);
+	assert_true(rn_ph_info(h, H_PEER_NAME, &info));
 	assert_int_equal(info.state, RN_EP_CONNECTED);
-	assert_true(h_wait_state(h, H_PEER_NAME, RN_EP_CLOSED));
-	assert_true(h_info(h, H_PEER_NAME, &info));
+	assert_true(rn_ph_wait_state(h, H_PEER_NAME, RN_EP_CLOSED));
+	assert_true(rn_ph_info(h, H_PEER_NAME, &info));
 	assert_non_null(strstr(info.last_error, "no READY"));
 }
 
@@ -256,18 +256,18 @@ test_no_ready(void **state)
 static void
 test_peer_offer_no_room(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 
 	h->notify_open_rc = -ENOSPC;
-	h_peer_connect(h, CAPS, false);
-	h_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 3);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_REFUSE), 3);
+	rn_ph_peer_connect(h, CAPS, false);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 3);
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_REFUSE), 3);
 	assert_int_equal(h->last.notify_qp.reason, RN_NOTIFY_QP_NO_ROOM);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_CONNECT), 0);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_CONNECT), 0);
 	/* Idle again: the next offer is taken. */
 	h->notify_open_rc = 0;
-	h_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 4);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_ACCEPT), 4);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 4);
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_ACCEPT), 4);
 }
 
 /* Offers cross and ours goes first: the peer's is refused BUSY, ours goes
@@ -275,18 +275,18 @@ test_peer_offer_no_room(void **state)
 static void
 test_crossing_ours_first(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	uint16_t offer;
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	offer = plane_offers(h, 1);
-	h_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 5);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_REFUSE), 5);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 5);
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_REFUSE), 5);
 	assert_int_equal(h->last.notify_qp.reason, RN_NOTIFY_QP_BUSY);
-	h_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_READY), offer);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_READY), offer);
 	expect_native(h, true, 1);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_OPEN), 1);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_OPEN), 1);
 }
 
 /* Offers cross and the peer's goes first: our open QP answers it (offered
@@ -294,18 +294,18 @@ test_crossing_ours_first(void **state)
 static void
 test_crossing_peers_first(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	uint16_t offer;
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	offer = plane_offers(h, 1);
-	h_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 5);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_ACCEPT), 5);
-	h_peer_send_step(h, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_BUSY, offer);
-	h_peer_send_step(h, RN_NOTIFY_QP_READY, 0, 5);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 5);
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_ACCEPT), 5);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_REFUSE, RN_NOTIFY_QP_BUSY, offer);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_READY, 0, 5);
 	expect_native(h, true, 1);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_OPEN), 1);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_DROP), 0);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_OPEN), 1);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_DROP), 0);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_ENABLE, 1);
 }
 
@@ -314,17 +314,17 @@ test_crossing_peers_first(void **state)
 static void
 test_crossing_while_opening(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 
-	h_peer_connect(h, CAPS, false);
-	h_hold(h, RN_LCORE_CMD_NOTIFY_OPEN, true);
-	h_bay_free(h, false);
+	rn_ph_peer_connect(h, CAPS, false);
+	rn_ph_hold(h, RN_LCORE_CMD_NOTIFY_OPEN, true);
+	rn_ph_bay_free(h, false);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_OPEN, 1);
-	h_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 6);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 6);
 	expect_silence(h);
-	h_hold(h, RN_LCORE_CMD_NOTIFY_OPEN, false);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_ACCEPT), 6);
-	h_peer_send_step(h, RN_NOTIFY_QP_READY, 0, 6);
+	rn_ph_hold(h, RN_LCORE_CMD_NOTIFY_OPEN, false);
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_ACCEPT), 6);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_READY, 0, 6);
 	expect_native(h, true, 1);
 }
 
@@ -332,18 +332,18 @@ test_crossing_while_opening(void **state)
 static void
 test_busy_when_native(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 
-	h_peer_connect(h, CAPS, false);
-	h_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 1);
-	h_expect_step(h, RN_NOTIFY_QP_ACCEPT);
-	h_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 2);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_REFUSE), 2);
+	rn_ph_peer_connect(h, CAPS, false);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 1);
+	rn_ph_expect_step(h, RN_NOTIFY_QP_ACCEPT);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 2);
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_REFUSE), 2);
 	assert_int_equal(h->last.notify_qp.reason, RN_NOTIFY_QP_BUSY);
-	h_peer_send_step(h, RN_NOTIFY_QP_READY, 0, 1);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_READY, 0, 1);
 	expect_native(h, true, 1);
-	h_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 3);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_REFUSE), 3);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 3);
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_REFUSE), 3);
 	assert_int_equal(h->last.notify_qp.reason, RN_NOTIFY_QP_BUSY);
 }
 
@@ -351,27 +351,27 @@ test_busy_when_native(void **state)
 static void
 test_disabled_refuses(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 
-	h_peer_connect(h, CAPS, false);
-	h_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 1);
-	assert_int_equal(h_expect_step(h, RN_NOTIFY_QP_REFUSE), 1);
+	rn_ph_peer_connect(h, CAPS, false);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_OFFER, 0, 1);
+	assert_int_equal(rn_ph_expect_step(h, RN_NOTIFY_QP_REFUSE), 1);
 	assert_int_equal(h->last.notify_qp.reason, RN_NOTIFY_QP_DISABLED);
-	h_bay_free(h, false);
+	rn_ph_bay_free(h, false);
 	expect_silence(h);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_OPEN), 0);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_OPEN), 0);
 }
 
 /* Steps of another incarnation of the peer are ignored. */
 static void
 test_other_generation_ignored(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 
-	h_peer_connect(h, CAPS, false);
-	h_peer_send_step_of(h, H_PEER_GENERATION + 1, RN_NOTIFY_QP_OFFER, 0, 1);
+	rn_ph_peer_connect(h, CAPS, false);
+	rn_ph_peer_send_step_of(h, H_PEER_GENERATION + 1, RN_NOTIFY_QP_OFFER, 0, 1);
 	expect_silence(h);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_OPEN), 0);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_OPEN), 0);
 }
 
 /* Native, then the peer's notify QP fails (CLOSED): ours closes, the
@@ -379,20 +379,20 @@ test_other_generation_ignored(void **state)
 static void
 test_closed_by_peer(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	uint16_t offer;
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	offer = plane_offers(h, 1);
-	h_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
-	h_expect_step(h, RN_NOTIFY_QP_READY);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
+	rn_ph_expect_step(h, RN_NOTIFY_QP_READY);
 	expect_native(h, true, 1);
-	h_peer_send_step(h, RN_NOTIFY_QP_CLOSED, 0, 0);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_CLOSED, 0, 0);
 	expect_cmds(h, RN_LCORE_CMD_NOTIFY_CLOSE, 1);
 	expect_native(h, false, 1);
 	offer = plane_offers(h, 2);
-	h_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
-	h_expect_step(h, RN_NOTIFY_QP_READY);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
+	rn_ph_expect_step(h, RN_NOTIFY_QP_READY);
 	expect_native(h, true, 2);
 }
 
@@ -401,58 +401,58 @@ test_closed_by_peer(void **state)
 static void
 test_closed_locally(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	uint16_t offer;
 
-	h_peer_connect(h, CAPS, false);
-	h_peer_send_step(h, RN_NOTIFY_QP_CLOSED, 0, 0);
+	rn_ph_peer_connect(h, CAPS, false);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_CLOSED, 0, 0);
 	offer = plane_offers(h, 1);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_CLOSE), 0);
-	h_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
-	h_expect_step(h, RN_NOTIFY_QP_READY);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_CLOSE), 0);
+	rn_ph_peer_send_step(h, RN_NOTIFY_QP_ACCEPT, 0, offer);
+	rn_ph_expect_step(h, RN_NOTIFY_QP_READY);
 	expect_native(h, true, 1);
-	h_event(h, RN_LCORE_EVENT_NOTIFY_FAILED, 0x81,
+	rn_ph_event(h, RN_LCORE_EVENT_NOTIFY_FAILED, 0x81,
 		(uintptr_t)h->last_req);
-	h_expect_step(h, RN_NOTIFY_QP_CLOSED);
+	rn_ph_expect_step(h, RN_NOTIFY_QP_CLOSED);
 	expect_native(h, false, 1);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_CLOSE), 0);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_CLOSE), 0);
 }
 
 /* A handshake that gave both sides a notify QP is native at once. */
 static void
 test_native_at_handshake(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 
-	h_peer_connect(h, CAPS, true);
+	rn_ph_peer_connect(h, CAPS, true);
 	expect_native(h, true, 0);
-	h_bay_free(h, false);
+	rn_ph_bay_free(h, false);
 	expect_silence(h);
-	assert_int_equal(h_cmd_count(h, RN_LCORE_CMD_NOTIFY_OPEN), 0);
+	assert_int_equal(rn_ph_cmd_count(h, RN_LCORE_CMD_NOTIFY_OPEN), 0);
 }
 
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_our_offer_accepted, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_refused_disabled, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_refused_no_room, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_refused_busy, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_no_answer, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_late_accept, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_peer_offer_accepted, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_no_ready, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_peer_offer_no_room, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_crossing_ours_first, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_crossing_peers_first, setup_z, h_teardown),
-		cmocka_unit_test_setup_teardown(test_crossing_while_opening, setup_z, h_teardown),
-		cmocka_unit_test_setup_teardown(test_busy_when_native, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_disabled_refuses, setup_off, h_teardown),
-		cmocka_unit_test_setup_teardown(test_other_generation_ignored, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_closed_by_peer, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_closed_locally, setup_a, h_teardown),
-		cmocka_unit_test_setup_teardown(test_native_at_handshake, setup_a, h_teardown),
+		cmocka_unit_test_setup_teardown(test_our_offer_accepted, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_disabled, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_no_room, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_busy, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_no_answer, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_late_accept, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_peer_offer_accepted, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_no_ready, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_peer_offer_no_room, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_crossing_ours_first, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_crossing_peers_first, setup_z, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_crossing_while_opening, setup_z, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_busy_when_native, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_disabled_refuses, setup_off, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_other_generation_ignored, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_closed_by_peer, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_closed_locally, setup_a, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_native_at_handshake, setup_a, rn_ph_teardown),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 

@@ -28,13 +28,13 @@
 static int
 setup(void **state)
 {
-	*state = h_start("a", 1000, true);
+	*state = rn_ph_start("a", 1000, true);
 	return 0;
 }
 
 /* The slot and generation of the endpoint named name. */
 static void
-endpoint_of(struct h_plane *h, const char *name, uint32_t *slot,
+endpoint_of(struct rn_ph_plane *h, const char *name, uint32_t *slot,
 	    uint32_t *generation)
 {
 	enum rn_ep_state state;
@@ -46,18 +46,18 @@ endpoint_of(struct h_plane *h, const char *name, uint32_t *slot,
 
 /* Hand req to the control thread as the lcore does; its answer. */
 static int64_t
-hand_off(struct h_plane *h, struct rn_notify_request *req)
+hand_off(struct rn_ph_plane *h, struct rn_notify_request *req)
 {
-	uint64_t until = h_now_ms() + H_WAIT_MS;
+	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
 	int64_t result;
 
 	req->result = RN_NOTIFY_PENDING;
-	h_event(h, RN_LCORE_EVENT_NOTIFY_TCP, 0, (uintptr_t)req);
+	rn_ph_event(h, RN_LCORE_EVENT_NOTIFY_TCP, 0, (uintptr_t)req);
 	while ((result = __atomic_load_n(&req->result, __ATOMIC_ACQUIRE)) ==
 	       RN_NOTIFY_PENDING) {
-		if (h_now_ms() > until)
+		if (rn_ph_now_ms() > until)
 			fail_msg("the control thread did not answer");
-		h_sleep_ms(1);
+		rn_ph_sleep_ms(1);
 	}
 	return result;
 }
@@ -65,17 +65,17 @@ hand_off(struct h_plane *h, struct rn_notify_request *req)
 /* The next delivery on tcp_in, which must have come over TCP in position
  * pos after seq native ones, with msg; its frame freed. */
 static void
-expect_delivery(struct h_plane *h, uint32_t slot, uint32_t generation,
+expect_delivery(struct rn_ph_plane *h, uint32_t slot, uint32_t generation,
 		uint32_t pos, uint32_t seq, const char *name, const char *msg)
 {
-	uint64_t until = h_now_ms() + H_WAIT_MS;
+	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
 	struct rn_notify_delivery d;
 	struct rn_notify_view v;
 
 	while (rte_ring_sc_dequeue_elem(h->tcp_in, &d, sizeof(d)) != 0) {
-		if (h_now_ms() > until)
+		if (rn_ph_now_ms() > until)
 			fail_msg("no delivery in position %u", pos);
-		h_sleep_ms(1);
+		rn_ph_sleep_ms(1);
 	}
 	assert_false(rn_notify_delivery_native(&d));
 	assert_int_equal(d.ep_slot, slot);
@@ -91,7 +91,7 @@ expect_delivery(struct h_plane *h, uint32_t slot, uint32_t generation,
 }
 
 static void
-expect_completion(struct h_plane *h, uint64_t cookie)
+expect_completion(struct rn_ph_plane *h, uint64_t cookie)
 {
 	struct rn_notify_event ev;
 
@@ -106,17 +106,17 @@ expect_completion(struct h_plane *h, uint64_t cookie)
 static void
 test_send(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	struct rn_notify_out o = { .name = "kv", .name_len = 2, .msg = "hello",
 				   .msg_len = 5, .cookie = 77 };
 	struct rn_notify_request req = { .flags = RN_NOTIFY_WANT_COMPLETION,
 					 .out = &o, .count = 1,
 					 .native_before = 5 };
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	endpoint_of(h, H_PEER_NAME, &req.ep_slot, &req.generation);
 	assert_int_equal(hand_off(h, &req), 1);
-	assert_int_equal(h_peer_recv(h, H_WAIT_MS), 1);
+	assert_int_equal(rn_ph_peer_recv(h, H_WAIT_MS), 1);
 	assert_int_equal(h->last.type, RN_PROTO_NOTIFY);
 	assert_int_equal(h->last.notify.native_before, 5);
 	assert_int_equal(h->last.notify.name_len, 2);
@@ -129,7 +129,7 @@ test_send(void **state)
 	/* Without the flag: no report. */
 	req.flags = 0;
 	assert_int_equal(hand_off(h, &req), 1);
-	assert_int_equal(h_peer_recv(h, H_WAIT_MS), 1);
+	assert_int_equal(rn_ph_peer_recv(h, H_WAIT_MS), 1);
 	assert_int_equal(rte_ring_count(h->completions), 0);
 	assert_int_equal(h->last_req->tcp_queued, 2);
 }
@@ -139,13 +139,13 @@ test_send(void **state)
 static void
 test_send_not_connected(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	struct rn_notify_out o = { .name = "kv", .name_len = 2, .msg = "x",
 				   .msg_len = 1 };
 	struct rn_notify_request req = { .out = &o, .count = 1 };
 	uint32_t generation;
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	endpoint_of(h, H_PEER_NAME, &req.ep_slot, &generation);
 	req.generation = generation + 1;
 	assert_int_equal(hand_off(h, &req), -ENOTCONN);
@@ -153,7 +153,7 @@ test_send_not_connected(void **state)
 	assert_int_equal(hand_off(h, &req), -ENOTCONN);
 	req.ep_slot = RN_MAX_ENDPOINTS - 1;
 	assert_int_equal(hand_off(h, &req), -ENOTCONN);
-	assert_int_equal(h_peer_recv(h, QUIET_MS), 0);
+	assert_int_equal(rn_ph_peer_recv(h, QUIET_MS), 0);
 	assert_int_equal(h->last_req->tcp_queued, 0);
 }
 
@@ -163,7 +163,7 @@ test_send_not_connected(void **state)
 static void
 test_send_backpressure(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	static char msg[60000];
 	struct rn_notify_out o = { .name = "kv", .name_len = 2, .msg = msg,
 				   .msg_len = sizeof(msg) };
@@ -173,7 +173,7 @@ test_send_backpressure(void **state)
 	int64_t rc;
 
 	h->rcvbuf = 4096;
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	endpoint_of(h, H_PEER_NAME, &req.ep_slot, &req.generation);
 	while ((rc = hand_off(h, &req)) == 1) {
 		req.native_before = ++sent;
@@ -185,10 +185,10 @@ test_send_backpressure(void **state)
 	assert_int_equal(rc, -EAGAIN);
 	assert_true(sent >= (1u << 20) / sizeof(msg));
 	assert_int_equal(h->last_req->tcp_queued, sent);
-	assert_true(h_info(h, H_PEER_NAME, &info));
+	assert_true(rn_ph_info(h, H_PEER_NAME, &info));
 	assert_int_equal(info.state, RN_EP_CONNECTED);
 	for (unsigned int i = 0; i < sent; i++) {
-		assert_int_equal(h_peer_recv(h, H_WAIT_MS), 1);
+		assert_int_equal(rn_ph_peer_recv(h, H_WAIT_MS), 1);
 		assert_int_equal(h->last.type, RN_PROTO_NOTIFY);
 		assert_int_equal(h->last.notify.native_before, i);
 	}
@@ -196,11 +196,11 @@ test_send_backpressure(void **state)
 }
 
 static void
-peer_notify(struct h_plane *h, uint32_t native_before, const char *msg)
+peer_notify(struct rn_ph_plane *h, uint32_t native_before, const char *msg)
 {
 	uint8_t frame[256];
 
-	h_peer_send(h, frame, rn_proto_encode_notify(frame, sizeof(frame),
+	rn_ph_peer_send(h, frame, rn_proto_encode_notify(frame, sizeof(frame),
 			native_before, "kv", 2, msg, (uint32_t)strlen(msg)));
 }
 
@@ -210,24 +210,24 @@ peer_notify(struct h_plane *h, uint32_t native_before, const char *msg)
 static void
 test_receive_held_while_full(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	const char *msgs[] = { "m0", "m1", "m2", "m3", "m4", "m5", "m6" };
 	uint32_t slot, generation;
 	struct rn_ep_info info;
 
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	endpoint_of(h, H_PEER_NAME, &slot, &generation);
 	for (unsigned int i = 0; i < RTE_DIM(msgs); i++)
 		peer_notify(h, 10 + i, msgs[i]);
-	h_sleep_ms(QUIET_MS);
+	rn_ph_sleep_ms(QUIET_MS);
 	assert_int_equal(rte_ring_count(h->tcp_in), H_TCP_IN_ROOM);
-	assert_true(h_info(h, H_PEER_NAME, &info));
+	assert_true(rn_ph_info(h, H_PEER_NAME, &info));
 	assert_int_equal(info.state, RN_EP_CONNECTED);
 	for (unsigned int i = 0; i < RTE_DIM(msgs); i++)
 		expect_delivery(h, slot, generation, i, 10 + i, "kv", msgs[i]);
-	h_sleep_ms(QUIET_MS);
+	rn_ph_sleep_ms(QUIET_MS);
 	assert_int_equal(rte_ring_count(h->tcp_in), 0);
-	assert_true(h_info(h, H_PEER_NAME, &info));
+	assert_true(rn_ph_info(h, H_PEER_NAME, &info));
 	assert_int_equal(info.state, RN_EP_CONNECTED);
 }
 
@@ -236,7 +236,7 @@ test_receive_held_while_full(void **state)
 static void
 test_receive_large_held(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	static uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD];
 	static char msg[RN_NOTIFY_MAX_PAYLOAD - 2 + 1];
 	uint32_t slot, generation;
@@ -245,24 +245,24 @@ test_receive_large_held(void **state)
 	uint64_t until;
 
 	memset(msg, 'x', sizeof(msg) - 1);
-	h_peer_connect(h, CAPS, false);
+	rn_ph_peer_connect(h, CAPS, false);
 	endpoint_of(h, H_PEER_NAME, &slot, &generation);
 	for (unsigned int i = 0; i < 12; i++) {
 		msg[0] = (char)('a' + i);
-		h_peer_send(h, frame, rn_proto_encode_notify(frame,
+		rn_ph_peer_send(h, frame, rn_proto_encode_notify(frame,
 				sizeof(frame), i, "kv", 2, msg,
 				(uint32_t)strlen(msg)));
 	}
-	until = h_now_ms() + H_WAIT_MS;
+	until = rn_ph_now_ms() + H_WAIT_MS;
 	while (got < 12) {
 		struct rn_notify_view v = { 0 };
 
-		if (h_now_ms() > until) {
-			h_print(h, H_PEER_NAME);
+		if (rn_ph_now_ms() > until) {
+			rn_ph_print(h, H_PEER_NAME);
 			fail_msg("%u of 12 large notifications delivered", got);
 		}
 		if (rte_ring_sc_dequeue_elem(h->tcp_in, &d, sizeof(d)) != 0) {
-			h_sleep_ms(1);
+			rn_ph_sleep_ms(1);
 			continue;
 		}
 		assert_int_equal(d.pos, got);
@@ -271,7 +271,7 @@ test_receive_large_held(void **state)
 		assert_int_equal(v.msg[0], 'a' + got);
 		free(d.frame);
 		got++;
-		h_sleep_ms(20);   /* a slow application: the ring fills */
+		rn_ph_sleep_ms(20);   /* a slow application: the ring fills */
 	}
 }
 
@@ -281,7 +281,7 @@ test_receive_large_held(void **state)
 static void
 test_send_to_self(void **state)
 {
-	struct h_plane *h = *state;
+	struct rn_ph_plane *h = *state;
 	struct rn_notify_out o = { .name = "kv", .name_len = 2, .msg = "me",
 				   .msg_len = 2, .cookie = 9 };
 	struct rn_notify_request req = { .flags = RN_NOTIFY_WANT_COMPLETION,
@@ -294,7 +294,7 @@ test_send_to_self(void **state)
 	assert_int_equal(hand_off(h, &req), -ENOTCONN);
 	assert_int_equal(rte_ring_mp_enqueue_elem(h->uses, &slot, sizeof(slot)),
 			 0);
-	assert_true(h_wait_state(h, "a", RN_EP_CONNECTED));
+	assert_true(rn_ph_wait_state(h, "a", RN_EP_CONNECTED));
 	endpoint_of(h, "a", &slot, &req.generation);
 	for (unsigned int i = 0; i < H_TCP_IN_ROOM; i++)
 		assert_int_equal(hand_off(h, &req), 1);
@@ -311,17 +311,17 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_send, setup, h_teardown),
+		cmocka_unit_test_setup_teardown(test_send, setup, rn_ph_teardown),
 		cmocka_unit_test_setup_teardown(test_send_not_connected, setup,
-						h_teardown),
+						rn_ph_teardown),
 		cmocka_unit_test_setup_teardown(test_send_backpressure, setup,
-						h_teardown),
+						rn_ph_teardown),
 		cmocka_unit_test_setup_teardown(test_receive_held_while_full,
-						setup, h_teardown),
+						setup, rn_ph_teardown),
 		cmocka_unit_test_setup_teardown(test_receive_large_held, setup,
-						h_teardown),
+						rn_ph_teardown),
 		cmocka_unit_test_setup_teardown(test_send_to_self, setup,
-						h_teardown),
+						rn_ph_teardown),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 
