@@ -37,6 +37,8 @@ int rn_sim_wire_delay(struct rn_nic *nic, const struct rn_nic_addr *remote,
 int rn_sim_qp_fail(struct rn_nic *nic, struct rn_qp *qp);
 
 enum rn_qp_state rn_sim_qp_state(const struct rn_qp *qp);
+/* Send WQEs executed and not yet acknowledged (none once in ERR). */
+uint32_t rn_sim_qp_inflight(const struct rn_qp *qp);
 bool rn_sim_cq_in_error(const struct rn_cq *cq);
 void rn_sim_stats(struct rn_nic *nic, struct rn_sim_stats *out);
 

@@ -202,6 +202,12 @@ rn_sim_qp_state(const struct rn_qp *qp)
 	return ((const struct sim_qp *)qp->priv)->state;
 }
 
+uint32_t
+rn_sim_qp_inflight(const struct rn_qp *qp)
+{
+	return ((const struct sim_qp *)qp->priv)->inflight_count;
+}
+
 bool
 rn_sim_cq_in_error(const struct rn_cq *cq)
 {

@@ -193,12 +193,20 @@ rn_sim_inflight_at(struct sim_qp *sqp, uint32_t i)
 	return &sqp->inflight[(sqp->inflight_head + i) % sqp->inflight_cap];
 }
 
-/* The oldest WQE in flight is done with (its CQE written, if any). */
-static inline void
+/*
+ * The oldest WQE in flight is done with: it leaves the list, and a copy
+ * comes back for its CQE. Retire first, then write the CQE: a CQE that
+ * overruns its CQ puts the QP in ERR, whose flush empties the list, so a
+ * count taken down after the write would wrap.
+ */
+static inline struct sim_inflight
 rn_sim_inflight_retire(struct sim_qp *sqp)
 {
+	struct sim_inflight f = sqp->inflight[sqp->inflight_head];
+
 	sqp->inflight_head = (sqp->inflight_head + 1) % sqp->inflight_cap;
 	sqp->inflight_count--;
+	return f;
 }
 
 /* (Re)start the ACK timer of the oldest WQE in flight: local ACK timeout
