@@ -157,7 +157,7 @@ receive_nak(struct sim_qp *sqp, const struct sim_frame_hdr *h)
 		rn_sim_completer_fail(sqp, 0, h->syndrome);
 }
 
-void
+bool
 rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 			 const struct sim_frame_hdr *h, const uint8_t *payload)
 {
@@ -166,7 +166,7 @@ rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 	if (sqp == NULL || sqp->state != RN_QP_RTS ||
 	    !rn_sim_qp_from_peer(sqp, wire, h->src_qpn)) {
 		ctx->stats.dropped_no_qp++;
-		return;
+		return false;
 	}
 	switch (h->type) {
 	case SIM_FRAME_ACK:
@@ -182,6 +182,7 @@ rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 		receive_nak(sqp, h);
 		break;
 	}
+	return true;
 }
 
 void
