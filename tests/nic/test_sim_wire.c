@@ -651,6 +651,9 @@ victim_main(int sock)
 		rn_harness_progress(s.ends);
 	rn_sim_stats(s.e.nic, &rep.stats);
 	CHECK(write(sock, &rep, sizeof(rep)) == sizeof(rep));
+	s.e.nic->ops->mr_dereg(s.e.nic, &s.mr);
+	rn_harness_close(&s.e);
+	free(s.buf);
 	exit(0);
 }
 
@@ -659,7 +662,7 @@ test_strangers_cannot_keep_a_real_peer_out(void **state)
 {
 	uint32_t rng = rng_for(__func__);
 	unsigned int n = RN_SIM_WIRE_MAX_UNMATCHED + 16 + rng_next(&rng) % 32;
-	int *fds = calloc(n, sizeof(int));
+	int *fds;
 	unsigned int kinds[4] = { 0 }, closed = 0;
 	struct side s = { .ends = { &s.e, NULL } };
 	struct end_info vic, mine;
@@ -672,7 +675,6 @@ test_strangers_cannot_keep_a_real_peer_out(void **state)
 	pid_t pid;
 
 	(void)state;
-	assert_non_null(fds);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	pid = fork();
 	if (pid == 0) {
@@ -680,6 +682,8 @@ test_strangers_cannot_keep_a_real_peer_out(void **state)
 		victim_main(sv[1]);
 	}
 	close(sv[1]);
+	fds = calloc(n, sizeof(int));
+	assert_non_null(fds);
 	assert_int_equal(read(sv[0], &vic, sizeof(vic)), sizeof(vic));
 	for (unsigned int i = 0; i < n; i++) {
 		unsigned int kind = rng_next(&rng) % 4;
@@ -735,6 +739,10 @@ test_strangers_cannot_keep_a_real_peer_out(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	for (unsigned int i = 0; i < n; i++)
 		close(fds[i]);
+	free(fds);
+	s.e.nic->ops->mr_dereg(s.e.nic, &s.mr);
+	rn_harness_close(&s.e);
+	free(s.buf);
 	print_message("# real peer: %u of %d SENDs completed, %u received; "
 		      "strangers closed: %u (evicted %llu, timed out %llu)\n",
 		      done, REAL_SENDS, rep.received, closed,
@@ -747,10 +755,6 @@ test_strangers_cannot_keep_a_real_peer_out(void **state)
 	assert_true(rep.stats.wires_evicted + rep.stats.wires_hello_timeout >=
 		    n - RN_SIM_WIRE_MAX_UNMATCHED);
 	assert_int_equal(rep.stats.wires_bad_hello + rep.stats.wires_oversize, 0);
-	s.e.nic->ops->mr_dereg(s.e.nic, &s.mr);
-	rn_harness_close(&s.e);
-	free(s.buf);
-	free(fds);
 }
 
 int
