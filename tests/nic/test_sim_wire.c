@@ -4,8 +4,17 @@
  * READ over the software wire, with every byte checked: sizes from 0 bytes
  * to 1 MiB gathers of 16 segments. Once over loopback, once between two
  * network namespaces joined by veth (root only; otherwise skipped).
+ *
+ * Then strangers on the wire's listener, as any local process can be: a
+ * huge frame, garbage first bytes, no HELLO in time, and more idle
+ * connections than the device keeps, while a real peer must still get
+ * through. Their random choices print their seed (RNOTIFY_TEST_SEED).
  */
+#include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,8 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -297,14 +308,471 @@ remove_namespaces(void **state)
 	return 0;
 }
 
+/* Strangers ------------------------------------------------------------- */
+
+/* The frame layout as a stranger writes it (sim_frame_pvt.h): a 40-byte
+ * header whose first 4 bytes are the payload length and the fifth the type;
+ * a HELLO (type 1) carries 8 bytes, the caller's IPv4 address and port.
+ * The tests below that send a valid HELLO also check it is not refused, so
+ * the layout here cannot drift from the device's unseen. */
+#define HDR_SIZE 40
+#define HELLO_TYPE 1
+#define REQUEST_TYPE 2
+#define HELLO_SIZE (HDR_SIZE + 8)
+#define STRANGER_WAIT_MS 3000
+
+static uint32_t run_seed;
+
+static uint32_t
+rng_next(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+/* The test's own generator, from the run's seed and its name. */
+static uint32_t
+rng_for(const char *test)
+{
+	uint32_t x = run_seed ^ 0x9e3779b9u;
+
+	for (const char *c = test; *c != '\0'; c++)
+		x = x * 31 + (uint8_t)*c;
+	print_message("# %s: random choices: RNOTIFY_TEST_SEED=%u replays them\n",
+		      test, run_seed);
+	return x != 0 ? x : 1;
+}
+
+static void
+put_hdr(uint8_t *p, uint32_t length, uint8_t type)
+{
+	memset(p, 0, HDR_SIZE);
+	memcpy(p, &length, 4);
+	p[4] = type;
+}
+
+static void
+put_hello(uint8_t *p, uint16_t port)
+{
+	uint32_t ip = htonl(INADDR_LOOPBACK);
+
+	put_hdr(p, 8, HELLO_TYPE);
+	memcpy(p + HDR_SIZE, &ip, 4);
+	memcpy(p + HDR_SIZE + 4, &port, 2);
+	memset(p + HDR_SIZE + 6, 0, 2);
+}
+
+/* A TCP connection to the device listening on port; blocking, bounded. */
+static int
+stranger_connect(uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { .tv_sec = 2 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CHECK(fd >= 0);
+	CHECK(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0);
+	CHECK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	return fd;
+}
+
+static void
+send_all(int fd, const void *buf, size_t len)
+{
+	CHECK(send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len);
+}
+
+/* Has the device closed fd's connection? */
+static bool
+closed_by_device(int fd)
+{
+	char c;
+	ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* Progress ends until the device closes fd or timeout_ms pass. */
+static bool
+wait_closed(struct end **ends, int fd, int timeout_ms)
+{
+	uint64_t deadline = rn_harness_now_ms() + (uint64_t)timeout_ms;
+
+	while (rn_harness_now_ms() < deadline) {
+		rn_harness_progress(ends);
+		if (closed_by_device(fd))
+			return true;
+	}
+	return false;
+}
+
+/* Two ends in this process, a real pair over the wire, with a buffer. */
+struct local_pair {
+	struct end a, b;
+	struct end *ends[3];
+	uint8_t buf[8192];
+	struct rn_mr amr, bmr;
+};
+
+static void
+local_pair_open(struct local_pair *p)
+{
+	memset(p, 0, sizeof(*p));
+	assert_int_equal(rn_harness_open(&p->a, NULL, 256, NULL), 0);
+	assert_int_equal(rn_harness_open(&p->b, NULL, 256, NULL), 0);
+	assert_int_equal(p->a.nic->ops->mr_reg(p->a.nic, p->buf, 4096,
+					       RN_ACCESS_LOCAL_WRITE, &p->amr), 0);
+	assert_int_equal(p->b.nic->ops->mr_reg(p->b.nic, p->buf + 4096, 4096,
+					       RN_ACCESS_LOCAL_WRITE, &p->bmr), 0);
+	p->ends[0] = &p->a;
+	p->ends[1] = &p->b;
+	rn_harness_pair(&p->a, &p->b);
+}
+
+static void
+local_pair_close(struct local_pair *p)
+{
+	p->a.nic->ops->mr_dereg(p->a.nic, &p->amr);
+	p->b.nic->ops->mr_dereg(p->b.nic, &p->bmr);
+	rn_harness_close(&p->a);
+	rn_harness_close(&p->b);
+}
+
+/* a SENDs len bytes to b: both complete, the bytes arrive. */
+static void
+local_pair_send(struct local_pair *p, uint32_t len, uint64_t id)
+{
+	struct rn_sge sge = { (uintptr_t)p->buf, len, p->amr.lkey };
+	struct rn_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+			    .opcode = RN_WR_SEND, .flags = RN_WR_SIGNALED };
+	struct rn_wc wc;
+
+	pattern(p->buf, len, (uint32_t)id);
+	assert_int_equal(rn_harness_post_recv(&p->b, p->buf + 4096, 4096,
+					      p->bmr.lkey, id), 0);
+	assert_int_equal(rn_harness_post(&p->a, &wr), 0);
+	assert_int_equal(rn_harness_wait(p->ends, &p->a, &wc, 1, WAIT_MS), 1);
+	assert_int_equal(wc.status, 0);
+	assert_int_equal(rn_harness_wait(p->ends, &p->b, &wc, 1, WAIT_MS), 1);
+	assert_int_equal(wc.status, 0);
+	assert_int_equal(wc.byte_len, len);
+	assert_true(pattern_ok(p->buf + 4096, len, (uint32_t)id));
+}
+
+/* A HELLO, then a header announcing more than a message: closed at once,
+ * before any room is made for it. Not 1 GiB or more: that was refused
+ * already. The real pair is not disturbed. */
+static void
+test_huge_frame_closes_its_connection(void **state)
+{
+	uint32_t rng = rng_for(__func__);
+	uint32_t huge = RN_SIM_MAX_MSG + 1 +
+			rng_next(&rng) % ((1u << 30) - RN_SIM_MAX_MSG);
+	struct local_pair p;
+	struct rn_sim_stats st;
+	uint8_t bytes[HELLO_SIZE + HDR_SIZE + 512];
+	int fd;
+
+	(void)state;
+	local_pair_open(&p);
+	local_pair_send(&p, 100, 1);
+	fd = stranger_connect(rn_sim_port(p.b.nic));
+	put_hello(bytes, (uint16_t)rng_next(&rng));
+	put_hdr(bytes + HELLO_SIZE, huge, REQUEST_TYPE);
+	for (size_t i = HELLO_SIZE + HDR_SIZE; i < sizeof(bytes); i++)
+		bytes[i] = (uint8_t)rng_next(&rng);
+	send_all(fd, bytes, sizeof(bytes));
+	print_message("# announced %u bytes\n", huge);
+	assert_true(wait_closed(p.ends, fd, STRANGER_WAIT_MS));
+	rn_sim_stats(p.b.nic, &st);
+	assert_int_equal(st.wires_oversize, 1);
+	assert_int_equal(st.wires_bad_hello, 0);
+	local_pair_send(&p, 4096, 2);
+	close(fd);
+	local_pair_close(&p);
+}
+
+/* Random first bytes (never a HELLO): that connection closes, another
+ * stranger's and the real pair's do not. The length field stays within a
+ * message, so only the first-frame check can refuse it. */
+static void
+test_garbage_first_bytes_close_only_that_connection(void **state)
+{
+	uint32_t rng = rng_for(__func__);
+	uint8_t junk[HDR_SIZE + 256], hello[HELLO_SIZE];
+	size_t len = HDR_SIZE + rng_next(&rng) % 256;
+	uint32_t length;
+	struct local_pair p;
+	struct rn_sim_stats st;
+	int bad, idle;
+
+	(void)state;
+	local_pair_open(&p);
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)rng_next(&rng);
+	if (junk[4] == HELLO_TYPE)
+		junk[4] = (uint8_t)(HELLO_TYPE + 1 + rng_next(&rng) % 200);
+	memcpy(&length, junk, 4);
+	length %= RN_SIM_MAX_MSG;
+	memcpy(junk, &length, 4);
+	print_message("# %zu bytes, type %u, length %u\n", len, junk[4], length);
+	idle = stranger_connect(rn_sim_port(p.b.nic));
+	put_hello(hello, (uint16_t)rng_next(&rng));
+	send_all(idle, hello, sizeof(hello));
+	bad = stranger_connect(rn_sim_port(p.b.nic));
+	send_all(bad, junk, len);
+	assert_true(wait_closed(p.ends, bad, STRANGER_WAIT_MS));
+	local_pair_send(&p, 1 + rng_next(&rng) % 4096, 3);
+	assert_false(closed_by_device(idle));
+	rn_sim_stats(p.b.nic, &st);
+	assert_int_equal(st.wires_bad_hello, 1);
+	assert_int_equal(st.wires_evicted + st.wires_oversize, 0);
+	close(bad);
+	close(idle);
+	local_pair_close(&p);
+}
+
+/* Part of a HELLO, then silence: closed once the deadline passes. */
+static void
+test_no_hello_in_time_closes(void **state)
+{
+	uint32_t rng = rng_for(__func__);
+	uint8_t hello[HELLO_SIZE];
+	size_t part = rng_next(&rng) % HELLO_SIZE;
+	struct local_pair p;
+	struct rn_sim_stats st;
+	uint64_t start, took;
+	int fd;
+
+	(void)state;
+	local_pair_open(&p);
+	put_hello(hello, 1);
+	fd = stranger_connect(rn_sim_port(p.b.nic));
+	start = rn_harness_now_ms();
+	if (part > 0)
+		send_all(fd, hello, part);
+	print_message("# sent %zu of the HELLO's %d bytes\n", part, HELLO_SIZE);
+	assert_true(wait_closed(p.ends, fd, RN_SIM_WIRE_HELLO_TIMEOUT_MS + 2000));
+	took = rn_harness_now_ms() - start;
+	print_message("# closed after %llu ms\n", (unsigned long long)took);
+	assert_true(took + 50 >= RN_SIM_WIRE_HELLO_TIMEOUT_MS);
+	rn_sim_stats(p.b.nic, &st);
+	assert_int_equal(st.wires_hello_timeout, 1);
+	local_pair_send(&p, 64, 4);
+	close(fd);
+	local_pair_close(&p);
+}
+
+/*
+ * More idle strangers than the device keeps unmatched, each silent, part
+ * of a HELLO, a HELLO alone, or a HELLO and half a frame, against a device
+ * in a process with few descriptors to spare (as a daemon under a ulimit):
+ * a real peer that calls after them is still accepted and served, and the
+ * strangers beyond the cap are closed, oldest first.
+ */
+#define REAL_SENDS 8
+
+struct victim_report {
+	struct rn_sim_stats stats;
+	uint32_t received;
+};
+
+static int
+highest_fd(void)
+{
+	int top = 2;
+
+	for (int fd = 0; fd < 4096; fd++)
+		if (fcntl(fd, F_GETFD) != -1)
+			top = fd;
+	return top;
+}
+
+/* The device the strangers call: in its own process, under a descriptor
+ * limit that leaves room for the cap and little more. */
+static void
+victim_main(int sock)
+{
+	struct side s = { .ends = { &s.e, NULL } };
+	struct end_info mine, peer;
+	struct victim_report rep = { .received = 0 };
+	struct rlimit rl;
+	uint64_t deadline = rn_harness_now_ms() + 30000;
+	bool connected = false;
+
+	/* Descriptors from the test runner would leave holes below the
+	 * limit: only stdio and sock stay, dense from 0. */
+	CHECK(dup2(sock, 3) == 3);
+	sock = 3;
+	for (int fd = 4; fd < 4096; fd++)
+		close(fd);
+	CHECK(rn_harness_open(&s.e, NULL, 256, NULL) == 0);
+	s.buf = calloc(1, REAL_SENDS * 4096);
+	CHECK(s.buf != NULL);
+	CHECK(s.e.nic->ops->mr_reg(s.e.nic, s.buf, REAL_SENDS * 4096,
+				   RN_ACCESS_LOCAL_WRITE, &s.mr) == 0);
+	rl.rlim_cur = rl.rlim_max = (rlim_t)highest_fd() + 1 +
+				    RN_SIM_WIRE_MAX_UNMATCHED + 3;
+	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	mine = (struct end_info){ .addr = s.e.addr, .qpn = s.e.qp.qpn };
+	CHECK(write(sock, &mine, sizeof(mine)) == sizeof(mine));
+	while (rn_harness_now_ms() < deadline) {
+		struct pollfd pfd = { .fd = sock, .events = POLLIN };
+		struct rn_wc wc[4];
+		unsigned int n;
+
+		rn_harness_progress(s.ends);
+		n = rn_cq_poll(&s.e.cq, wc, 4);
+		for (unsigned int i = 0; i < n; i++)
+			rep.received += wc[i].status == 0 &&
+					wc[i].opcode == RN_WC_RECV;
+		if (poll(&pfd, 1, 0) != 1)
+			continue;
+		if (!connected) {
+			struct rn_qp_connect conn;
+
+			CHECK(read(sock, &peer, sizeof(peer)) == sizeof(peer));
+			conn = rn_harness_connect_params(&peer);
+			CHECK(rn_harness_connect(&s.e, &conn) == 0);
+			for (uint32_t i = 0; i < REAL_SENDS; i++)
+				CHECK(rn_harness_post_recv(&s.e, s.buf + i * 4096,
+							   4096, s.mr.lkey, i) == 0);
+			connected = true;
+			CHECK(write(sock, "r", 1) == 1);
+			continue;
+		}
+		break;   /* the parent is done */
+	}
+	for (int i = 0; i < 1000; i++)   /* the last ACKs leave */
+		rn_harness_progress(s.ends);
+	rn_sim_stats(s.e.nic, &rep.stats);
+	CHECK(write(sock, &rep, sizeof(rep)) == sizeof(rep));
+	s.e.nic->ops->mr_dereg(s.e.nic, &s.mr);
+	rn_harness_close(&s.e);
+	free(s.buf);
+	exit(0);
+}
+
+static void
+test_strangers_cannot_keep_a_real_peer_out(void **state)
+{
+	uint32_t rng = rng_for(__func__);
+	unsigned int n = RN_SIM_WIRE_MAX_UNMATCHED + 16 + rng_next(&rng) % 32;
+	int *fds;
+	unsigned int kinds[4] = { 0 }, closed = 0;
+	struct side s = { .ends = { &s.e, NULL } };
+	struct end_info vic, mine;
+	struct victim_report rep;
+	struct rn_qp_connect conn;
+	uint8_t bytes[HELLO_SIZE + HDR_SIZE + 16];
+	unsigned int done = 0;
+	int sv[2], status;
+	char c;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		victim_main(sv[1]);
+	}
+	close(sv[1]);
+	fds = calloc(n, sizeof(int));
+	assert_non_null(fds);
+	assert_int_equal(read(sv[0], &vic, sizeof(vic)), sizeof(vic));
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int kind = rng_next(&rng) % 4;
+
+		fds[i] = stranger_connect(vic.addr.lid);
+		put_hello(bytes, (uint16_t)(40000 + i));
+		put_hdr(bytes + HELLO_SIZE, 1000, REQUEST_TYPE);
+		if (kind == 1)
+			send_all(fds[i], bytes, 1 + rng_next(&rng) % (HELLO_SIZE - 1));
+		else if (kind == 2)
+			send_all(fds[i], bytes, HELLO_SIZE);
+		else if (kind == 3)
+			send_all(fds[i], bytes, sizeof(bytes));
+		kinds[kind]++;
+	}
+	print_message("# %u strangers: %u silent, %u part of a HELLO, %u a HELLO, "
+		      "%u a HELLO and half a frame\n", n, kinds[0], kinds[1],
+		      kinds[2], kinds[3]);
+
+	/* Now the real peer. */
+	assert_int_equal(rn_harness_open(&s.e, NULL, 256, NULL), 0);
+	s.buf = calloc(1, 4096);
+	assert_non_null(s.buf);
+	assert_int_equal(s.e.nic->ops->mr_reg(s.e.nic, s.buf, 4096,
+					      RN_ACCESS_LOCAL_WRITE, &s.mr), 0);
+	mine = (struct end_info){ .addr = s.e.addr, .qpn = s.e.qp.qpn };
+	conn = rn_harness_connect_params(&vic);
+	assert_int_equal(rn_harness_connect(&s.e, &conn), 0);
+	assert_int_equal(write(sv[0], &mine, sizeof(mine)), sizeof(mine));
+	assert_int_equal(read(sv[0], &c, 1), 1);
+	for (uint32_t i = 0; i < REAL_SENDS; i++) {
+		struct rn_sge sge = { (uintptr_t)s.buf, 1 + rng_next(&rng) % 4096,
+				      s.mr.lkey };
+		struct rn_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
+				    .opcode = RN_WR_SEND,
+				    .flags = RN_WR_SIGNALED };
+
+		assert_int_equal(rn_harness_post(&s.e, &wr), 0);
+	}
+	while (done < REAL_SENDS) {
+		struct rn_wc wc;
+
+		if (rn_harness_wait(s.ends, &s.e, &wc, 1, 5000) != 1 ||
+		    wc.status != 0)
+			break;
+		done++;
+	}
+	/* Counted while the device still runs: its exit closes them all. */
+	for (unsigned int i = 0; i < n; i++)
+		closed += closed_by_device(fds[i]);
+	assert_int_equal(write(sv[0], "q", 1), 1);
+	assert_int_equal(read(sv[0], &rep, sizeof(rep)), sizeof(rep));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	for (unsigned int i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+	s.e.nic->ops->mr_dereg(s.e.nic, &s.mr);
+	rn_harness_close(&s.e);
+	free(s.buf);
+	print_message("# real peer: %u of %d SENDs completed, %u received; "
+		      "strangers closed: %u (evicted %llu, timed out %llu)\n",
+		      done, REAL_SENDS, rep.received, closed,
+		      (unsigned long long)rep.stats.wires_evicted,
+		      (unsigned long long)rep.stats.wires_hello_timeout);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(done, REAL_SENDS);
+	assert_int_equal(rep.received, REAL_SENDS);
+	assert_true(closed >= n - RN_SIM_WIRE_MAX_UNMATCHED);
+	assert_true(rep.stats.wires_evicted + rep.stats.wires_hello_timeout >=
+		    n - RN_SIM_WIRE_MAX_UNMATCHED);
+	assert_int_equal(rep.stats.wires_bad_hello + rep.stats.wires_oversize, 0);
+}
+
 int
 main(void)
 {
+	const char *seed = getenv("RNOTIFY_TEST_SEED");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_processes_loopback),
 		cmocka_unit_test_teardown(test_two_network_namespaces,
 					  remove_namespaces),
+		cmocka_unit_test(test_huge_frame_closes_its_connection),
+		cmocka_unit_test(test_garbage_first_bytes_close_only_that_connection),
+		cmocka_unit_test(test_no_hello_in_time_closes),
+		cmocka_unit_test(test_strangers_cannot_keep_a_real_peer_out),
 	};
+
+	run_seed = seed != NULL ? (uint32_t)strtoul(seed, NULL, 0) :
+				  (uint32_t)time(NULL);
 
 	return cmocka_run_group_tests_name("sim_wire", tests, NULL, NULL);
 }

@@ -13,6 +13,21 @@
 
 #include "rn_nic.h"
 
+/*
+ * Limits of the device and its wire. A message travels as one frame, so
+ * the largest message is also the largest frame payload a connection may
+ * announce; a larger one closes the connection before anything is
+ * allocated. The project's largest message is a notification slot
+ * (64 KiB); ConnectX allows 1 GiB.
+ */
+#define RN_SIM_MAX_MSG (1u << 20)             /* the sim's max_msg_sz */
+/* Inbound connections no QP has taken a frame from yet (strangers, or a
+ * peer whose QP is not ready): the oldest is closed to make room. */
+#define RN_SIM_WIRE_MAX_UNMATCHED 32
+/* An accepted connection sends its HELLO by then, or is closed; as the
+ * control port's default connect_timeout_ms. */
+#define RN_SIM_WIRE_HELLO_TIMEOUT_MS 1000
+
 struct rn_sim_stats {
 	uint64_t frames_sent;
 	uint64_t frames_received;
@@ -23,6 +38,11 @@ struct rn_sim_stats {
 	uint64_t rnr_naks_sent;
 	uint64_t retransmits;         /* go-back-N resends (RNR or timeout) */
 	uint64_t cq_overruns;
+	/* Inbound wire connections closed: */
+	uint64_t wires_bad_hello;     /* first frame not a well-formed HELLO */
+	uint64_t wires_oversize;      /* a frame announced over RN_SIM_MAX_MSG */
+	uint64_t wires_hello_timeout; /* no HELLO within the deadline */
+	uint64_t wires_evicted;       /* oldest unmatched, to make room */
 };
 
 /* Break every wire to remote and refuse new ones until restored. */
@@ -37,6 +57,8 @@ int rn_sim_wire_delay(struct rn_nic *nic, const struct rn_nic_addr *remote,
 int rn_sim_qp_fail(struct rn_nic *nic, struct rn_qp *qp);
 
 enum rn_qp_state rn_sim_qp_state(const struct rn_qp *qp);
+/* Send WQEs executed and not yet acknowledged (none once in ERR). */
+uint32_t rn_sim_qp_inflight(const struct rn_qp *qp);
 bool rn_sim_cq_in_error(const struct rn_cq *cq);
 void rn_sim_stats(struct rn_nic *nic, struct rn_sim_stats *out);
 

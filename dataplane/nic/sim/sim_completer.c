@@ -43,11 +43,10 @@ push_req_cqe(struct sim_qp *sqp, const struct sim_inflight *f,
 static void
 push_error_oldest(struct sim_qp *sqp, uint8_t syndrome)
 {
-	struct sim_inflight *f = rn_sim_inflight_at(sqp, 0);
+	struct sim_inflight f = rn_sim_inflight_retire(sqp);
 
-	rn_sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR, syndrome, f->opcode,
-			     sqp->qpn, (uint16_t)f->bb);
-	rn_sim_inflight_retire(sqp);
+	rn_sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR, syndrome, f.opcode,
+			     sqp->qpn, (uint16_t)f.bb);
 }
 
 /* The responder got further: the retry counts and the ACK timer start over. */
@@ -62,50 +61,56 @@ progress_made(struct sim_qp *sqp)
 /*
  * Retire every in-flight WQE with a PSN before limit (or up to and
  * including it when inclusive). A READ needs its response: an ACK stops
- * there.
+ * there. A CQE that overruns the send CQ puts the QP in ERR, which flushes
+ * the rest: the loop ends there.
  */
 static void
 retire_until(struct sim_qp *sqp, uint32_t limit, bool inclusive)
 {
 	bool progressed = false;
 
-	while (sqp->inflight_count > 0) {
-		struct sim_inflight *f = rn_sim_inflight_at(sqp, 0);
+	while (sqp->state == RN_QP_RTS && sqp->inflight_count > 0) {
+		const struct sim_inflight *f = rn_sim_inflight_at(sqp, 0);
 		int32_t d = rn_sim_psn_diff(f->psn, limit);
+		struct sim_inflight done;
 
 		if (d > 0 || (d == 0 && !inclusive) ||
 		    f->opcode == MLX5_OPCODE_RDMA_READ)
 			break;
-		if (f->signaled)
-			push_req_cqe(sqp, f, 0);
-		rn_sim_inflight_retire(sqp);
+		done = rn_sim_inflight_retire(sqp);
+		if (done.signaled)
+			push_req_cqe(sqp, &done, 0);
 		progressed = true;
 	}
-	if (progressed)
+	if (progressed && sqp->state == RN_QP_RTS)
 		progress_made(sqp);
 }
 
 void
 rn_sim_completer_fail(struct sim_qp *sqp, uint32_t pos, uint8_t syndrome)
 {
+	/* Each CQE may overrun the CQ, which flushes the rest (ERR). */
 	if (sqp->inflight_count > pos) {
-		for (uint32_t i = 0; i < pos; i++)
+		for (uint32_t i = 0; i < pos && sqp->state != RN_QP_ERR; i++)
 			push_error_oldest(sqp, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
-		push_error_oldest(sqp, syndrome);
+		if (sqp->state != RN_QP_ERR)
+			push_error_oldest(sqp, syndrome);
 	}
-	rn_sim_qp_enter_err(sqp);
+	if (sqp->state != RN_QP_ERR)
+		rn_sim_qp_enter_err(sqp);
 }
 
 static void
 receive_read_resp(struct sim_qp *sqp, const struct sim_frame_hdr *h,
 		  const uint8_t *data)
 {
-	struct sim_inflight *f;
+	const struct sim_inflight *f;
+	struct sim_inflight done;
 	struct sim_wqe w;
 	uint32_t capacity;
 
 	retire_until(sqp, h->psn, false);
-	if (sqp->inflight_count == 0)
+	if (sqp->state != RN_QP_RTS || sqp->inflight_count == 0)
 		return;
 	f = rn_sim_inflight_at(sqp, 0);
 	if (f->psn != h->psn || f->opcode != MLX5_OPCODE_RDMA_READ)
@@ -117,17 +122,19 @@ receive_read_resp(struct sim_qp *sqp, const struct sim_frame_hdr *h,
 		return;
 	}
 	rn_sim_wqe_scatter(sqp, &w, data, h->length);
-	if (f->signaled)
-		push_req_cqe(sqp, f, h->length);
-	rn_sim_inflight_retire(sqp);
-	progress_made(sqp);
+	done = rn_sim_inflight_retire(sqp);
+	if (done.signaled)
+		push_req_cqe(sqp, &done, h->length);
+	if (sqp->state == RN_QP_RTS)
+		progress_made(sqp);
 }
 
 static void
 receive_rnr_nak(struct sim_qp *sqp, const struct sim_frame_hdr *h)
 {
 	retire_until(sqp, h->psn, false);
-	if (sqp->inflight_count == 0 || sqp->req_state == SIM_REQ_RNR_WAIT)
+	if (sqp->state != RN_QP_RTS || sqp->inflight_count == 0 ||
+	    sqp->req_state == SIM_REQ_RNR_WAIT)
 		return;
 	if (sqp->conn.rnr_retry != 7) {   /* 7: retry forever */
 		if (sqp->rnr_left == 0) {
@@ -145,11 +152,12 @@ static void
 receive_nak(struct sim_qp *sqp, const struct sim_frame_hdr *h)
 {
 	retire_until(sqp, h->psn, false);
-	if (sqp->inflight_count > 0 && rn_sim_inflight_at(sqp, 0)->psn == h->psn)
+	if (sqp->state == RN_QP_RTS && sqp->inflight_count > 0 &&
+	    rn_sim_inflight_at(sqp, 0)->psn == h->psn)
 		rn_sim_completer_fail(sqp, 0, h->syndrome);
 }
 
-void
+bool
 rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 			 const struct sim_frame_hdr *h, const uint8_t *payload)
 {
@@ -158,7 +166,7 @@ rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 	if (sqp == NULL || sqp->state != RN_QP_RTS ||
 	    !rn_sim_qp_from_peer(sqp, wire, h->src_qpn)) {
 		ctx->stats.dropped_no_qp++;
-		return;
+		return false;
 	}
 	switch (h->type) {
 	case SIM_FRAME_ACK:
@@ -174,6 +182,7 @@ rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 		receive_nak(sqp, h);
 		break;
 	}
+	return true;
 }
 
 void

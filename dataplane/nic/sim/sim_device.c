@@ -134,14 +134,13 @@ sim_qp_destroy_op(struct rn_nic *nic, struct rn_qp *qp)
 
 /* A frame off the wire: a request for the responder, or a reply to one of
  * our requests for the completer. */
-static void
+static bool
 deliver(struct sim_ctx *ctx, struct sim_wire *wire,
 	const struct sim_frame_hdr *h, const uint8_t *payload)
 {
 	if (h->type == SIM_FRAME_REQUEST)
-		rn_sim_responder_request(ctx, wire, h, payload);
-	else
-		rn_sim_completer_receive(ctx, wire, h, payload);
+		return rn_sim_responder_request(ctx, wire, h, payload);
+	return rn_sim_completer_receive(ctx, wire, h, payload);
 }
 
 static unsigned int
@@ -200,6 +199,12 @@ enum rn_qp_state
 rn_sim_qp_state(const struct rn_qp *qp)
 {
 	return ((const struct sim_qp *)qp->priv)->state;
+}
+
+uint32_t
+rn_sim_qp_inflight(const struct rn_qp *qp)
+{
+	return ((const struct sim_qp *)qp->priv)->inflight_count;
 }
 
 bool

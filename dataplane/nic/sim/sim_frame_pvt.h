@@ -8,7 +8,10 @@
  * Host byte order on both ends (the sim runs on one architecture).
  */
 
+#include <assert.h>
 #include <stdint.h>
+
+#include "rn_sim.h"
 
 enum sim_frame_type {
 	SIM_FRAME_HELLO = 1,   /* first frame of a connection: who is calling */
@@ -34,6 +37,9 @@ struct sim_frame_hdr {
 	uint32_t dma_len;      /* WRITE, READ: bytes to move */
 };
 
+/* On the wire: a stranger's bytes in tests/nic/test_sim_wire.c too. */
+static_assert(sizeof(struct sim_frame_hdr) == 40, "frame header size");
+
 /* HELLO payload: the caller's own listening address (its GID and LID). */
 struct sim_frame_hello {
 	uint32_t ip;           /* network order */
@@ -41,6 +47,10 @@ struct sim_frame_hello {
 	uint16_t pad;
 };
 
-#define SIM_FRAME_MAX_PAYLOAD (1u << 30)
+/* The largest frame, header included: one message of RN_SIM_MAX_MSG. */
+#define SIM_FRAME_MAX (sizeof(struct sim_frame_hdr) + RN_SIM_MAX_MSG)
+/* A whole HELLO frame: all a connection may send before it is known. */
+#define SIM_FRAME_HELLO_SIZE \
+	(sizeof(struct sim_frame_hdr) + sizeof(struct sim_frame_hello))
 
 #endif /* RN_SIM_FRAME_PVT_H */

@@ -40,7 +40,6 @@
 #define SIM_QPN_BASE 0x100        /* QPNs 0..0xff are reserved, as on IB */
 #define SIM_BF_SIZE 256           /* doorbell register halves */
 #define SIM_EXEC_BUDGET 64        /* WQEs one QP executes per progress */
-#define SIM_MAX_MSG (1u << 30)    /* max_msg_sz: 1 GiB, as ConnectX */
 
 /* A data segment's byte count: 0 stands for 2 GiB (mlx5 format). */
 static inline uint64_t
@@ -154,6 +153,7 @@ struct sim_ctx {
 	struct sim_qp *qps[SIM_MAX_QPS];   /* by qpn - SIM_QPN_BASE */
 	struct sim_qp *live;
 	struct sim_wire *wires;
+	uint64_t wire_sweep_ns;   /* next check of the wires' HELLO deadlines */
 	struct sim_fault *faults;
 	struct rn_sim_stats stats;
 	uint8_t *scratch;         /* gathered payloads */
@@ -193,12 +193,20 @@ rn_sim_inflight_at(struct sim_qp *sqp, uint32_t i)
 	return &sqp->inflight[(sqp->inflight_head + i) % sqp->inflight_cap];
 }
 
-/* The oldest WQE in flight is done with (its CQE written, if any). */
-static inline void
+/*
+ * The oldest WQE in flight is done with: it leaves the list, and a copy
+ * comes back for its CQE. Retire first, then write the CQE: a CQE that
+ * overruns its CQ puts the QP in ERR, whose flush empties the list, so a
+ * count taken down after the write would wrap.
+ */
+static inline struct sim_inflight
 rn_sim_inflight_retire(struct sim_qp *sqp)
 {
+	struct sim_inflight f = sqp->inflight[sqp->inflight_head];
+
 	sqp->inflight_head = (sqp->inflight_head + 1) % sqp->inflight_cap;
 	sqp->inflight_count--;
+	return f;
 }
 
 /* (Re)start the ACK timer of the oldest WQE in flight: local ACK timeout
@@ -260,8 +268,9 @@ bool rn_sim_qp_from_peer(const struct sim_qp *sqp,
 unsigned int rn_sim_requester_run(struct sim_qp *sqp);
 
 /* sim_completer.c */
-/* A reply (ACK, READ_RESP, RNR_NAK, NAK) arrived on wire. */
-void rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
+/* A reply (ACK, READ_RESP, RNR_NAK, NAK) arrived on wire. Returns whether
+ * a QP took it as its peer's (else it was dropped, and counted). */
+bool rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 			      const struct sim_frame_hdr *h,
 			      const uint8_t *payload);
 /* Before the requester runs: has the oldest WQE in flight waited past its
@@ -274,8 +283,9 @@ void rn_sim_completer_timeout(struct sim_qp *sqp);
  */
 void rn_sim_completer_fail(struct sim_qp *sqp, uint32_t pos, uint8_t syndrome);
 
-/* sim_responder.c: a request arrived on wire. */
-void rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
+/* sim_responder.c: a request arrived on wire. Returns whether a QP took
+ * it as its peer's (else it was dropped, and counted). */
+bool rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 			      const struct sim_frame_hdr *h,
 			      const uint8_t *payload);
 
@@ -289,8 +299,9 @@ void rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 void rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
 		       const struct sim_frame_hdr *h, const void *payload);
 /* Where the wire hands every frame but its own HELLO, from a remote it
- * knows. */
-typedef void rn_sim_deliver_fn(struct sim_ctx *ctx, struct sim_wire *wire,
+ * knows. Returns whether a QP took the frame as its peer's: that matches
+ * the connection (RN_SIM_WIRE_MAX_UNMATCHED no longer counts it). */
+typedef bool rn_sim_deliver_fn(struct sim_ctx *ctx, struct sim_wire *wire,
 			       const struct sim_frame_hdr *h,
 			       const uint8_t *payload);
 /* Accept connections, read frames and hand them to deliver. Returns the

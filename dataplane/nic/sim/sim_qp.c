@@ -280,12 +280,11 @@ void
 rn_sim_qp_flush_inflight(struct sim_qp *sqp)
 {
 	while (sqp->inflight_count > 0) {
-		struct sim_inflight *f = rn_sim_inflight_at(sqp, 0);
+		struct sim_inflight f = rn_sim_inflight_retire(sqp);
 
 		rn_sim_cq_push_error(sqp->scq, MLX5_CQE_REQ_ERR,
-				     MLX5_CQE_SYNDROME_WR_FLUSH_ERR, f->opcode,
-				     sqp->qpn, (uint16_t)f->bb);
-		rn_sim_inflight_retire(sqp);
+				     MLX5_CQE_SYNDROME_WR_FLUSH_ERR, f.opcode,
+				     sqp->qpn, (uint16_t)f.bb);
 	}
 }
 

@@ -166,24 +166,14 @@ execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	      (const void *)(uintptr_t)h->raddr, h->dma_len);
 }
 
-void
-rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
-			 const struct sim_frame_hdr *h, const uint8_t *payload)
+/* A request from sqp's peer, well formed: execute it in PSN order. */
+static void
+execute_request(struct sim_ctx *ctx, struct sim_wire *wire,
+		struct sim_qp *sqp, const struct sim_frame_hdr *h,
+		const uint8_t *payload)
 {
-	struct sim_qp *sqp = rn_sim_qp_lookup(ctx, h->dst_qpn);
 	int32_t d;
 
-	if (sqp == NULL || (sqp->state != RN_QP_RTR && sqp->state != RN_QP_RTS) ||
-	    !rn_sim_qp_from_peer(sqp, wire, h->src_qpn)) {
-		ctx->stats.dropped_no_qp++;
-		return;
-	}
-	/* The frame must carry what it claims to move. */
-	if (h->opcode == MLX5_OPCODE_RDMA_READ ? h->length != 0 :
-						  h->dma_len != h->length) {
-		ctx->stats.dropped_malformed++;
-		return;
-	}
 	d = rn_sim_psn_diff(h->psn, sqp->expected_psn);
 	if (d > 0) {
 		ctx->stats.dropped_out_of_order++;
@@ -224,4 +214,27 @@ rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 		fail(ctx, wire, sqp, h->psn, 0, false,
 		     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
 	}
+}
+
+bool
+rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
+			 const struct sim_frame_hdr *h, const uint8_t *payload)
+{
+	struct sim_qp *sqp = rn_sim_qp_lookup(ctx, h->dst_qpn);
+
+	if (sqp == NULL || (sqp->state != RN_QP_RTR && sqp->state != RN_QP_RTS) ||
+	    !rn_sim_qp_from_peer(sqp, wire, h->src_qpn)) {
+		ctx->stats.dropped_no_qp++;
+		return false;
+	}
+	/* The frame must carry what it claims to move, and a READ's
+	 * response must fit in a frame. */
+	if (h->opcode == MLX5_OPCODE_RDMA_READ ?
+		    h->length != 0 || h->dma_len > RN_SIM_MAX_MSG :
+		    h->dma_len != h->length) {
+		ctx->stats.dropped_malformed++;
+		return true;
+	}
+	execute_request(ctx, wire, sqp, h, payload);
+	return true;
 }

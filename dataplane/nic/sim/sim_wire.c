@@ -8,6 +8,16 @@
  *
  * Fault injection keys on the remote context's address: a cut drops every
  * frame to or from it and closes its connections; a delay holds frames back.
+ *
+ * Anyone can connect to the listener, so what an inbound connection may
+ * cost is bounded before it is trusted (docs/nic.md, "Limits of the
+ * wire"): its first frame must be a HELLO, sent within
+ * RN_SIM_WIRE_HELLO_TIMEOUT_MS; no frame may announce more than
+ * RN_SIM_MAX_MSG, checked on the header before room is made for it; and at
+ * most RN_SIM_WIRE_MAX_UNMATCHED connections wait for a QP to take a frame
+ * from them, the oldest closed to make room, so strangers cannot keep a
+ * real peer out. Each connection has its own buffers: one that stops in
+ * the middle of a frame stalls only itself.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +32,20 @@
 
 #define RX_CHUNK 65536
 #define EPOLL_BATCH 32
+#define HELLO_TIMEOUT_NS (RN_SIM_WIRE_HELLO_TIMEOUT_MS * 1000000ull)
+#define SWEEP_EVERY_NS 100000000ull   /* HELLO deadlines: checked this often */
+
+/*
+ * An inbound connection is accepted (WAIT_HELLO), says who calls with its
+ * HELLO (UNMATCHED), and is matched once a QP takes one of its frames as
+ * its peer's. Only matched ones are kept without limit. A connection we
+ * open is matched from the start.
+ */
+enum sim_wire_state {
+	SIM_WIRE_WAIT_HELLO,
+	SIM_WIRE_UNMATCHED,
+	SIM_WIRE_MATCHED,
+};
 
 struct delayed_frame {
 	uint64_t due_ns;
@@ -33,9 +57,10 @@ struct delayed_frame {
 struct sim_wire {
 	int fd;
 	bool outbound;            /* we connected it */
-	bool known;               /* remote is known (outbound, or HELLO seen) */
 	bool dead;                /* closed: freed at the end of progress */
-	struct sim_addr remote;
+	enum sim_wire_state state;
+	uint64_t accepted_ns;     /* inbound: HELLO deadline, eviction order */
+	struct sim_addr remote;   /* from the HELLO, or whom we called */
 	uint8_t *rx;
 	size_t rx_len, rx_cap;
 	uint8_t *tx;
@@ -54,7 +79,7 @@ rn_sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out)
 const struct sim_addr *
 rn_sim_wire_remote(const struct sim_wire *wire)
 {
-	return wire->known ? &wire->remote : NULL;
+	return wire->state != SIM_WIRE_WAIT_HELLO ? &wire->remote : NULL;
 }
 
 static struct sim_fault *
@@ -200,7 +225,7 @@ wire_connect(struct sim_ctx *ctx, const struct sim_addr *remote)
 	w = wire_add(ctx, fd);
 	if (w == NULL)
 		return NULL;
-	w->known = true;
+	w->state = SIM_WIRE_MATCHED;
 	w->outbound = true;
 	w->remote = *remote;
 	tx_append(w, &h, sizeof(h), &hello, sizeof(hello));
@@ -217,9 +242,11 @@ rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 	if (fault != NULL && fault->cut)
 		return;
 	/* Our own connection first, always the same one: frames of a QP
-	 * must not switch wires and overtake each other. */
+	 * must not switch wires and overtake each other. Else one the remote
+	 * opened, once matched: a HELLO alone proves nothing. */
 	for (w = ctx->wires; w != NULL; w = w->next) {
-		if (w->dead || !w->known || !rn_sim_addr_equal(&w->remote, remote))
+		if (w->dead || w->state != SIM_WIRE_MATCHED ||
+		    !rn_sim_addr_equal(&w->remote, remote))
 			continue;
 		if (w->outbound)
 			break;
@@ -246,26 +273,117 @@ rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
 		rn_sim_wire_send(ctx, &wire->remote, h, payload);
 }
 
+/*
+ * The one place a connection's first frame is believed: from here on the
+ * connection is known by the address its HELLO names. The per-endpoint
+ * token of the control plane's handshake (issue #16) is to be checked
+ * here, before the address is taken. The framing was checked already
+ * (frame_refused()). Returns 0, or a negative errno: the connection closes.
+ */
+static int
+wire_accept_hello(struct sim_ctx *ctx, struct sim_wire *w,
+		  const uint8_t *payload)
+{
+	struct sim_frame_hello hello;
+	struct sim_fault *fault;
+
+	memcpy(&hello, payload, sizeof(hello));
+	w->remote = (struct sim_addr){ hello.ip, hello.port };
+	w->state = SIM_WIRE_UNMATCHED;
+	fault = fault_find(ctx, &w->remote);
+	if (fault != NULL && fault->cut)
+		return -ECONNREFUSED;
+	return 0;
+}
+
 static void
 dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_frame_hdr *h,
 	 const uint8_t *payload, rn_sim_deliver_fn *deliver)
 {
 	ctx->stats.frames_received++;
 	if (h->type == SIM_FRAME_HELLO) {
-		const struct sim_frame_hello *hello = (const void *)payload;
-		struct sim_fault *fault;
-
-		if (h->length != sizeof(*hello))
-			return;
-		w->remote = (struct sim_addr){ hello->ip, hello->port };
-		w->known = true;
-		fault = fault_find(ctx, &w->remote);
-		if (fault != NULL && fault->cut)
+		if (wire_accept_hello(ctx, w, payload) != 0)
 			wire_kill(ctx, w);
 		return;
 	}
-	if (w->known)
-		deliver(ctx, w, h, payload);
+	if (deliver(ctx, w, h, payload))
+		w->state = SIM_WIRE_MATCHED;
+}
+
+/*
+ * May w send the frame h heads? Decided on the header alone, before its
+ * payload is read or room made for it: the first frame is a HELLO of its
+ * exact size and only the first; none announces more than a message.
+ */
+static bool
+frame_refused(struct sim_ctx *ctx, const struct sim_wire *w,
+	      const struct sim_frame_hdr *h)
+{
+	bool first = w->state == SIM_WIRE_WAIT_HELLO;
+
+	if (h->length > RN_SIM_MAX_MSG) {
+		ctx->stats.wires_oversize++;
+		return true;
+	}
+	if (first != (h->type == SIM_FRAME_HELLO) ||
+	    (first && h->length != sizeof(struct sim_frame_hello))) {
+		ctx->stats.wires_bad_hello++;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Dispatch every whole frame in w's buffer. Returns false when a header is
+ * refused: the connection must close.
+ */
+static bool
+wire_parse(struct sim_ctx *ctx, struct sim_wire *w, rn_sim_deliver_fn *deliver,
+	   unsigned int *frames)
+{
+	bool ok = true;
+	size_t off = 0;
+
+	while (!w->dead && w->rx_len - off >= sizeof(struct sim_frame_hdr)) {
+		struct sim_frame_hdr h;
+
+		memcpy(&h, w->rx + off, sizeof(h));
+		if (frame_refused(ctx, w, &h)) {
+			ok = false;
+			break;
+		}
+		if (w->rx_len - off < sizeof(h) + h.length)
+			break;
+		dispatch(ctx, w, &h, w->rx + off + sizeof(h), deliver);
+		off += sizeof(h) + h.length;
+		(*frames)++;
+	}
+	memmove(w->rx, w->rx + off, w->rx_len - off);
+	w->rx_len -= off;
+	return ok;
+}
+
+/* Room to read into, up to what w may hold unparsed: a HELLO before it is
+ * known, one frame after. A whole frame always fits, so a full buffer
+ * starts with one, and parsing it makes room. */
+static int
+rx_reserve(struct sim_wire *w)
+{
+	size_t limit = w->state == SIM_WIRE_WAIT_HELLO ? SIM_FRAME_HELLO_SIZE :
+							  SIM_FRAME_MAX;
+	size_t want = RTE_MIN(w->rx_len + RX_CHUNK, limit);
+	uint8_t *p;
+	size_t n;
+
+	if (w->rx_cap >= want)
+		return 0;
+	n = RTE_MIN(RTE_MAX(2 * w->rx_cap, want), limit);
+	p = realloc(w->rx, n);
+	if (p == NULL)
+		return -ENOMEM;
+	w->rx = p;
+	w->rx_cap = n;
+	return 0;
 }
 
 /* Read what the socket has and dispatch every whole frame. */
@@ -274,54 +392,94 @@ wire_read(struct sim_ctx *ctx, struct sim_wire *w, rn_sim_deliver_fn *deliver)
 {
 	unsigned int frames = 0;
 	bool closed = false;
-	size_t off = 0;
 
-	while (!closed) {
+	while (!closed && !w->dead) {
 		ssize_t n;
 
-		if (buf_reserve(&w->rx, &w->rx_cap, w->rx_len + RX_CHUNK) != 0)
+		/* Out of memory: epoll is level-triggered, read later. */
+		if (rx_reserve(w) != 0 || w->rx_len == w->rx_cap)
 			break;
 		n = recv(w->fd, w->rx + w->rx_len, w->rx_cap - w->rx_len,
 			 MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
 		if (n > 0)
 			w->rx_len += (size_t)n;
-		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+		else
 			closed = true;
-		else if (errno == EAGAIN)
-			break;
+		/* Frames that arrived before the peer closed still count. */
+		if (!wire_parse(ctx, w, deliver, &frames))
+			closed = true;
 	}
-	/* Frames that arrived before the peer closed still count. */
-	while (!w->dead && w->rx_len - off >= sizeof(struct sim_frame_hdr)) {
-		struct sim_frame_hdr h;
-
-		memcpy(&h, w->rx + off, sizeof(h));
-		if (h.length > SIM_FRAME_MAX_PAYLOAD) {
-			closed = true;   /* not our protocol */
-			break;
-		}
-		if (w->rx_len - off < sizeof(h) + h.length)
-			break;
-		dispatch(ctx, w, &h, w->rx + off + sizeof(h), deliver);
-		off += sizeof(h) + h.length;
-		frames++;
-	}
-	memmove(w->rx, w->rx + off, w->rx_len - off);
-	w->rx_len -= off;
 	if (closed)
 		wire_kill(ctx, w);
 	return frames;
 }
 
+/* Close the oldest inbound connection no QP has taken a frame from, when
+ * there are at least max of them (max 0: any). Returns whether it did. */
+static bool
+evict_unmatched(struct sim_ctx *ctx, unsigned int max)
+{
+	struct sim_wire *oldest = NULL;
+	unsigned int n = 0;
+
+	/* New wires go in front: on a tie in time, the later one is older. */
+	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next) {
+		if (w->dead || w->outbound || w->state == SIM_WIRE_MATCHED)
+			continue;
+		n++;
+		if (oldest == NULL || w->accepted_ns <= oldest->accepted_ns)
+			oldest = w;
+	}
+	if (oldest == NULL || n < max)
+		return false;
+	ctx->stats.wires_evicted++;
+	wire_kill(ctx, oldest);
+	return true;
+}
+
 static void
-accept_all(struct sim_ctx *ctx)
+accept_all(struct sim_ctx *ctx, rn_sim_deliver_fn *deliver)
 {
 	for (;;) {
 		int fd = accept4(ctx->listen_fd, NULL, NULL,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sim_wire *w;
 
+		/* Out of descriptors: a stranger's makes room for this one. */
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
+		    evict_unmatched(ctx, 0))
+			continue;
 		if (fd < 0)
 			return;
-		wire_add(ctx, fd);
+		evict_unmatched(ctx, RN_SIM_WIRE_MAX_UNMATCHED);
+		w = wire_add(ctx, fd);
+		if (w == NULL)
+			continue;
+		w->accepted_ns = ctx->now_ns;
+		/* A caller sends its HELLO with its first frame: often both
+		 * are in already. */
+		wire_read(ctx, w, deliver);
+	}
+}
+
+/* Close the connections that sent no HELLO in time. O(wires): run at most
+ * every SWEEP_EVERY_NS. */
+static void
+sweep_hello_deadlines(struct sim_ctx *ctx)
+{
+	if (ctx->now_ns < ctx->wire_sweep_ns)
+		return;
+	ctx->wire_sweep_ns = ctx->now_ns + SWEEP_EVERY_NS;
+	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next) {
+		if (w->dead || w->state != SIM_WIRE_WAIT_HELLO ||
+		    ctx->now_ns - w->accepted_ns < HELLO_TIMEOUT_NS)
+			continue;
+		ctx->stats.wires_hello_timeout++;
+		wire_kill(ctx, w);
 	}
 }
 
@@ -336,10 +494,11 @@ rn_sim_wire_receive(struct sim_ctx *ctx, rn_sim_deliver_fn *deliver)
 		struct sim_wire *w = events[i].data.ptr;
 
 		if (w == NULL)
-			accept_all(ctx);
+			accept_all(ctx, deliver);
 		else if (!w->dead)
 			work += wire_read(ctx, w, deliver);
 	}
+	sweep_hello_deadlines(ctx);
 	return work;
 }
 
@@ -455,7 +614,8 @@ rn_sim_wire_cut(struct rn_nic *nic, const struct rn_nic_addr *remote)
 		return -ENOMEM;
 	f->cut = true;
 	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next)
-		if (w->known && rn_sim_addr_equal(&w->remote, &f->addr))
+		if (w->state != SIM_WIRE_WAIT_HELLO &&
+		    rn_sim_addr_equal(&w->remote, &f->addr))
 			wire_kill(ctx, w);
 	return 0;
 }

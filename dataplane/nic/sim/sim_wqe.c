@@ -81,7 +81,7 @@ rn_sim_wqe_gather(const struct sim_qp *sqp, const struct sim_wqe *w,
 
 		if (lkey == MLX5_INVALID_LKEY)
 			break;
-		if (sum + len > SIM_MAX_MSG)
+		if (sum + len > RN_SIM_MAX_MSG)
 			return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
 		if (rn_sim_mr_check(sqp->ctx, lkey, addr, len, access) == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;

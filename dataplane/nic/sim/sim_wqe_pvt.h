@@ -62,7 +62,7 @@ int rn_sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w);
  * The data segments of w: their total length into *total, their lkeys
  * checked for access, their bytes copied to out unless NULL. A byte count
  * of 0 means 2 GiB, as on the NIC. Returns 0, LOCAL_PROT for a bad lkey, or
- * LOCAL_LENGTH over SIM_MAX_MSG (the port's max_msg_sz).
+ * LOCAL_LENGTH over RN_SIM_MAX_MSG (the port's max_msg_sz).
  */
 int rn_sim_wqe_gather(const struct sim_qp *sqp, const struct sim_wqe *w,
 		      uint8_t *out, uint32_t *total, uint32_t access);
