@@ -367,8 +367,7 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		 * a configuration error's. */
 		fprintf(stderr, "rnotifyd: %s\n", err.text);
 		close_log(d);
-		if (d->name_fd >= 0)
-			close(d->name_fd);
+		rn_daemon_unlock_name(d->cfg.dataplane.name, d->name_fd);
 		return 1;
 	}
 	RN_DAEMON_LOG(NOTICE, "%s starting: name %s, config %s, provider %s",
@@ -445,7 +444,7 @@ stop_eal:
 	if (d->plane != NULL)
 		rn_plane_free(d->plane);
 	d->plane = NULL;
-	close(d->name_fd);
+	rn_daemon_unlock_name(d->cfg.dataplane.name, d->name_fd);
 	if (rc == 0)
 		RN_DAEMON_LOG(NOTICE, "stopped cleanly");
 	close_log(d);

@@ -27,6 +27,8 @@
 #define ROOT_DIR "/run/rnotify"
 #define DIR_MODE 0700
 #define FILE_MODE 0600
+/* Each try lost a race with a daemon of that name that was stopping. */
+#define LOCK_TRIES 8
 
 static void
 runtime_dir(char *dir, size_t len)
@@ -90,40 +92,69 @@ not_ours:
 	return -EPERM;
 }
 
+static void
+lock_file_name(const char *name, char *file, size_t len)
+{
+	snprintf(file, len, "%s.%lu.lock", name, netns_id());
+}
+
+/*
+ * Open and lock the file. A daemon that stops removes its file while it
+ * holds the lock, so a lock taken on a file no longer at that name is
+ * stale: then try again on the file that is there now.
+ */
+static int
+lock_file(int dir_fd, const char *file)
+{
+	for (int tries = 0; tries < LOCK_TRIES; tries++) {
+		struct stat st, now;
+		int fd = openat(dir_fd, file, O_RDWR | O_CREAT | O_NOFOLLOW |
+				O_CLOEXEC, FILE_MODE);
+		int rc;
+
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid()) {
+			close(fd);
+			return -EPERM;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			rc = -errno;
+			close(fd);
+			return rc;
+		}
+		if (fstatat(dir_fd, file, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+			return fd;
+		close(fd);
+	}
+	return -EAGAIN;
+}
+
 int
 rn_daemon_lock_name(const char *name, char *why, size_t len)
 {
 	char dir[256], file[64], pid[32];
-	struct stat st;
 	int dir_fd, fd, rc;
 
 	runtime_dir(dir, sizeof(dir));
 	dir_fd = open_dir(dir, why, len);
 	if (dir_fd < 0)
 		return dir_fd;
-	snprintf(file, sizeof(file), "%s.%lu.lock", name, netns_id());
-	fd = openat(dir_fd, file, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-		    FILE_MODE);
-	rc = fd < 0 ? -errno : 0;
+	lock_file_name(name, file, sizeof(file));
+	fd = lock_file(dir_fd, file);
 	close(dir_fd);
-	if (rc == 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-			st.st_uid != geteuid()))
-		rc = -EPERM;
-	if (rc != 0) {
-		snprintf(why, len, "lock file '%s/%s': %s; allowed a regular "
-			 "file of this user's", dir, file, strerror(-rc));
-		goto close_fd;
+	if (fd == -EWOULDBLOCK) {
+		snprintf(why, len, "another rnotifyd named '%s' is running; "
+			 "give this one another [dataplane] name", name);
+		return fd;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		rc = -errno;
-		if (rc == -EWOULDBLOCK)
-			snprintf(why, len, "another rnotifyd named '%s' is "
-				 "running; give this one another [dataplane] "
-				 "name", name);
-		else
-			snprintf(why, len, "lock file '%s/%s': %s", dir, file,
-				 strerror(-rc));
-		goto close_fd;
+	if (fd < 0) {
+		snprintf(why, len, "lock file '%s/%s': %s%s", dir, file,
+			 strerror(-fd), fd == -EPERM ? "; allowed a regular "
+			 "file of this user's" : "");
+		return fd;
 	}
 	/* For the operator: which process holds the name. Not used here;
 	 * the lock, not the content, is the claim. */
@@ -134,11 +165,22 @@ rn_daemon_lock_name(const char *name, char *why, size_t len)
 		rc = errno != 0 ? -errno : -EIO;
 		snprintf(why, len, "lock file '%s/%s': %s", dir, file,
 			 strerror(-rc));
-		goto close_fd;
+		close(fd);
+		return rc;
 	}
 	return fd;
-close_fd:
-	if (fd >= 0)
-		close(fd);
-	return rc;
+}
+
+void
+rn_daemon_unlock_name(const char *name, int fd)
+{
+	char dir[256], file[64], path[sizeof(dir) + sizeof(file)];
+
+	if (fd < 0)
+		return;
+	runtime_dir(dir, sizeof(dir));
+	lock_file_name(name, file, sizeof(file));
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	unlink(path);   /* still locked: see lock_file() */
+	close(fd);
 }

@@ -16,10 +16,13 @@ FILE *rn_daemon_log_open(void);
 /*
  * Claim name for this process: take the lock on NAME.NETNS.lock in the
  * daemon's run-time directory (daemon_lock.c says which). Returns the lock file's
- * descriptor, held until the process ends, or -errno with why set: another
+ * descriptor, held until rn_daemon_unlock_name() or the process ends, or -errno with why set: another
  * rnotifyd of that name runs (-EWOULDBLOCK), or the directory is not this
  * user's own.
  */
 int rn_daemon_lock_name(const char *name, char *why, size_t len);
+
+/* Give the name up: remove the lock file, then close fd, which unlocks. */
+void rn_daemon_unlock_name(const char *name, int fd);
 
 #endif /* RN_DAEMON_PVT_H */

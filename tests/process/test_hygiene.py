@@ -63,6 +63,7 @@ def test_squatted_abstract_socket_does_not_block_start():
         squatter.close()
         rc = d.stop()
     assert rc == 0, f"exit {rc}: {d.stderr()}"
+    assert not os.path.exists(lock_path(name)), "lock file left behind"
 
 
 def test_runtime_dir_of_another_user_refused():
