@@ -2,8 +2,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <rte_cfgfile.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config_lines.h"
 
@@ -90,40 +94,151 @@ scan_line(char *text, const char *path, unsigned int lineno,
 	return 0;
 }
 
-int
-rn_config_lines_scan(const char *path, struct rn_config_lines *lines,
-		     struct rn_config_error *err)
+/* Name what a path is when it is not a regular file. */
+static const char *
+file_kind(mode_t mode)
 {
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	return "not a regular file";
+}
+
+static int
+read_fail(struct rn_config_error *err, const char *path, int rc,
+	  const char *why)
+{
+	snprintf(err->text, sizeof(err->text),
+		 "cannot read config file '%s': %s", path,
+		 why != NULL ? why : strerror(-rc));
+	return rc;
+}
+
+/*
+ * Read all of path into text, once: a FIFO would block a second reader and
+ * a device never ends, so only a regular file of at most
+ * RN_CONFIG_FILE_MAX bytes is read. O_NONBLOCK keeps open() itself from
+ * waiting for a FIFO's writer.
+ */
+int
+rn_config_file_read(const char *path, struct rn_config_text *text,
+		    struct rn_config_error *err)
+{
+	char why[128];
+	struct stat st;
+	size_t used = 0;
+	int rc = 0;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	text->bytes = NULL;
+	text->len = 0;
+	if (fd < 0)
+		return read_fail(err, path, -errno, NULL);
+	if (fstat(fd, &st) != 0) {
+		rc = read_fail(err, path, -errno, NULL);
+		goto close_fd;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = read_fail(err, path, -EISDIR, NULL);
+		goto close_fd;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, sizeof(why), "%s; " RN_CONFIG_FILE_ALLOWED,
+			 file_kind(st.st_mode));
+		rc = read_fail(err, path, -EINVAL, why);
+		goto close_fd;
+	}
+	/* One byte more than allowed: a file that grew is caught too. */
+	text->bytes = malloc(RN_CONFIG_FILE_MAX + 1);
+	if (text->bytes == NULL) {
+		rc = read_fail(err, path, -ENOMEM, NULL);
+		goto close_fd;
+	}
+	while (used <= RN_CONFIG_FILE_MAX) {
+		ssize_t n = read(fd, text->bytes + used,
+				 RN_CONFIG_FILE_MAX + 1 - used);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = read_fail(err, path, -errno, NULL);
+			goto free_bytes;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+	}
+	if (used > RN_CONFIG_FILE_MAX) {
+		snprintf(why, sizeof(why), "larger than %d bytes; "
+			 RN_CONFIG_FILE_ALLOWED, RN_CONFIG_FILE_MAX);
+		rc = read_fail(err, path, -EFBIG, why);
+		goto free_bytes;
+	}
+	text->len = used;
+	goto close_fd;
+free_bytes:
+	free(text->bytes);
+	text->bytes = NULL;
+close_fd:
+	close(fd);
+	return rc;
+}
+
+void
+rn_config_file_free(struct rn_config_text *text)
+{
+	free(text->bytes);
+	text->bytes = NULL;
+	text->len = 0;
+}
+
+int
+rn_config_lines_scan(const char *path, struct rn_config_text *text,
+		     struct rn_config_lines *lines, struct rn_config_error *err)
+{
+	static const char bom[] = "\xef\xbb\xbf";
 	char buf[CFGFILE_LINE_MAX];
 	unsigned int lineno = 0;
+	size_t at = 0;
 	int rc = 0;
-	FILE *f = fopen(path, "r");
 
-	if (f == NULL) {
-		rc = -errno;
-		snprintf(err->text, sizeof(err->text),
-			 "cannot read config file '%s': %s", path,
-			 strerror(errno));
-		return rc;
-	}
 	lines->n_sections = 0;
 	lines->n_entries = 0;
-	errno = 0;
-	while (rc == 0 && fgets(buf, sizeof(buf), f) != NULL) {
-		size_t n = strlen(buf);
+	/* Editors on some systems start UTF-8 files with a byte order mark;
+	 * it carries nothing, and rte_cfgfile would take it for text. */
+	if (text->len >= sizeof(bom) - 1 &&
+	    memcmp(text->bytes, bom, sizeof(bom) - 1) == 0) {
+		text->len -= sizeof(bom) - 1;
+		memmove(text->bytes, text->bytes + sizeof(bom) - 1, text->len);
+	}
+	while (rc == 0 && at < text->len) {
+		const char *start = text->bytes + at;
+		const char *nl = memchr(start, '\n', text->len - at);
+		size_t n = nl != NULL ? (size_t)(nl - start) :
+					text->len - at;
 
 		lineno++;
-		if (n >= sizeof(buf) - 1 && buf[n - 1] != '\n')
-			rc = fail(err, path, lineno,
-				  "line longer than 322 characters");
-		else
-			rc = scan_line(buf, path, lineno, lines, err);
+		at += n + 1;
+		if (memchr(start, '\0', n) != NULL)
+			return fail(err, path, lineno, "NUL byte in the line; "
+				    "allowed text without NUL bytes");
+		/* rte_cfgfile's fgets() takes the line and its newline into
+		 * CFGFILE_LINE_MAX bytes with the terminating NUL. */
+		if (n > sizeof(buf) - 2) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "line longer than %zu "
+				 "characters", sizeof(buf) - 2);
+			return fail(err, path, lineno, why);
+		}
+		memcpy(buf, start, n);
+		buf[n] = '\0';
+		rc = scan_line(buf, path, lineno, lines, err);
 	}
-	if (rc == 0 && ferror(f)) {
-		rc = errno != 0 ? -errno : -EIO;
-		snprintf(err->text, sizeof(err->text),
-			 "cannot read config file '%s': %s", path, strerror(-rc));
-	}
-	fclose(f);
 	return rc;
 }

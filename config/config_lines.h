@@ -10,6 +10,9 @@
  * name the line.
  */
 
+#include <rte_common.h>
+#include <stddef.h>
+
 #include "rn_config.h"
 
 #define RN_CONFIG_MAX_SECTIONS (RN_CONFIG_MAX_PEERS + 16)
@@ -25,11 +28,33 @@ struct rn_config_lines {
 	unsigned int entry_line[RN_CONFIG_MAX_ENTRIES];
 };
 
+/* The file's bytes, read once; the scan and rte_cfgfile both see these. */
+struct rn_config_text {
+	char *bytes;
+	size_t len;
+};
+
+/* What the loader reads: a size that no real configuration comes near
+ * (2048 keys of full-length lines are 660 KB) and that bounds the read. */
+#define RN_CONFIG_FILE_MAX 1048576
+#define RN_CONFIG_FILE_ALLOWED \
+	"allowed a regular file of at most " RTE_STR(RN_CONFIG_FILE_MAX) " bytes"
+
 /*
- * Scan path. Returns 0, -errno when it cannot be read, or -EINVAL with
- * err naming the line.
+ * Read path into text (free it with rn_config_file_free()). Returns 0, or
+ * -errno with err saying why: it cannot be opened, it is not a regular file
+ * (-EINVAL), or it is larger than RN_CONFIG_FILE_MAX (-EFBIG).
  */
-int rn_config_lines_scan(const char *path, struct rn_config_lines *lines,
+int rn_config_file_read(const char *path, struct rn_config_text *text,
+			struct rn_config_error *err);
+void rn_config_file_free(struct rn_config_text *text);
+
+/*
+ * Scan text, read from path. A leading UTF-8 byte order mark is removed from
+ * text. Returns 0, or -EINVAL with err naming the line.
+ */
+int rn_config_lines_scan(const char *path, struct rn_config_text *text,
+			 struct rn_config_lines *lines,
 			 struct rn_config_error *err);
 
 #endif /* RN_CONFIG_LINES_H */

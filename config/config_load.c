@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "config_lines.h"
 #include "config_schema.h"
@@ -316,6 +318,40 @@ apply_env(const char *var, bool *field, struct rn_config_error *err)
 	return -EINVAL;
 }
 
+/*
+ * rte_cfgfile reads only from a path. It gets the bytes the scan checked,
+ * through a memory file: reading path again could see another file, or a
+ * FIFO put there meanwhile.
+ */
+static struct rte_cfgfile *
+load_cfgfile(const struct rn_config_text *text,
+	     const struct rte_cfgfile_parameters *params)
+{
+	struct rte_cfgfile *file = NULL;
+	char proc_path[64];
+	size_t done = 0;
+	int fd = memfd_create("rnotifyd-config", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	while (done < text->len) {
+		ssize_t n = write(fd, text->bytes + done, text->len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto close_fd;
+		done += (size_t)n;
+	}
+	snprintf(proc_path, sizeof(proc_path), "/proc/self/fd/%d", fd);
+	/* Empty values are ours to report, with the key's allowed forms. */
+	file = rte_cfgfile_load_with_params(proc_path, CFG_FLAG_EMPTY_VALUES,
+					    params);
+close_fd:
+	close(fd);
+	return file;
+}
+
 int
 rn_config_load(const char *path, struct rn_config *cfg,
 	       struct rn_config_error *err)
@@ -324,6 +360,7 @@ rn_config_load(const char *path, struct rn_config *cfg,
 		.comment_character = CFG_DEFAULT_COMMENT_CHARACTER,
 	};
 	struct load ld = { .path = path, .cfg = cfg, .err = err };
+	struct rn_config_text text;
 	int rc;
 
 	rn_config_defaults(cfg);
@@ -332,18 +369,19 @@ rn_config_load(const char *path, struct rn_config *cfg,
 	ld.lines = malloc(sizeof(*ld.lines));
 	if (ld.lines == NULL)
 		return -ENOMEM;
-	rc = rn_config_lines_scan(path, ld.lines, err);
+	rc = rn_config_file_read(path, &text, err);
 	if (rc != 0)
 		goto free_lines;
-	/* Empty values are ours to report, with the key's allowed forms. */
-	ld.file = rte_cfgfile_load_with_params(path, CFG_FLAG_EMPTY_VALUES,
-					       &params);
+	rc = rn_config_lines_scan(path, &text, ld.lines, err);
+	if (rc != 0)
+		goto free_text;
+	ld.file = load_cfgfile(&text, &params);
 	if (ld.file == NULL) {
 		snprintf(err->text, sizeof(err->text),
 			 "cannot read config file '%s': rte_cfgfile failed",
 			 path);
 		rc = -EIO;
-		goto free_lines;
+		goto free_text;
 	}
 	for (int i = 0; rc == 0 && i < rte_cfgfile_num_sections(ld.file, NULL, 0);
 	     i++)
@@ -356,6 +394,8 @@ rn_config_load(const char *path, struct rn_config *cfg,
 		rc = apply_env(RN_ENV_NOTIFY_OOB_FALLBACK,
 			       &cfg->notify.oob_fallback, err);
 	rte_cfgfile_close(ld.file);
+free_text:
+	rn_config_file_free(&text);
 free_lines:
 	free(ld.lines);
 	return rc;

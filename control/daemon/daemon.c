@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Bring-up and teardown of rnotifyd. Start-up order: signals blocked, EAL,
- * event ring and its eventfd, control loop, workers, telemetry (last, so
- * that what it reads is complete); then the control loop runs. Teardown
+ * Bring-up and teardown of rnotifyd. Start-up order: name claimed, signals
+ * blocked, the timestamped log stream, EAL, event ring and its eventfd,
+ * control loop, workers, telemetry (last, so that what it reads is
+ * complete); then the control loop runs. Teardown
  * undoes it in reverse; each unwind label is named after what it undoes.
  */
 #include <errno.h>
@@ -18,10 +19,9 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon_pvt.h"
 #include "rn_daemon.h"
 #include "notify_engine.h"
 #include "rn_eal.h"
@@ -314,36 +314,34 @@ stop_workers(struct rn_daemon *d)
 }
 
 /*
- * One rnotifyd per name per network namespace: the name is the EAL file
- * prefix and the telemetry socket. An abstract unix socket named after it is
- * the claim; the kernel releases it when the process ends, however it ends.
+ * Every log line goes to the timestamped stream, EAL's own from its start
+ * on. Only to stderr, not to EAL's default stream, which also sends each
+ * line to syslog: on a full /dev/log (a journald behind) that send blocks
+ * the thread that logs, a worker lcore included. Supervisors take stderr
+ * into their journal anyway (a full pipe there can block a write too,
+ * later: workers log little, and per frame at most once a second).
  */
 static int
-claim_name(const char *name, struct rn_config_error *err)
+open_log(struct rn_daemon *d, struct rn_config_error *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	socklen_t len;
-
-	if (fd < 0) {
-		snprintf(err->text, sizeof(err->text), "socket: %s",
+	d->log = rn_daemon_log_open();
+	if (d->log == NULL) {
+		snprintf(err->text, sizeof(err->text), "log stream: %s",
 			 strerror(errno));
-		return -errno;
+		return -ENOMEM;
 	}
-	/* sun_path[0] = '\0': the abstract namespace. */
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-			  (size_t)snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
-					   "rnotifyd/%s", name));
-	if (bind(fd, (struct sockaddr *)&sa, len) != 0) {
-		int rc = -errno;
+	rte_openlog_stream(d->log);
+	return 0;
+}
 
-		snprintf(err->text, sizeof(err->text), "another rnotifyd named "
-			 "'%s' is running; give this one another [dataplane] "
-			 "name", name);
-		close(fd);
-		return rc;
-	}
-	return fd;
+static void
+close_log(struct rn_daemon *d)
+{
+	if (d->log == NULL)
+		return;
+	rte_openlog_stream(NULL);
+	fclose(d->log);
+	d->log = NULL;
 }
 
 int
@@ -354,17 +352,22 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 	int rc, sig;
 
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
-	d->name_fd = claim_name(d->cfg.dataplane.name, &err);
+	d->name_fd = rn_daemon_lock_name(d->cfg.dataplane.name, err.text,
+					  sizeof(err.text));
 	rc = d->name_fd < 0 ? d->name_fd : rn_control_block_signals();
 	if (rc != 0 && d->name_fd >= 0)
 		snprintf(err.text, sizeof(err.text), "cannot block signals: %s",
 			 strerror(-rc));
 	if (rc == 0)
+		rc = open_log(d, &err);
+	if (rc == 0)
 		rc = rn_eal_start(&d->cfg, prog, &d->hugepages, &err);
 	if (rc != 0) {
+		/* Nothing started: the command's one error line, untimed like
+		 * a configuration error's. */
 		fprintf(stderr, "rnotifyd: %s\n", err.text);
-		if (d->name_fd >= 0)
-			close(d->name_fd);
+		close_log(d);
+		rn_daemon_unlock_name(d->cfg.dataplane.name, d->name_fd);
 		return 1;
 	}
 	RN_DAEMON_LOG(NOTICE, "%s starting: name %s, config %s, provider %s",
@@ -441,8 +444,9 @@ stop_eal:
 	if (d->plane != NULL)
 		rn_plane_free(d->plane);
 	d->plane = NULL;
-	close(d->name_fd);
+	rn_daemon_unlock_name(d->cfg.dataplane.name, d->name_fd);
 	if (rc == 0)
-		fprintf(stderr, "rnotifyd: stopped cleanly\n");
+		RN_DAEMON_LOG(NOTICE, "stopped cleanly");
+	close_log(d);
 	return rc == 0 ? 0 : 1;
 }

@@ -13,6 +13,7 @@
 #include <rte_config.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "rn_config.h"
@@ -41,7 +42,8 @@ struct rn_daemon {
 	char config_path[PATH_MAX];
 	bool hugepages;                 /* memory backing EAL chose */
 	struct timespec started;        /* CLOCK_MONOTONIC */
-	int name_fd;                    /* holds the claim on the name */
+	int name_fd;                    /* lock file: holds the claim on the name */
+	FILE *log;                      /* the timestamped log stream */
 	enum rn_daemon_state state;     /* written by control, read by telemetry */
 	unsigned int n_workers;
 	unsigned int worker_ids[RTE_MAX_LCORE];

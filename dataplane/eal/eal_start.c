@@ -59,13 +59,6 @@ rn_eal_start(const struct rn_config *cfg, const char *prog, bool *hugepages,
 			 rte_strerror(rte_errno));
 		return -rte_errno;
 	}
-	/* stderr only, not EAL's stream, which also sends each line to
-	 * syslog: on a full /dev/log (a journald behind) that send blocks
-	 * the thread that logs, a worker lcore included. Supervisors take
-	 * stderr into their journal anyway (a full pipe there can block a
-	 * write too, later: workers log little, and per frame at most once a
-	 * second). */
-	rte_openlog_stream(stderr);
 	if (args.hugepages)
 		RN_EAL_LOG(INFO, "memory: %u MiB of %" PRIu64 " KiB hugepages",
 			   cfg->dataplane.memory_mb, probe.page_size / 1024);

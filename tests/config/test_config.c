@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -22,13 +23,19 @@ static char dir[64];
 static char path[128];
 
 static void
-write_file(const char *content)
+write_bytes(const char *content, size_t len)
 {
 	FILE *f = fopen(path, "w");
 
 	assert_non_null(f);
-	fputs(content, f);
+	assert_int_equal(fwrite(content, 1, len, f), len);
 	assert_int_equal(fclose(f), 0);
+}
+
+static void
+write_file(const char *content)
+{
+	write_bytes(content, strlen(content));
 }
 
 /* Load content; on failure print the error so a failing case shows it. */
@@ -204,6 +211,44 @@ static const struct bad_case bad_cases[] = {
 	{ "key too long",
 	  "[nic]\nkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
 	  " = 1\n", "%s:2: key longer than 63 characters" },
+	{ "byte order mark keeps line numbers",
+	  "\xef\xbb\xbf[nic]\nprovider sim\n",
+	  "%s:2: malformed line; allowed '[section]', 'key = value' or a ';' "
+	  "comment" },
+	{ "byte order mark inside the file", "[nic]\n\xef\xbb\xbf[notify]\n",
+	  "%s:2: malformed line; allowed '[section]', 'key = value' or a ';' "
+	  "comment" },
+	{ "number with plus sign", "[nic]\nport = +1\n",
+	  "%s:2: [nic] port = +1: not a decimal number; allowed 1..255" },
+	{ "number with a fraction", "[dataplane]\nmemory_mb = 64.5\n",
+	  "%s:2: [dataplane] memory_mb = 64.5: not a decimal number; allowed "
+	  "16..65536" },
+	{ "number with exponent", "[notify]\nslots = 1e3\n",
+	  "%s:2: [notify] slots = 1e3: not a decimal number; allowed 1, 2, 4, "
+	  ".., 4096" },
+	{ "number with inner space", "[nic]\ncq_size = 10 24\n",
+	  "%s:2: [nic] cq_size = 10 24: not a decimal number; allowed "
+	  "256..262144" },
+	{ "power of two overflowing uint32", "[notify]\nslots = 4294967296\n",
+	  "%s:2: [notify] slots = 4294967296: out of range; allowed 1, 2, 4, "
+	  ".., 4096" },
+	{ "lcores with sign", "[dataplane]\nlcores = 0,+1\n",
+	  "%s:2: [dataplane] lcores = 0,+1: not an lcore list; allowed "
+	  "ascending lcore ids 0..127 as 'A', 'A-B' or a comma list of those, "
+	  "at least 2 (the first runs the control thread)" },
+	{ "lcores overflowing uint64",
+	  "[dataplane]\nlcores = 0-18446744073709551617\n",
+	  "%s:2: [dataplane] lcores = 0-18446744073709551617: not an lcore "
+	  "list; allowed ascending lcore ids 0..127 as 'A', 'A-B' or a comma "
+	  "list of those, at least 2 (the first runs the control thread)" },
+	{ "lcores open range", "[dataplane]\nlcores = 0-\n",
+	  "%s:2: [dataplane] lcores = 0-: not an lcore list; allowed "
+	  "ascending lcore ids 0..127 as 'A', 'A-B' or a comma list of those, "
+	  "at least 2 (the first runs the control thread)" },
+	{ "cpus negative", "[dataplane]\ncpus = -1,0\n",
+	  "%s:2: [dataplane] cpus = -1,0: not a CPU list; allowed CPU ids "
+	  "0..1023 as 'A', 'A-B' or a comma list of those, repeats allowed, "
+	  "one per lcore in the order of lcores; or empty" },
 };
 
 static void
@@ -216,6 +261,40 @@ run_bad_case(void **state)
 
 	snprintf(expected, sizeof(expected), c->error, path);
 	assert_int_equal(load(c->content, &cfg, &err), -EINVAL);
+	assert_string_equal(err.text, expected);
+}
+
+/* Content with NUL bytes in it, which C strings cannot carry. */
+struct nul_case {
+	const char *name;
+	const char *content;
+	size_t len;
+	const char *error;
+};
+
+#define WITH_NUL(name, content, error) \
+	{ name, content, sizeof(content) - 1, error }
+
+static const struct nul_case nul_cases[] = {
+	WITH_NUL("NUL in a value", "[dataplane]\nname = a\0b\n",
+		 "%s:2: NUL byte in the line; allowed text without NUL bytes"),
+	WITH_NUL("NUL in a comment", "[nic]\n; a\0\nport = 1\n",
+		 "%s:2: NUL byte in the line; allowed text without NUL bytes"),
+	WITH_NUL("NUL alone", "[nic]\nport = 1\n\0",
+		 "%s:3: NUL byte in the line; allowed text without NUL bytes"),
+};
+
+static void
+run_nul_case(void **state)
+{
+	const struct nul_case *c = *state;
+	struct rn_config cfg;
+	struct rn_config_error err;
+	char expected[RN_CONFIG_ERROR_MAX];
+
+	snprintf(expected, sizeof(expected), c->error, path);
+	write_bytes(c->content, c->len);
+	assert_int_equal(rn_config_load(path, &cfg, &err), -EINVAL);
 	assert_string_equal(err.text, expected);
 }
 
@@ -435,6 +514,70 @@ test_line_too_long(void **state)
 	assert_string_equal(err.text, expected);
 }
 
+/* A byte order mark at the start is skipped, not taken for text. */
+static void
+test_byte_order_mark_skipped(void **state)
+{
+	struct rn_config cfg;
+	struct rn_config_error err;
+
+	(void)state;
+	assert_int_equal(load("\xef\xbb\xbf[nic]\nport = 2\n", &cfg, &err), 0);
+	assert_int_equal(cfg.nic.port, 2);
+	assert_int_equal(load("\xef\xbb\xbf", &cfg, &err), 0);
+}
+
+/* Only a regular file is read: a device never ends, a FIFO blocks. */
+static void
+test_not_a_regular_file(void **state)
+{
+	struct rn_config cfg;
+	struct rn_config_error err;
+	char fifo[160];
+
+	(void)state;
+	assert_int_equal(rn_config_load("/dev/zero", &cfg, &err), -EINVAL);
+	assert_string_equal(err.text, "cannot read config file '/dev/zero': a "
+			    "character device; allowed a regular file of at "
+			    "most 1048576 bytes");
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo.ini", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(rn_config_load(fifo, &cfg, &err), -EINVAL);
+	unlink(fifo);
+	assert_true(strstr(err.text, "': a FIFO; allowed a regular file of at "
+			   "most 1048576 bytes") != NULL);
+}
+
+/* A file of the limit loads; one byte more is refused, unread. */
+static void
+test_file_size_limit(void **state)
+{
+	enum { LIMIT = 1048576, LINE = 64 };
+	struct rn_config cfg;
+	struct rn_config_error err;
+	char *content = malloc(LIMIT + 2);
+	char expected[RN_CONFIG_ERROR_MAX];
+
+	(void)state;
+	assert_non_null(content);
+	for (size_t at = 0; at < LIMIT; at += LINE) {
+		memset(content + at, ' ', LINE - 1);
+		content[at] = ';';
+		content[at + LINE - 1] = '\n';
+	}
+	write_bytes(content, LIMIT);
+	assert_int_equal(rn_config_load(path, &cfg, &err), 0);
+	content[LIMIT] = '\n';
+	write_bytes(content, LIMIT + 1);
+	assert_int_equal(rn_config_load(path, &cfg, &err), -EFBIG);
+	snprintf(expected, sizeof(expected), "cannot read config file '%s': "
+		 "larger than 1048576 bytes; allowed a regular file of at most "
+		 "1048576 bytes", path);
+	assert_string_equal(err.text, expected);
+	free(content);
+}
+
 /* ---- environment overrides ---- */
 
 static void
@@ -518,6 +661,7 @@ remove_dir(void **state)
 }
 
 #define N_BAD (sizeof(bad_cases) / sizeof(bad_cases[0]))
+#define N_NUL (sizeof(nul_cases) / sizeof(nul_cases[0]))
 
 int
 main(void)
@@ -530,11 +674,15 @@ main(void)
 		cmocka_unit_test(test_print_round_trip),
 		cmocka_unit_test(test_unreadable_file),
 		cmocka_unit_test(test_line_too_long),
+		cmocka_unit_test(test_byte_order_mark_skipped),
+		cmocka_unit_test(test_not_a_regular_file),
+		cmocka_unit_test(test_file_size_limit),
 		cmocka_unit_test(test_env_overrides),
 		cmocka_unit_test(test_too_many_peers),
 	};
 	const size_t n_fixed = sizeof(fixed) / sizeof(fixed[0]);
-	struct CMUnitTest tests[sizeof(fixed) / sizeof(fixed[0]) + N_BAD];
+	struct CMUnitTest tests[sizeof(fixed) / sizeof(fixed[0]) + N_BAD +
+			       N_NUL];
 
 	memcpy(tests, fixed, sizeof(fixed));
 	for (size_t i = 0; i < N_BAD; i++)
@@ -543,6 +691,13 @@ main(void)
 			.test_func = run_bad_case,
 			.initial_state = (void *)&bad_cases[i],
 		};
-	return _cmocka_run_group_tests("config", tests, n_fixed + N_BAD,
-				       make_dir, remove_dir);
+	for (size_t i = 0; i < N_NUL; i++)
+		tests[n_fixed + N_BAD + i] = (struct CMUnitTest){
+			.name = nul_cases[i].name,
+			.test_func = run_nul_case,
+			.initial_state = (void *)&nul_cases[i],
+		};
+	return _cmocka_run_group_tests("config", tests,
+				       n_fixed + N_BAD + N_NUL, make_dir,
+				       remove_dir);
 }
