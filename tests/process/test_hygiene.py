@@ -12,7 +12,7 @@ import stat
 import subprocess
 import tempfile
 
-from rntest import RNOTIFYD, TMP, Daemon, config, status, unique
+from rntest import RNOTIFYD, TMP, Daemon, config, run_tests, status, unique
 
 # daemon_log.c: "2026-01-31T12:34:56.789Z " before every log line.
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
@@ -127,16 +127,5 @@ def test_every_log_line_has_a_timestamp():
     bare = [line for line in lines if not STAMP.match(line)]
     assert not bare, f"lines without a timestamp: {bare}"
 
-
-try:
-    from rntest import run_tests
-except ImportError:   # an rntest.py without the runner: the same by hand
-    from rntest import finish, tap
-
-    def run_tests(namespace):
-        for name, fn in list(namespace.items()):
-            if name.startswith("test_") and callable(fn):
-                tap(fn)
-        finish()
 
 run_tests(globals())
