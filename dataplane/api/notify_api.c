@@ -114,11 +114,11 @@ rn_notify_submit(struct rn_notify *nf, const char *peer,
 
 	/* The lcore finds the endpoint by its slot, unchecked. */
 	RTE_BUILD_BUG_ON(RN_MAX_ENDPOINTS > RN_LCORE_MAX_ENDPOINTS);
-	if (rn_plane_lookup(nf->plane, peer, &req->ep_slot, &state,
+	if (rn_plane_lookup(nf->plane, peer, &req->ep_index, &state,
 			    &worker) != 0)
 		return -ENOENT;
 	if (state != RN_EP_CONNECTED)
-		return not_connected(nf, req->ep_slot, state);
+		return not_connected(nf, req->ep_index, state);
 	req->result = RN_NOTIFY_PENDING;
 	lc = nf->workers[worker];
 	while (rte_ring_mp_enqueue(lc->notify_requests, req) != 0)
@@ -140,7 +140,6 @@ rn_notify_send_burst(struct rn_notify *nf, const char *peer,
 
 	if (n == 0)
 		return 0;
-	/* Diagnostic flags come from rn_notify_diag.h alone. */
 	if (unlikely((flags & ~RN_NOTIFY_WANT_COMPLETION) != 0))
 		return -EINVAL;
 	/* The lcore takes them as they come: those before a bad one go. */
@@ -206,7 +205,7 @@ fill(struct rn_notify *nf, const struct rn_notify_delivery *d,
 	 * it has taken its place in send order and goes no further. */
 	if (rn_notify_frame_read(frame_of(d), d->len, &v) != 0)
 		return false;
-	rn_plane_name(nf->plane, d->ep_slot, out->peer);
+	rn_plane_name(nf->plane, d->ep_index, out->peer);
 	out->name = v.name;
 	out->name_len = v.name_len;
 	out->msg = v.msg;

@@ -32,9 +32,10 @@ struct rn_notify {
 };
 
 /*
- * Hand req (its out, count and flags set) to the lcore that owns peer's
- * endpoint and wait for the answer: how many went, or rn_notify_send()'s
- * errors of finding the peer (-ENOENT, -EAGAIN, -ENOTCONN) and the lcore's.
+ * Hand req (its out, count and flags set; or, for a diagnostic request,
+ * its fault) to the lcore that owns peer's endpoint and wait for the
+ * answer: how many went (1 for a fault made), or rn_notify_send()'s errors
+ * of finding the peer (-ENOENT, -EAGAIN, -ENOTCONN) and the lcore's.
  */
 int rn_notify_submit(struct rn_notify *nf, const char *peer,
 		     struct rn_notify_request *req);

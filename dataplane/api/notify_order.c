@@ -58,9 +58,9 @@ rn_notify_order_generation(struct rn_notify_order *o, uint16_t slot,
 static struct rn_notify_order_slot *
 counts_for(struct rn_notify_order *o, const struct rn_notify_delivery *d)
 {
-	struct rn_notify_order_slot *s = slot_of(o, d->ep_slot);
+	struct rn_notify_order_slot *s = slot_of(o, d->ep_index);
 
-	rn_notify_order_generation(o, d->ep_slot, d->generation);
+	rn_notify_order_generation(o, d->ep_index, d->generation);
 	return d->generation == s->generation ? s : NULL;
 }
 
@@ -155,7 +155,7 @@ static bool
 waited(struct rn_notify_order *o, const struct rn_notify_parked *p,
        uint64_t now_ms, uint64_t wait_ms)
 {
-	const struct rn_notify_order_slot *s = slot_of(o, p->d.ep_slot);
+	const struct rn_notify_order_slot *s = slot_of(o, p->d.ep_index);
 	uint64_t since = p->parked_ms;
 
 	if (s->generation == p->d.generation && s->progress_ms > since)
@@ -196,8 +196,8 @@ rn_notify_order_refresh(struct rn_notify_order *o,
 			void *ctx)
 {
 	for (struct rn_notify_parked *p = o->head; p != NULL; p = p->next)
-		rn_notify_order_generation(o, p->d.ep_slot,
-					   generation_of(ctx, p->d.ep_slot));
+		rn_notify_order_generation(o, p->d.ep_index,
+					   generation_of(ctx, p->d.ep_index));
 }
 
 bool

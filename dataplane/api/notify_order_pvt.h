@@ -77,7 +77,7 @@ rn_notify_order_admit_taken(struct rn_notify_order *o,
 			    const struct rn_notify_delivery *d, uint64_t now_ms)
 {
 	struct rn_notify_order_slot *s =
-		&o->slot[d->ep_slot & (RN_NOTIFY_ORDER_SLOTS - 1)];
+		&o->slot[d->ep_index & (RN_NOTIFY_ORDER_SLOTS - 1)];
 
 	if (rn_notify_delivery_native(d) && d->generation == s->generation &&
 	    (int32_t)(s->tcps - d->seq) >= 0 &&

@@ -46,7 +46,7 @@ delivery(const struct sent *s, uint32_t i, uint32_t generation)
 	return (struct rn_notify_delivery){
 		.owner = &native_owner, .len = i,
 		.index = s[i].native ? 0 : RN_NOTIFY_VIA_TCP,
-		.ep_slot = 3, .seq = s[i].seq, .pos = s[i].pos,
+		.ep_index = 3, .seq = s[i].seq, .pos = s[i].pos,
 		.generation = generation,
 	};
 }
@@ -307,7 +307,7 @@ test_one_endpoint_waiting_holds_no_other(void **state)
 
 	fresh(state);
 	arrive(delivery(s, 0, 1), 0);
-	other.ep_slot = 4;
+	other.ep_index = 4;
 	arrive(other, 0);
 	assert_int_equal(n_handed, 1);
 	assert_int_equal(handed[0], 1);
