@@ -28,6 +28,7 @@
 #include "lcore_pvt.h"
 #include "notify_engine.h"
 #include "rn_cq.h"
+#include "rn_test_seed.h"
 
 #define SLOTS 8                  /* receive slots: credits and window */
 #define SLOT_SIZE 256
@@ -737,12 +738,10 @@ test_credits_bound_the_sender(void **state)
 {
 	struct rn_notify_delivery d[SLOTS], e[SLOTS / 2];
 	char msgs[SLOTS][16], more[SLOTS / 2][16];
-	unsigned int seed = (unsigned int)time(NULL) ^ (unsigned int)getpid();
 	uint64_t writes;
 
 	(void)state;
-	printf("# seed %u\n", seed);
-	srand(seed);
+	srand(rn_test_seed(__func__, 1));
 	open_pair(true, true);
 	for (unsigned int i = 0; i < SLOTS; i++) {
 		snprintf(msgs[i], sizeof(msgs[i]), "n%u", i);

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "notify_order_pvt.h"
+#include "rn_test_seed.h"
 
 #define MAX_SENT 512
 
@@ -102,7 +103,7 @@ test_any_interleaving_comes_out_in_send_order(void **state)
 {
 	struct sent s[MAX_SENT];
 
-	srand(7);
+	srand(rn_test_seed(__func__, 7));
 	for (unsigned int round = 0; round < 300; round++) {
 		unsigned int n = 1 + (unsigned int)rand() % MAX_SENT;
 		uint32_t next_native = 0, next_tcp = 0;
