@@ -23,7 +23,8 @@ struct rn_notify {
 	bool fallback;                  /* [notify] oob_fallback */
 	struct rte_ring *completions;   /* MP/SC */
 	struct rte_ring *tcp_deliveries;/* control -> app, SP/SC */
-	struct rte_ring *uses;          /* app -> control: connect this slot */
+	struct rte_ring *uses;          /* app -> control: connect the
+					 * endpoint of this index */
 	pthread_mutex_t poll_lock;
 	struct rn_notify_delivery held[RN_NOTIFY_POLL_MAX];
 	unsigned int n_held;

@@ -40,7 +40,7 @@ fresh(void **state)
 	return 0;
 }
 
-/* A delivery of send index i (kept in len) of endpoint slot 3. */
+/* A delivery of send index i (kept in len) of endpoint index 3. */
 static struct rn_notify_delivery
 delivery(const struct sent *s, uint32_t i, uint32_t generation)
 {
