@@ -43,7 +43,7 @@ deliver(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t native_before,
 {
 	uint64_t len = rn_notify_frame_size(name_len, msg_len);
 	struct rn_notify_delivery d = { .len = (uint32_t)len,
-					.ep_slot = (uint16_t)ep->slot,
+					.ep_index = (uint16_t)ep->slot,
 					.index = RN_NOTIFY_VIA_TCP,
 					.seq = native_before,
 					.pos = ep->tcp_received,
@@ -94,8 +94,8 @@ rn_notify_tcp_send(struct rn_plane *pl, void *request)
 {
 	struct rn_notify_request *req = request;
 	const struct rn_notify_out *o = &req->out[0];   /* the only one here */
-	struct rn_endpoint *ep = req->ep_slot < pl->n_eps ?
-				 pl->eps[req->ep_slot] : NULL;
+	struct rn_endpoint *ep = req->ep_index < pl->n_eps ?
+				 pl->eps[req->ep_index] : NULL;
 	size_t n;
 
 	/* The incarnation it was sent in, or it may not wait for the right

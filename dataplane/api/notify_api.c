@@ -20,8 +20,8 @@
 #include "rn_lcore.h"
 #include "rn_plane.h"
 
-/* The order is kept per endpoint slot of the control plane. */
-_Static_assert(RN_NOTIFY_ORDER_SLOTS == RN_MAX_ENDPOINTS, "one per endpoint");
+/* The order is kept per endpoint index of the control plane. */
+_Static_assert(RN_NOTIFY_ORDER_EPS == RN_MAX_ENDPOINTS, "one per endpoint");
 /* A payload and its lengths fill the largest slot. */
 _Static_assert(RN_NOTIFY_MAX_PAYLOAD + RN_NOTIFY_OVERHEAD == 64 * 1024,
 	       "the largest frame");
@@ -87,16 +87,17 @@ rn_notify_free(struct rn_notify *nf)
 
 /* The endpoint's state says what to answer before asking its lcore. */
 static int
-not_connected(struct rn_notify *nf, uint32_t slot, enum rn_ep_state state)
+not_connected(struct rn_notify *nf, uint32_t ep_index,
+	      enum rn_ep_state state)
 {
 	switch (state) {
 	case RN_EP_IDLE:
 	case RN_EP_CONNECTING:
 		/* First use: have the control thread connect it. */
-		rte_ring_mp_enqueue_elem(nf->uses, &slot, sizeof(slot));
+		rte_ring_mp_enqueue_elem(nf->uses, &ep_index, sizeof(ep_index));
 		return -EAGAIN;
 	case RN_EP_CLOSED:
-		rte_ring_mp_enqueue_elem(nf->uses, &slot, sizeof(slot));
+		rte_ring_mp_enqueue_elem(nf->uses, &ep_index, sizeof(ep_index));
 		return -ENOTCONN;
 	default:
 		return -ENOTCONN;
@@ -112,13 +113,13 @@ rn_notify_submit(struct rn_notify *nf, const char *peer,
 	uint32_t worker;
 	struct rn_lcore *lc;
 
-	/* The lcore finds the endpoint by its slot, unchecked. */
+	/* The lcore finds the endpoint by its index, unchecked. */
 	RTE_BUILD_BUG_ON(RN_MAX_ENDPOINTS > RN_LCORE_MAX_ENDPOINTS);
-	if (rn_plane_lookup(nf->plane, peer, &req->ep_slot, &state,
+	if (rn_plane_lookup(nf->plane, peer, &req->ep_index, &state,
 			    &worker) != 0)
 		return -ENOENT;
 	if (state != RN_EP_CONNECTED)
-		return not_connected(nf, req->ep_slot, state);
+		return not_connected(nf, req->ep_index, state);
 	req->result = RN_NOTIFY_PENDING;
 	lc = nf->workers[worker];
 	while (rte_ring_mp_enqueue(lc->notify_requests, req) != 0)
@@ -140,7 +141,6 @@ rn_notify_send_burst(struct rn_notify *nf, const char *peer,
 
 	if (n == 0)
 		return 0;
-	/* Diagnostic flags come from rn_notify_diag.h alone. */
 	if (unlikely((flags & ~RN_NOTIFY_WANT_COMPLETION) != 0))
 		return -EINVAL;
 	/* The lcore takes them as they come: those before a bad one go. */
@@ -206,7 +206,7 @@ fill(struct rn_notify *nf, const struct rn_notify_delivery *d,
 	 * it has taken its place in send order and goes no further. */
 	if (rn_notify_frame_read(frame_of(d), d->len, &v) != 0)
 		return false;
-	rn_plane_name(nf->plane, d->ep_slot, out->peer);
+	rn_plane_name(nf->plane, d->ep_index, out->peer);
 	out->name = v.name;
 	out->name_len = v.name_len;
 	out->msg = v.msg;
@@ -270,9 +270,9 @@ ring_of(const struct rn_notify *nf, unsigned int w)
 }
 
 static uint32_t
-generation_of(void *plane, uint16_t slot)
+generation_of(void *plane, uint16_t ep_index)
 {
-	return rn_plane_generation(plane, slot);
+	return rn_plane_generation(plane, ep_index);
 }
 
 /*

@@ -23,7 +23,8 @@ struct rn_notify {
 	bool fallback;                  /* [notify] oob_fallback */
 	struct rte_ring *completions;   /* MP/SC */
 	struct rte_ring *tcp_deliveries;/* control -> app, SP/SC */
-	struct rte_ring *uses;          /* app -> control: connect this slot */
+	struct rte_ring *uses;          /* app -> control: connect the
+					 * endpoint of this index */
 	pthread_mutex_t poll_lock;
 	struct rn_notify_delivery held[RN_NOTIFY_POLL_MAX];
 	unsigned int n_held;
@@ -32,9 +33,10 @@ struct rn_notify {
 };
 
 /*
- * Hand req (its out, count and flags set) to the lcore that owns peer's
- * endpoint and wait for the answer: how many went, or rn_notify_send()'s
- * errors of finding the peer (-ENOENT, -EAGAIN, -ENOTCONN) and the lcore's.
+ * Hand req (its out, count and flags set; or, for a diagnostic request,
+ * its fault) to the lcore that owns peer's endpoint and wait for the
+ * answer: how many went (1 for a fault made), or rn_notify_send()'s errors
+ * of finding the peer (-ENOENT, -EAGAIN, -ENOTCONN) and the lcore's.
  */
 int rn_notify_submit(struct rn_notify *nf, const char *peer,
 		     struct rn_notify_request *req);

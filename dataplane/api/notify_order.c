@@ -35,38 +35,38 @@ at_least(uint32_t *count, uint32_t to)
 		*count = to;
 }
 
-static struct rn_notify_order_slot *
-slot_of(struct rn_notify_order *o, uint16_t slot)
+static struct rn_notify_order_ep *
+ep_of(struct rn_notify_order *o, uint16_t ep_index)
 {
-	return &o->slot[slot & (RN_NOTIFY_ORDER_SLOTS - 1)];
+	return &o->ep[ep_index & (RN_NOTIFY_ORDER_EPS - 1)];
 }
 
 void
-rn_notify_order_generation(struct rn_notify_order *o, uint16_t slot,
+rn_notify_order_generation(struct rn_notify_order *o, uint16_t ep_index,
 			   uint32_t generation)
 {
-	struct rn_notify_order_slot *s = slot_of(o, slot);
+	struct rn_notify_order_ep *s = ep_of(o, ep_index);
 
 	if (ahead(generation, s->generation) > 0)
-		*s = (struct rn_notify_order_slot){ .generation = generation };
+		*s = (struct rn_notify_order_ep){ .generation = generation };
 }
 
 /*
  * The counts d is ordered by, started afresh for a newer incarnation; NULL
  * for one of an incarnation gone, which has nothing left to be ordered with.
  */
-static struct rn_notify_order_slot *
+static struct rn_notify_order_ep *
 counts_for(struct rn_notify_order *o, const struct rn_notify_delivery *d)
 {
-	struct rn_notify_order_slot *s = slot_of(o, d->ep_slot);
+	struct rn_notify_order_ep *s = ep_of(o, d->ep_index);
 
-	rn_notify_order_generation(o, d->ep_slot, d->generation);
+	rn_notify_order_generation(o, d->ep_index, d->generation);
 	return d->generation == s->generation ? s : NULL;
 }
 
 /* What d waits for on the other channel was handed over. */
 static bool
-turn_came(const struct rn_notify_order_slot *s,
+turn_came(const struct rn_notify_order_ep *s,
 	  const struct rn_notify_delivery *d)
 {
 	return ahead(native(d) ? s->tcps : s->natives, d->seq) >= 0;
@@ -74,7 +74,7 @@ turn_came(const struct rn_notify_order_slot *s,
 
 /* d is handed over: its channel's count passes it. */
 static void
-handed_over(struct rn_notify_order_slot *s, const struct rn_notify_delivery *d,
+handed_over(struct rn_notify_order_ep *s, const struct rn_notify_delivery *d,
 	    uint64_t now_ms)
 {
 	at_least(native(d) ? &s->natives : &s->tcps, d->pos + 1);
@@ -86,7 +86,7 @@ rn_notify_order_admit(struct rn_notify_order *o,
 		      const struct rn_notify_delivery *d,
 		      uint64_t now_ms)
 {
-	struct rn_notify_order_slot *s = counts_for(o, d);
+	struct rn_notify_order_ep *s = counts_for(o, d);
 
 	if (s == NULL)
 		return true;
@@ -101,7 +101,7 @@ static void
 overdue(struct rn_notify_order *o, const struct rn_notify_delivery *d,
 	uint64_t now_ms)
 {
-	struct rn_notify_order_slot *s = counts_for(o, d);
+	struct rn_notify_order_ep *s = counts_for(o, d);
 
 	__atomic_store_n(&o->overdue, o->overdue + 1, __ATOMIC_RELAXED);
 	if (s == NULL)
@@ -155,7 +155,7 @@ static bool
 waited(struct rn_notify_order *o, const struct rn_notify_parked *p,
        uint64_t now_ms, uint64_t wait_ms)
 {
-	const struct rn_notify_order_slot *s = slot_of(o, p->d.ep_slot);
+	const struct rn_notify_order_ep *s = ep_of(o, p->d.ep_index);
 	uint64_t since = p->parked_ms;
 
 	if (s->generation == p->d.generation && s->progress_ms > since)
@@ -192,12 +192,12 @@ rn_notify_order_next(struct rn_notify_order *o, uint64_t now_ms, bool rings_dry,
 
 void
 rn_notify_order_refresh(struct rn_notify_order *o,
-			uint32_t (*generation_of)(void *ctx, uint16_t slot),
+			uint32_t (*generation_of)(void *ctx, uint16_t ep_index),
 			void *ctx)
 {
 	for (struct rn_notify_parked *p = o->head; p != NULL; p = p->next)
-		rn_notify_order_generation(o, p->d.ep_slot,
-					   generation_of(ctx, p->d.ep_slot));
+		rn_notify_order_generation(o, p->d.ep_index,
+					   generation_of(ctx, p->d.ep_index));
 }
 
 bool

@@ -35,13 +35,14 @@
 
 #include "notify_engine.h"
 
-/* One per endpoint slot of the control plane, RN_MAX_ENDPOINTS (checked in
+/* One per endpoint index of the control plane, RN_MAX_ENDPOINTS (checked in
  * notify_api.c, which sees both); a power of two. */
-#define RN_NOTIFY_ORDER_SLOTS 1024
+#define RN_NOTIFY_ORDER_EPS 1024
 #define RN_NOTIFY_ORDER_WAIT_MS 1000
 #define RN_NOTIFY_ORDER_WAIT_MAX_MS (4 * RN_NOTIFY_ORDER_WAIT_MS)
 
-struct rn_notify_order_slot {
+/* What the order counts of one endpoint. */
+struct rn_notify_order_ep {
 	uint32_t generation;      /* the incarnation counted here */
 	uint32_t natives;         /* native ones handed over: 1 + last pos */
 	uint32_t tcps;            /* TCP ones handed over: 1 + last pos */
@@ -51,7 +52,7 @@ struct rn_notify_order_slot {
 struct rn_notify_parked;
 
 struct rn_notify_order {
-	struct rn_notify_order_slot slot[RN_NOTIFY_ORDER_SLOTS];
+	struct rn_notify_order_ep ep[RN_NOTIFY_ORDER_EPS];
 	struct rn_notify_parked *head, *tail;   /* in arrival order */
 	uint32_t parked_tcp;      /* TCP ones parked now */
 	/* Written by the polling thread, read by telemetry (relaxed). */
@@ -76,8 +77,8 @@ static inline bool
 rn_notify_order_admit_taken(struct rn_notify_order *o,
 			    const struct rn_notify_delivery *d, uint64_t now_ms)
 {
-	struct rn_notify_order_slot *s =
-		&o->slot[d->ep_slot & (RN_NOTIFY_ORDER_SLOTS - 1)];
+	struct rn_notify_order_ep *s =
+		&o->ep[d->ep_index & (RN_NOTIFY_ORDER_EPS - 1)];
 
 	if (rn_notify_delivery_native(d) && d->generation == s->generation &&
 	    (int32_t)(s->tcps - d->seq) >= 0 &&
@@ -103,18 +104,19 @@ bool rn_notify_order_next(struct rn_notify_order *o, uint64_t now_ms,
 			  bool rings_dry, struct rn_notify_delivery *d);
 
 /*
- * The endpoint in slot is now in incarnation generation (the control
+ * The endpoint at ep_index is now in incarnation generation (the control
  * plane says so): what is parked of older ones may go.
  */
-void rn_notify_order_generation(struct rn_notify_order *o, uint16_t slot,
+void rn_notify_order_generation(struct rn_notify_order *o, uint16_t ep_index,
 				uint32_t generation);
 
 /*
- * For each parked delivery, ask generation_of(ctx, slot) for its endpoint's
- * incarnation now, as rn_notify_order_generation() takes it.
+ * For each parked delivery, ask generation_of(ctx, ep_index) for its
+ * endpoint's incarnation now, as rn_notify_order_generation() takes it.
  */
 void rn_notify_order_refresh(struct rn_notify_order *o,
-			     uint32_t (*generation_of)(void *ctx, uint16_t slot),
+			     uint32_t (*generation_of)(void *ctx,
+						       uint16_t ep_index),
 			     void *ctx);
 
 /* Any parked delivery, not counted (to discard them). */

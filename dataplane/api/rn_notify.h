@@ -35,7 +35,7 @@ struct rn_notify;
 
 /*
  * Send (name, msg) to the peer called peer. Returns 0 when submitted, or:
- *   -EAGAIN     no credit or send slot right now, or 1 MiB already
+ *   -EAGAIN     no credit or send-window entry now, or 1 MiB already
  *               queued over TCP (backpressure), or the endpoint is still
  *               connecting; nothing was sent
  *   -EMSGSIZE   larger than a slot and the TCP fallback is off
@@ -70,9 +70,10 @@ struct rn_notify_out {
  * which posts them with one doorbell. Returns how many were submitted, the
  * first ones of out, or when none was, the negative errno rn_notify_send()
  * gives for out[0] (the same list). It stops before the first one that
- * cannot go now (no credit or send slot, one over E2BIG), and before any
- * that goes over TCP but the first: send the rest again, as after a short
- * write(2). flags apply to each. n = 0 sends nothing and returns 0.
+ * cannot go now (no credit or send-window entry, one over E2BIG), and
+ * before any that goes over TCP but the first: send the rest again, as
+ * after a short write(2). flags apply to each. n = 0 sends nothing and
+ * returns 0.
  */
 int rn_notify_send_burst(struct rn_notify *nf, const char *peer,
 			 const struct rn_notify_out *out, unsigned int n,

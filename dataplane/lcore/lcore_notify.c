@@ -8,22 +8,20 @@
  * which consumes no receive slot, once half of them are due. The immediate
  * says how many of the endpoint's notifications went over TCP before this
  * one, for the receiver to keep send order across both channels
- * (control/notify/notify_order.h). Every work request carries its
+ * (dataplane/api/notify_order_pvt.h). Every work request carries its
  * incarnation's generation: a completion of another generation is counted
- * and dropped.
+ * and dropped. A diagnostic request's fault is lcore_diag.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <rte_cycles.h>
 #include <rte_malloc.h>
-#include <rte_pause.h>
 #include <string.h>
 
 #include "lcore_pvt.h"
 #include "notify_engine.h"
 #include "rn_cq.h"
 #include "rn_rq.h"
-#include "rn_sim.h"
 #include "rn_sq.h"
 
 static uint32_t
@@ -242,88 +240,37 @@ forward_tcp(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
 	rn_lcore_post_event_wait(lc, ev);
 }
 
-/* A WQE whose lkey no region has: the NIC fails it locally. */
-static int
-inject_local_fault(struct rn_lcore_ep *ep)
-{
-	struct rn_sge sge = { (uintptr_t)ep->probe, 8, 0xbad00 };
-	struct rn_wr wr = {
-		.wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_CREDIT, 0),
-		.sg_list = &sge, .num_sge = 1, .opcode = RN_WR_SEND,
-		.flags = RN_WR_SIGNALED,
-	};
-	int rc;
-
-	if (ep->n.qp == NULL)
-		return -ENOTSUP;
-	rc = rn_sq_post(&ep->n.qp->sq, &wr);
-	if (rc == 0)
-		rn_sq_ring_doorbell(&ep->n.qp->sq);
-	return rc;
-}
-
 /*
- * Whatever is not a plain native send: a fault to inject (tests, sim
- * only), a failed channel, no channel (here or at the peer), or a frame
- * over a slot. Returns 0 when req was answered (or went to TCP), else the
- * length to send natively: a bad frame to inject, one byte past what its
- * lengths say, goes out as any other.
+ * A first notification over max_frame: a failed channel, no channel (here
+ * or at the peer), or a frame over a slot. Answers req, or hands it to the
+ * control thread (TCP).
  */
-static __rte_cold uint64_t
+static __rte_cold void
 send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-	   struct rn_notify_request *req, uint64_t len)
+	   struct rn_notify_request *req)
 {
 	struct ep_notify *n = &ep->n;
 
-	if (req->flags & RN_NOTIFY_INJECT) {
-		if (lc->nic->provider != RN_NIC_SIM) {
-			rn_notify_answer(req, -ENOTSUP);
-			return 0;
-		}
-		if (req->flags & RN_NOTIFY_INJECT_LOCAL_FAULT) {
-			rn_notify_answer(req, inject_local_fault(ep));
-			return 0;
-		}
-		if (req->flags & RN_NOTIFY_INJECT_STALL) {
-			rn_notify_answer(req, 0);
-			rte_delay_us_block(RN_NOTIFY_STALL_MS * 1000u);
-			return 0;
-		}
-		if (req->flags & RN_NOTIFY_INJECT_CQ_OVERRUN) {
-			rn_sim_overrun_cq(&lc->cqs[ep->cq].cq);
-			rn_notify_answer(req, 0);
-			return 0;
-		}
-		if (n->state != RN_CHANNEL_NATIVE &&
-		    n->state != RN_CHANNEL_DRAINING) {
-			rn_notify_answer(req, -ENOTSUP);
-			return 0;
-		}
-		len++;
-	}
 	if (n->state == RN_CHANNEL_DRAINING)
 		rn_notify_answer(req, -EPIPE);   /* never falls back */
-	else if (len <= n->max_frame)
-		return len;
 	else if (lc->notify_fallback)
 		forward_tcp(lc, ep, req);
 	else
 		rn_notify_answer(req, n->state == RN_CHANNEL_NATIVE ?
 				 -EMSGSIZE : -ENOTSUP);
-	return 0;
 }
 
 /*
  * The endpoint req is for, unless it is gone, failed or closing: by_index
  * holds connected endpoints only, and each leaves it as it fails or starts
- * closing (lcore_endpoint.c). req->ep_slot is an endpoint index of the
- * control plane, which has no more than by_index (rn_notify_send_burst()).
+ * closing (lcore_endpoint.c). req->ep_index is an endpoint index of the
+ * control plane, which has no more than by_index (rn_notify_submit()).
  */
 static inline struct rn_lcore_ep *
 usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
 {
-	RTE_ASSERT(req->ep_slot < RN_LCORE_MAX_ENDPOINTS);
-	return lc->by_index[req->ep_slot];
+	RTE_ASSERT(req->ep_index < RN_LCORE_MAX_ENDPOINTS);
+	return lc->by_index[req->ep_index];
 }
 
 /*
@@ -354,6 +301,32 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
 }
 
 /*
+ * Post o's frame as len bytes (at most max_frame) on ep's native channel,
+ * inline or through its send buffer, and ring the doorbell. Returns 0,
+ * -EAGAIN (no credit, window entry or SQ room) or -EPIPE.
+ */
+static inline int
+post_one(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+	 const struct rn_notify_out *o, uint32_t req_flags, uint64_t len)
+{
+	bool want = (req_flags & RN_NOTIFY_WANT_COMPLETION) != 0;
+	__be32 imm = tcp_before(ep);
+	int rc;
+
+	if (!entry_and_credit(ep))
+		rc = -EAGAIN;
+	else if (post_inline(ep, o, want, imm, len))
+		rc = 0;
+	else
+		rc = post_from_buf(lc, ep, o, req_flags, imm, (uint32_t)len);
+	if (rc == 0) {
+		rn_sq_ring_doorbell(&ep->n.qp->sq);
+		rn_lcore_count(&lc->stats.notify_sent, 1);
+	}
+	return rc;
+}
+
+/*
  * A request's first notification, when send_one() or send_burst() could
  * not post it, or one that wants its completion reported: every check,
  * the fallbacks, the frame inline or through its send buffer, and the
@@ -365,40 +338,22 @@ send_general(struct rn_lcore *lc, struct rn_notify_request *req)
 	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
 	const struct rn_notify_out *o = &req->out[0];
 	uint64_t len = rn_notify_frame_size(o->name_len, o->msg_len);
-	__be32 imm;
-	bool want;
-	int rc;
 
-	if (unlikely(ep == NULL)) {
+	if (unlikely(ep == NULL))
 		rn_notify_answer(req, -ENOTCONN);
-		return;
-	}
-	if (unlikely(len > ep->n.max_frame || (req->flags & RN_NOTIFY_INJECT))) {
-		len = send_other(lc, ep, req, len);
-		if (len == 0)
-			return;
-	}
-	want = (req->flags & RN_NOTIFY_WANT_COMPLETION) != 0;
-	imm = tcp_before(ep);
-	if (!entry_and_credit(ep))
-		rc = -EAGAIN;
-	else if (post_inline(ep, o, want, imm, len))
-		rc = 0;
+	else if (unlikely(len > ep->n.max_frame))
+		send_other(lc, ep, req);
 	else
-		rc = post_from_buf(lc, ep, o, req->flags, imm, (uint32_t)len);
-	if (rc == 0) {
-		rn_sq_ring_doorbell(&ep->n.qp->sq);
-		rn_lcore_count(&lc->stats.notify_sent, 1);
-	}
-	rn_notify_answer(req, rc);
+		rn_notify_answer(req, post_one(lc, ep, o, req->flags, len));
 }
 
 /*
  * A request of one plain notification (rn_notify_send() without flags),
  * inline: straight through, without send_burst()'s loop, which costs the
  * single send some twenty instructions more. Anything else, a completion
- * to report included, is send_general()'s. Out of line, like received():
- * scripts/bench-notify-instructions.sh counts its instructions.
+ * to report included, is send_general()'s. Kept out of line so that
+ * callgrind records each call, which the instruction bench
+ * (scripts/bench-notify-instructions.sh) reads by name.
  */
 static __rte_noinline void
 send_one(struct rn_lcore *lc, struct rn_notify_request *req)
@@ -423,8 +378,8 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
  * many as the send window lets go now (checked once for all of them),
  * until one cannot go: inline while they fit, else from their send buffers.
  * The answer says how many went. When the first cannot go this way,
- * send_general() takes it (over TCP, or its error). Out of line, like
- * send_one().
+ * send_general() takes it (over TCP, or its error). Out of line, as
+ * send_one() is, for the instruction bench.
  */
 static __rte_noinline void
 send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
@@ -434,7 +389,7 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 	uint32_t went, room;
 	__be32 imm;
 
-	if (unlikely(ep == NULL || (req->flags & RN_NOTIFY_INJECT))) {
+	if (unlikely(ep == NULL)) {
 		send_general(lc, req);
 		return;
 	}
@@ -491,8 +446,7 @@ write_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep)
  * Put released receive slot index back on ep's RQ and count it as a
  * credit. The RQ doorbell is a store to the doorbell record, no MMIO: one
  * per slot cost less than one per burst of releases (docs/performance.md).
- * Out of line, like received(): scripts/bench-notify-instructions.sh
- * counts it.
+ * Out of line, as send_one() is, for the instruction bench.
  */
 static __rte_noinline void
 repost(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t index)
@@ -530,7 +484,7 @@ rn_lcore_ep_recv_slot(const struct rn_lcore_ep *ep, uint32_t index)
  * A frame whose lengths do not add up: counted and logged here, and still
  * handed to the poll, which never delivers it (its frame does not read)
  * but counts its place in send order; a TCP notification sent after it
- * would otherwise wait for it (control/notify/notify_order.h). Its slot
+ * would otherwise wait for it (dataplane/api/notify_order_pvt.h). Its slot
  * is reposted when the poll releases it, as any other. At most one line a
  * second: each is a write(2) on the worker.
  */
@@ -553,6 +507,7 @@ rejected(struct rn_lcore *lc, const struct rn_lcore_ep *ep, uint32_t len)
 	lc->rejected_unlogged = 0;
 }
 
+/* Out of line, as send_one() is, for the instruction bench. */
 static __rte_noinline void
 received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 {
@@ -560,7 +515,7 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 	uint32_t index = RN_EP_WR_INDEX(wc->wr_id);
 	uint8_t *frame = n->recv_slots + (size_t)index * lc->notify.slot_size;
 	struct rn_notify_delivery d = { .owner = ep, .len = wc->byte_len,
-					.ep_slot = (uint16_t)ep->req->ep_index,
+					.ep_index = (uint16_t)ep->req->ep_index,
 					.index = (uint16_t)index,
 					/* Ours are all SEND_IMMs. */
 					.seq = wc->opcode == RN_WC_RECV_IMM ?
@@ -605,6 +560,25 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	}
 }
 
+/*
+ * A diagnostic request (count 0): lcore_diag.c makes its fault; a bad
+ * frame comes back to go out natively as a send's would.
+ */
+static __rte_noinline __rte_cold void
+diagnose(struct rn_lcore *lc, struct rn_notify_request *req)
+{
+	struct rn_lcore_ep *ep = usable_endpoint(lc, req);
+	uint64_t len;
+
+	if (ep == NULL) {
+		rn_notify_answer(req, -ENOTCONN);
+		return;
+	}
+	len = rn_lcore_diag_fault(lc, ep, req);
+	if (len != 0)
+		rn_notify_answer(req, post_one(lc, ep, &req->out[0], 0, len));
+}
+
 unsigned int
 rn_lcore_notify_poll(struct rn_lcore *lc)
 {
@@ -618,8 +592,10 @@ rn_lcore_notify_poll(struct rn_lcore *lc)
 	for (unsigned int i = 0; i < n; i++) {
 		if (reqs[i]->count == 1)
 			send_one(lc, reqs[i]);
-		else
+		else if (likely(reqs[i]->count != 0))
 			send_burst(lc, reqs[i]);
+		else
+			diagnose(lc, reqs[i]);
 	}
 	do {
 		n = rte_ring_sc_dequeue_burst_elem(lc->notify_releases, d,

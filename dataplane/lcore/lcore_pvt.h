@@ -114,7 +114,8 @@ struct rn_lcore_ep {
 	bool probing;
 	uint64_t drain_deadline;    /* TSC: closing, or its channel failed */
 	/* What the native channels it had before this one did, as the
-	 * receiver orders notifications per incarnation (notify_order.h). */
+	 * receiver orders notifications per incarnation
+	 * (dataplane/api/notify_order_pvt.h). */
 	uint32_t natives_posted;    /* SENDs posted */
 	uint32_t natives_received;  /* SENDs received */
 	struct rn_lcore_ep *next;   /* lc->closing */
@@ -158,6 +159,7 @@ rn_lcore_ep_post(struct rn_lcore *lc, uint16_t type, int32_t arg,
  *   lcore_endpoint.c  an endpoint's QPs: open, connect, probe, close
  *   lcore_channel.c   its native channel: enum rn_channel_state
  *   lcore_notify.c    notifications on a channel: send, receive, credits
+ *   lcore_diag.c      the faults of diagnostic requests (sim only)
  *   lcore_qp.c, lcore_events.c  QPs of any kind; events to the control
  */
 
@@ -261,6 +263,16 @@ void rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 				const struct rn_wc *wc);
 /* Drain the app's send requests and buffer releases. */
 unsigned int rn_lcore_notify_poll(struct rn_lcore *lc);
+
+struct rn_notify_request;
+/*
+ * Make the fault of req, a diagnostic request (count 0) for ep, on the sim
+ * device (lcore_diag.c). Returns 0 once req is answered (-ENOTSUP off the
+ * sim device), else the length to send req->out[0]'s frame as natively (a
+ * bad frame), for the caller to post and answer.
+ */
+uint64_t rn_lcore_diag_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			     struct rn_notify_request *req);
 
 /*
  * Adaptive idle (owning lcore only): block on the lcore's epoll set until

@@ -87,7 +87,7 @@ struct rn_ep_request {
 	/* NOTIFY frames of this incarnation queued on the control connection:
 	 * the control thread adds (release), the lcore reads it into each
 	 * SEND's immediate (relaxed: tcp_before() says why that is enough;
-	 * control/notify/notify_order.h). */
+	 * dataplane/api/notify_order_pvt.h). */
 	uint32_t tcp_queued;
 };
 

@@ -17,37 +17,37 @@
 #include <stdint.h>
 
 #include "rn_notify.h"
-#include "rn_notify_diag.h"
 #include "rn_notify_frame.h"
 
 /*
- * Request flags beyond the application's (rn_notify.h), set only by the
- * diagnostic entry points (rn_notify_diag.h), never by a send, which takes
- * no other flag: make the notify QP fail locally; send a frame its
- * receiver must reject; stop the owning lcore for RN_NOTIFY_STALL_MS;
- * overrun the endpoint's CQ. The sim device only.
+ * The fault a diagnostic request (rn_notify_diag.h) makes on the lcore
+ * that owns the endpoint, sim device only (lcore_diag.c). Sends carry
+ * none: a diagnostic request is one of no notification (count 0).
  */
-#define RN_NOTIFY_INJECT_LOCAL_FAULT (1u << 31)
-#define RN_NOTIFY_INJECT_BAD_FRAME (1u << 30)
-#define RN_NOTIFY_INJECT_STALL (1u << 29)
-#define RN_NOTIFY_INJECT_CQ_OVERRUN (1u << 28)
-#define RN_NOTIFY_INJECT (RN_NOTIFY_INJECT_LOCAL_FAULT | \
-			  RN_NOTIFY_INJECT_BAD_FRAME | \
-			  RN_NOTIFY_INJECT_STALL | RN_NOTIFY_INJECT_CQ_OVERRUN)
-_Static_assert((RN_NOTIFY_INJECT & RN_NOTIFY_WANT_COMPLETION) == 0,
-	       "diagnostic flags apart from the application's");
+enum rn_notify_fault {
+	RN_NOTIFY_FAULT_NONE = 0,     /* a send */
+	RN_NOTIFY_FAULT_LOCAL,        /* the notify QP fails locally */
+	RN_NOTIFY_FAULT_BAD_FRAME,    /* out[0] goes natively one byte longer
+				       * than its lengths say: the receiver
+				       * must reject it */
+	RN_NOTIFY_FAULT_STALL,        /* the lcore stops for
+				       * RN_NOTIFY_STALL_MS */
+	RN_NOTIFY_FAULT_CQ_OVERRUN,   /* the endpoint's CQ overruns */
+};
 
 /*
  * One hand-over of out[0..count) (count >= 1), on the sending thread's
- * stack while it waits for its `result`. Only a request's first
- * notification goes over TCP: the control thread gets the request with it,
- * and answers for that one alone.
+ * stack while it waits for its `result`; or, with count 0, a diagnostic
+ * request of `fault`. Only a request's first notification goes over TCP:
+ * the control thread gets the request with it, and answers for that one
+ * alone.
  */
 struct rn_notify_request {
-	uint32_t ep_slot;
-	uint32_t flags;
+	uint32_t ep_index;        /* the endpoint's, in the plane's table */
+	uint32_t flags;           /* rn_notify.h's */
 	const struct rn_notify_out *out;
 	uint32_t count;
+	uint32_t fault;           /* enum rn_notify_fault, when count is 0 */
 	uint32_t native_before;   /* to TCP: native ones posted before it, */
 	uint32_t generation;      /* by this incarnation of the endpoint */
 	/* How many went, or -errno if none; RN_NOTIFY_PENDING until whoever
@@ -71,7 +71,7 @@ struct rn_notify_delivery {
 		uint8_t *frame;   /* over TCP: the frame, malloc'd */
 	};
 	uint32_t len;
-	uint16_t ep_slot;
+	uint16_t ep_index;        /* the endpoint's, in the plane's table */
 	uint16_t index;           /* its receive slot, or RN_NOTIFY_VIA_TCP */
 	uint32_t seq;             /* sent after this many of the other channel
 				   * (dataplane/api/notify_order_pvt.h) */

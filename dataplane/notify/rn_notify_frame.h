@@ -83,7 +83,7 @@ rn_notify_frame_write(uint8_t *dst, const void *name, uint32_t name_len,
 }
 
 /*
- * The SEND_IMM's immediate: a count (control/notify/notify_order.h), on
+ * The SEND_IMM's immediate: a count (dataplane/api/notify_order_pvt.h), on
  * the wire little endian as the lengths, so that neither side swaps bytes
  * on x86 or arm64 (protocol version 3). The WQE carries its 4 bytes as
  * they are; the verbs type them __be32, only a container here.

@@ -28,6 +28,7 @@
 #include "lcore_pvt.h"
 #include "notify_engine.h"
 #include "rn_cq.h"
+#include "rn_test_seed.h"
 
 #define SLOTS 8                  /* receive slots: credits and window */
 #define SLOT_SIZE 256
@@ -286,24 +287,43 @@ add_channels(void)
 	assert_state(&B, RN_CHANNEL_NATIVE);
 }
 
-/* Hand one notification to s's lcore as rn_notify_send() does, and let it
- * take it: the answer (1 sent, or -errno). */
+/* Hand req to s's lcore as rn_notify_submit() does, and let it take it:
+ * the answer. */
+static int
+submit(struct side *s, struct rn_notify_request *req)
+{
+	struct rn_notify_request *p = req;
+
+	req->ep_index = s->req.ep_index;
+	req->result = RN_NOTIFY_PENDING;
+	assert_int_equal(rte_ring_mp_enqueue(s->lc->notify_requests, p), 0);
+	rn_lcore_notify_poll(s->lc);
+	assert_true(req->result != RN_NOTIFY_PENDING);
+	return (int)req->result;
+}
+
+/* Hand one notification to s's lcore as rn_notify_send() does: the answer
+ * (1 sent, or -errno). */
 static int
 send_note(struct side *s, uint32_t flags, uint64_t cookie, const char *msg)
 {
 	struct rn_notify_out out = { .name = "t", .name_len = 1, .msg = msg,
 				     .msg_len = (uint32_t)strlen(msg),
 				     .cookie = cookie };
-	struct rn_notify_request req = { .ep_slot = s->req.ep_index,
-					 .flags = flags, .out = &out,
-					 .count = 1,
-					 .result = RN_NOTIFY_PENDING };
-	struct rn_notify_request *p = &req;
+	struct rn_notify_request req = { .flags = flags, .out = &out,
+					 .count = 1 };
 
-	assert_int_equal(rte_ring_mp_enqueue(s->lc->notify_requests, p), 0);
-	rn_lcore_notify_poll(s->lc);
-	assert_true(req.result != RN_NOTIFY_PENDING);
-	return (int)req.result;
+	return submit(s, &req);
+}
+
+/* Have s's lcore make fault as rn_notify_diag.h does: the answer (1 made,
+ * or -errno). */
+static int
+make_fault(struct side *s, enum rn_notify_fault fault)
+{
+	struct rn_notify_request req = { .fault = fault };
+
+	return submit(s, &req);
 }
 
 /* Turn the loops until s's lcore delivered want notifications in all (into
@@ -605,8 +625,7 @@ test_local_fault_retires_and_a_new_channel_starts_afresh(void **state)
 	turn_both();
 	assert_true(B.lc->stats.credit_writes >= 1);
 
-	assert_int_equal(send_note(&A, RN_NOTIFY_INJECT_LOCAL_FAULT, 0, ""),
-			 1);
+	assert_int_equal(make_fault(&A, RN_NOTIFY_FAULT_LOCAL), 1);
 	syndrome = wait_event(RN_LCORE_EVENT_NOTIFY_FAILED, &A.req);
 	assert_true(syndrome == MLX5_CQE_SYNDROME_LOCAL_PROT_ERR ||
 		    syndrome == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ||
@@ -719,12 +738,10 @@ test_credits_bound_the_sender(void **state)
 {
 	struct rn_notify_delivery d[SLOTS], e[SLOTS / 2];
 	char msgs[SLOTS][16], more[SLOTS / 2][16];
-	unsigned int seed = (unsigned int)time(NULL) ^ (unsigned int)getpid();
 	uint64_t writes;
 
 	(void)state;
-	printf("# seed %u\n", seed);
-	srand(seed);
+	srand(rn_test_seed(__func__, 1));
 	open_pair(true, true);
 	for (unsigned int i = 0; i < SLOTS; i++) {
 		snprintf(msgs[i], sizeof(msgs[i]), "n%u", i);

@@ -21,24 +21,7 @@
 #include "rn_notify_credit.h"
 #include "rn_notify_frame.h"
 #include "rn_notify_window.h"
-
-/*
- * The seed of a test's random choices: RNOTIFY_TEST_SEED when set (to
- * replay a failure, or to try other choices), else the test's own fixed
- * one, so that a plain run is the same every time. Printed as a TAP
- * comment either way.
- */
-static unsigned int
-test_seed(const char *test, unsigned int fixed)
-{
-	const char *env = getenv("RNOTIFY_TEST_SEED");
-	unsigned int seed = env != NULL ? (unsigned int)strtoul(env, NULL, 0)
-					: fixed;
-
-	printf("# %s: random choices from seed %u (RNOTIFY_TEST_SEED=%u "
-	       "replays them)\n", test, seed, seed);
-	return seed;
-}
+#include "rn_test_seed.h"
 
 static void
 test_frame_round_trip_binary(void **state)
@@ -234,7 +217,7 @@ test_credits_random_traffic(void **state)
 	unsigned int n_transit = 0;
 
 	(void)state;
-	srand(test_seed(__func__, 7));
+	srand(rn_test_seed(__func__, 7));
 	rn_send_window_init(&s, 64, cookie, want);
 	rn_credit_tx_init(&tx, WINDOW);
 	rn_credit_rx_init(&rx, WINDOW);
@@ -584,7 +567,7 @@ static void
 test_send_slots_model(void **state)
 {
 	static const uint32_t sizes[] = { 1, 2, 4, 8, 16, 32, 64 };
-	unsigned int seed = test_seed(__func__, 1000);
+	unsigned int seed = rn_test_seed(__func__, 1000);
 
 	(void)state;
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "notify_order_pvt.h"
+#include "rn_test_seed.h"
 
 #define MAX_SENT 512
 
@@ -39,14 +40,14 @@ fresh(void **state)
 	return 0;
 }
 
-/* A delivery of send index i (kept in len) of endpoint slot 3. */
+/* A delivery of send index i (kept in len) of endpoint index 3. */
 static struct rn_notify_delivery
 delivery(const struct sent *s, uint32_t i, uint32_t generation)
 {
 	return (struct rn_notify_delivery){
 		.owner = &native_owner, .len = i,
 		.index = s[i].native ? 0 : RN_NOTIFY_VIA_TCP,
-		.ep_slot = 3, .seq = s[i].seq, .pos = s[i].pos,
+		.ep_index = 3, .seq = s[i].seq, .pos = s[i].pos,
 		.generation = generation,
 	};
 }
@@ -102,7 +103,7 @@ test_any_interleaving_comes_out_in_send_order(void **state)
 {
 	struct sent s[MAX_SENT];
 
-	srand(7);
+	srand(rn_test_seed(__func__, 7));
 	for (unsigned int round = 0; round < 300; round++) {
 		unsigned int n = 1 + (unsigned int)rand() % MAX_SENT;
 		uint32_t next_native = 0, next_tcp = 0;
@@ -307,7 +308,7 @@ test_one_endpoint_waiting_holds_no_other(void **state)
 
 	fresh(state);
 	arrive(delivery(s, 0, 1), 0);
-	other.ep_slot = 4;
+	other.ep_index = 4;
 	arrive(other, 0);
 	assert_int_equal(n_handed, 1);
 	assert_int_equal(handed[0], 1);

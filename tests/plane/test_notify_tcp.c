@@ -78,7 +78,7 @@ expect_delivery(struct rn_ph_plane *h, uint32_t slot, uint32_t generation,
 		rn_ph_sleep_ms(1);
 	}
 	assert_false(rn_notify_delivery_native(&d));
-	assert_int_equal(d.ep_slot, slot);
+	assert_int_equal(d.ep_index, slot);
 	assert_int_equal(d.generation, generation);
 	assert_int_equal(d.pos, pos);
 	assert_int_equal(d.seq, seq);
@@ -114,7 +114,7 @@ test_send(void **state)
 					 .native_before = 5 };
 
 	rn_ph_peer_connect(h, CAPS, false);
-	endpoint_of(h, H_PEER_NAME, &req.ep_slot, &req.generation);
+	endpoint_of(h, H_PEER_NAME, &req.ep_index, &req.generation);
 	assert_int_equal(hand_off(h, &req), 1);
 	assert_int_equal(rn_ph_peer_recv(h, H_WAIT_MS), 1);
 	assert_int_equal(h->last.type, RN_PROTO_NOTIFY);
@@ -146,12 +146,12 @@ test_send_not_connected(void **state)
 	uint32_t generation;
 
 	rn_ph_peer_connect(h, CAPS, false);
-	endpoint_of(h, H_PEER_NAME, &req.ep_slot, &generation);
+	endpoint_of(h, H_PEER_NAME, &req.ep_index, &generation);
 	req.generation = generation + 1;
 	assert_int_equal(hand_off(h, &req), -ENOTCONN);
 	req.generation = generation - 1;
 	assert_int_equal(hand_off(h, &req), -ENOTCONN);
-	req.ep_slot = RN_MAX_ENDPOINTS - 1;
+	req.ep_index = RN_MAX_ENDPOINTS - 1;
 	assert_int_equal(hand_off(h, &req), -ENOTCONN);
 	assert_int_equal(rn_ph_peer_recv(h, QUIET_MS), 0);
 	assert_int_equal(h->last_req->tcp_queued, 0);
@@ -174,7 +174,7 @@ test_send_backpressure(void **state)
 
 	h->rcvbuf = 4096;
 	rn_ph_peer_connect(h, CAPS, false);
-	endpoint_of(h, H_PEER_NAME, &req.ep_slot, &req.generation);
+	endpoint_of(h, H_PEER_NAME, &req.ep_index, &req.generation);
 	while ((rc = hand_off(h, &req)) == 1) {
 		req.native_before = ++sent;
 		if (sent > 1000)
@@ -290,7 +290,7 @@ test_send_to_self(void **state)
 	uint32_t slot;
 
 	endpoint_of(h, "a", &slot, &req.generation);
-	req.ep_slot = slot;
+	req.ep_index = slot;
 	assert_int_equal(hand_off(h, &req), -ENOTCONN);
 	assert_int_equal(rte_ring_mp_enqueue_elem(h->uses, &slot, sizeof(slot)),
 			 0);
