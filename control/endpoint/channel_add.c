@@ -145,13 +145,13 @@ static bool
 add_peer_qp(struct rn_endpoint *ep, const struct rn_proto_qp *qp)
 {
 	struct rn_ep_side *remote = &ep->req->remote;
-	struct rn_ep_qp_info *slot = rn_ep_side_notify_qp(remote);
+	struct rn_ep_qp_info *place = rn_ep_side_notify_qp(remote);
 
-	if (slot == NULL && remote->n_qps == RN_EP_MAX_QPS)
+	if (place == NULL && remote->n_qps == RN_EP_MAX_QPS)
 		return false;
-	if (slot == NULL)
-		slot = &remote->qps[remote->n_qps++];
-	*slot = rn_handshake_qp_info(qp);
+	if (place == NULL)
+		place = &remote->qps[remote->n_qps++];
+	*place = rn_handshake_qp_info(qp);
 	return true;
 }
 

@@ -34,7 +34,7 @@
 #include "rn_plane.h"
 
 struct rn_endpoint {
-	uint32_t slot;
+	uint32_t index;
 	char name[RN_EP_NAME_SIZE];
 	bool configured;              /* a [peer]: we call it, and call again */
 	bool self;                    /* this node: QPs looped back, no conn */
@@ -114,7 +114,7 @@ struct rn_plane {
 	uint8_t *notify_frame;        /* one NOTIFY frame being encoded */
 	uint64_t tcp_dropped;         /* out of memory for one: lost */
 	uint64_t reports_dropped;     /* completions ring full: lost */
-	struct rte_hash *names;       /* peer name (zero-padded) -> slot */
+	struct rte_hash *names;       /* peer name (zero-padded) -> endpoint index */
 	rte_seqlock_t snapshot_lock;
 	struct rn_ep_info snapshot[RN_MAX_ENDPOINTS];
 	unsigned int n_snapshot;

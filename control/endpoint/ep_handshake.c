@@ -117,7 +117,8 @@ on_hello(struct rn_plane *pl, struct rn_conn *c, const struct rn_proto_hello *h)
 }
 
 static void
-on_accept(struct rn_plane *pl, struct rn_conn *c, const struct rn_proto_hello *h)
+on_accept(struct rn_plane *pl, struct rn_conn *c,
+	  const struct rn_proto_hello *h)
 {
 	struct rn_endpoint *ep = c->ep;
 	char why[128];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The endpoint table: endpoints by slot, their name index, and the
+ * The endpoint table: endpoints by endpoint index, their name index, and the
  * snapshot telemetry and applications read. Control thread only, except
  * rn_plane_snapshot(), rn_plane_lookup(), rn_plane_name() and
  * rn_plane_generation(), which any thread may call.
@@ -72,13 +72,14 @@ index_name(struct rn_plane *pl, const struct rn_endpoint *ep)
 	if (!name_key(ep->name, key))
 		return -ENAMETOOLONG;
 	return rte_hash_add_key_data(pl->names, key,
-				     (void *)(uintptr_t)ep->slot);
+				     (void *)(uintptr_t)ep->index);
 }
 
 /*
  * Take ep's name out of the index. Its key's storage is freed at once:
- * an application thread that is reading it can at worst be told the slot
- * of the name it no longer has, and rn_plane_lookup() checks the name.
+ * an application thread that is reading it can at worst be told the
+ * endpoint index of the name it no longer has, and rn_plane_lookup()
+ * checks the name.
  */
 static void
 unindex_name(struct rn_plane *pl, const struct rn_endpoint *ep)
@@ -97,40 +98,41 @@ struct rn_endpoint *
 rn_ep_find(struct rn_plane *pl, const char *name)
 {
 	char key[RN_EP_NAME_SIZE];
-	void *slot;
+	void *ep_index;
 
-	if (!name_key(name, key) || rte_hash_lookup_data(pl->names, key, &slot) < 0)
+	if (!name_key(name, key) ||
+	    rte_hash_lookup_data(pl->names, key, &ep_index) < 0)
 		return NULL;
-	return pl->eps[(uintptr_t)slot];
+	return pl->eps[(uintptr_t)ep_index];
 }
 
 /*
- * A full table takes back the slot of a peer that called us once and is
- * gone (closed, nothing left on its lcore): callers cannot fill the table
- * for good. Events still in flight for the old one name their request,
- * which no longer matches, and are ignored.
+ * A full table takes back the endpoint index of a peer that called us
+ * once and is gone (closed, nothing left on its lcore): callers cannot
+ * fill the table for good. Events still in flight for the old one name
+ * their request, which no longer matches, and are ignored.
  */
 static struct rn_endpoint *
 reclaim(struct rn_plane *pl, const char *name)
 {
 	for (unsigned int i = 0; i < pl->n_eps; i++) {
 		struct rn_endpoint *ep = pl->eps[i];
-		uint32_t slot = ep->slot, generation = ep->generation;
+		uint32_t ep_index = ep->index, generation = ep->generation;
 
 		if (ep->configured || ep->state != RN_EP_CLOSED ||
 		    ep->req != NULL || ep->conn != NULL)
 			continue;
 		unindex_name(pl, ep);
 		memset(ep, 0, sizeof(*ep));
-		ep->slot = slot;
-		/* Generations of a slot only grow, whoever holds it: what is
+		ep->index = ep_index;
+		/* Generations of an endpoint index only grow, whoever holds it: what is
 		 * left of the last holder's (deliveries, completions) is
 		 * always older. */
 		ep->generation = generation;
 		snprintf(ep->name, sizeof(ep->name), "%s", name);
 		if (index_name(pl, ep) != 0)
 			return NULL;   /* cannot be: a key was just freed */
-		ep->lcore = slot % pl->n_workers;
+		ep->lcore = ep_index % pl->n_workers;
 		ep->backoff_ms = pl->cfg->control.reconnect_min_ms;
 		ep->info.transitions[RN_EP_IDLE] = 1;
 		rn_ep_publish(pl, ep);
@@ -149,14 +151,14 @@ rn_ep_add(struct rn_plane *pl, const char *name)
 	ep = calloc(1, sizeof(*ep));
 	if (ep == NULL)
 		return NULL;
-	ep->slot = pl->n_eps;
+	ep->index = pl->n_eps;
 	snprintf(ep->name, sizeof(ep->name), "%s", name);
 	if (index_name(pl, ep) != 0) {
 		free(ep);
 		return NULL;
 	}
 	/* Spread endpoints over the workers; an endpoint never moves. */
-	ep->lcore = ep->slot % pl->n_workers;
+	ep->lcore = ep->index % pl->n_workers;
 	ep->backoff_ms = pl->cfg->control.reconnect_min_ms;
 	ep->state = RN_EP_IDLE;
 	ep->info.transitions[RN_EP_IDLE] = 1;
@@ -182,9 +184,9 @@ rn_ep_publish(struct rn_plane *pl, struct rn_endpoint *ep)
 	info->lcore = pl->workers[ep->lcore]->lcore_id;
 	info->worker = ep->lcore;
 	rte_seqlock_write_lock(&pl->snapshot_lock);
-	pl->snapshot[ep->slot] = *info;
-	if (ep->slot >= pl->n_snapshot)
-		pl->n_snapshot = ep->slot + 1;
+	pl->snapshot[ep->index] = *info;
+	if (ep->index >= pl->n_snapshot)
+		pl->n_snapshot = ep->index + 1;
 	rte_seqlock_write_unlock(&pl->snapshot_lock);
 }
 
@@ -204,16 +206,17 @@ rn_plane_snapshot(struct rn_plane *pl, struct rn_ep_info *out,
 }
 
 /*
- * Whether the published slot is named key: its state and worker when so.
- * The slot may have been given to another name since the index or a guess
- * pointed at it. Both names are zero-padded: the published one from a
- * zeroed endpoint.
+ * Whether the endpoint published at ep_index is named key: its state and
+ * worker when so. The endpoint index may have been given to another name
+ * since the name index or a guess pointed at it. Both names are
+ * zero-padded: the published one from a zeroed endpoint.
  */
 static bool
-slot_named(struct rn_plane *pl, uint32_t slot, const char key[RN_EP_NAME_SIZE],
-	   enum rn_ep_state *state, uint32_t *worker)
+index_named(struct rn_plane *pl, uint32_t ep_index,
+	    const char key[RN_EP_NAME_SIZE], enum rn_ep_state *state,
+	    uint32_t *worker)
 {
-	const struct rn_ep_info *info = &pl->snapshot[slot];
+	const struct rn_ep_info *info = &pl->snapshot[ep_index];
 	uint32_t seq;
 	bool named;
 
@@ -230,9 +233,10 @@ slot_named(struct rn_plane *pl, uint32_t slot, const char key[RN_EP_NAME_SIZE],
  * Where each application thread last found a few names, by a cheap mix of
  * the key: a thread that sends to the same peers again skips the index's
  * hash (most of a lookup's cost: docs/performance.md). A guess is only a
- * guess, checked against the published name like any slot the index
- * gives, so a stale one (another plane, a slot given to another name)
- * costs a lookup in the index, never a wrong answer.
+ * guess, checked against the published name like any endpoint index the
+ * name index gives, so a stale one (another plane, an endpoint index given
+ * to another name) costs a lookup in the name index, never a wrong
+ * answer.
  */
 #define LOOKUP_GUESS_BITS 6
 static RTE_DEFINE_PER_LCORE(uint16_t, lookup_guess[1u << LOOKUP_GUESS_BITS]);
@@ -250,7 +254,7 @@ guess_of(const char key[RN_EP_NAME_SIZE])
 }
 
 int
-rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
+rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *ep_index,
 		enum rn_ep_state *state, uint32_t *worker)
 {
 	char key[RN_EP_NAME_SIZE];
@@ -262,38 +266,38 @@ rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
 		return -ENOENT;
 	guess = guess_of(key);
 	if (*guess < RN_MAX_ENDPOINTS &&
-	    slot_named(pl, *guess, key, state, worker)) {
-		*slot = *guess;
+	    index_named(pl, *guess, key, state, worker)) {
+		*ep_index = *guess;
 		return 0;
 	}
 	if (rte_hash_lookup_data(pl->names, key, &found) < 0 ||
-	    !slot_named(pl, (uint32_t)(uintptr_t)found, key, state, worker))
+	    !index_named(pl, (uint32_t)(uintptr_t)found, key, state, worker))
 		return -ENOENT;
 	*guess = (uint16_t)(uintptr_t)found;
-	*slot = (uint32_t)(uintptr_t)found;
+	*ep_index = (uint32_t)(uintptr_t)found;
 	return 0;
 }
 
 uint32_t
-rn_plane_generation(struct rn_plane *pl, uint32_t slot)
+rn_plane_generation(struct rn_plane *pl, uint32_t ep_index)
 {
 	uint32_t seq, generation;
 
 	do {
 		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
-		generation = pl->snapshot[slot].generation;
+		generation = pl->snapshot[ep_index].generation;
 	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
 	return generation;
 }
 
 void
-rn_plane_name(struct rn_plane *pl, uint32_t slot, char *buf)
+rn_plane_name(struct rn_plane *pl, uint32_t ep_index, char *buf)
 {
 	uint32_t seq;
 
 	do {
 		seq = rte_seqlock_read_begin(&pl->snapshot_lock);
-		memcpy(buf, pl->snapshot[slot].name, RN_EP_NAME_SIZE);
+		memcpy(buf, pl->snapshot[ep_index].name, RN_EP_NAME_SIZE);
 	} while (rte_seqlock_read_retry(&pl->snapshot_lock, seq));
 	buf[RN_EP_NAME_SIZE - 1] = '\0';
 }

@@ -63,7 +63,7 @@ rn_ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 	ep->add.ours = false;
 	ep->peer_native_off = false;
 	ep->peer_declined = false;
-	req->ep_index = ep->slot;
+	req->ep_index = ep->index;
 	req->n_data_qps = cfg->nic.data_qps;
 	req->notify = cfg->notify.enabled && notify;
 	req->notify_depth = cfg->notify.slots;

@@ -43,7 +43,7 @@ deliver(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t native_before,
 {
 	uint64_t len = rn_notify_frame_size(name_len, msg_len);
 	struct rn_notify_delivery d = { .len = (uint32_t)len,
-					.ep_index = (uint16_t)ep->slot,
+					.ep_index = (uint16_t)ep->index,
 					.index = RN_NOTIFY_VIA_TCP,
 					.seq = native_before,
 					.pos = ep->tcp_received,

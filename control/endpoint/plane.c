@@ -41,12 +41,12 @@ rn_plane_set_notify(struct rn_plane *pl, struct rte_ring *uses,
 static void
 serve_uses(struct rn_plane *pl)
 {
-	uint32_t slot;
+	uint32_t ep_index;
 
 	while (pl->uses != NULL &&
-	       rte_ring_sc_dequeue_elem(pl->uses, &slot, sizeof(slot)) == 0)
-		if (slot < pl->n_eps)
-			rn_plane_use(pl, pl->eps[slot]->name);
+	       rte_ring_sc_dequeue_elem(pl->uses, &ep_index, sizeof(ep_index)) == 0)
+		if (ep_index < pl->n_eps)
+			rn_plane_use(pl, pl->eps[ep_index]->name);
 }
 
 static void

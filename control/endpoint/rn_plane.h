@@ -19,7 +19,6 @@
 #include "rn_lcore.h"
 #include <rte_ring.h>
 
-#define RN_MAX_ENDPOINTS 1024
 #define RN_EP_NAME_SIZE 32   /* a peer's name, with its NUL */
 
 enum rn_ep_state {
@@ -118,17 +117,17 @@ unsigned int rn_plane_snapshot(struct rn_plane *pl, struct rn_ep_info *out,
 			       unsigned int max);
 
 /*
- * From any thread: the endpoint named name, its slot, state and worker
- * index. Returns 0 or -ENOENT.
+ * From any thread: the endpoint named name, its endpoint index, state and
+ * worker index. Returns 0 or -ENOENT.
  */
-int rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *slot,
+int rn_plane_lookup(struct rn_plane *pl, const char *name, uint32_t *ep_index,
 		    enum rn_ep_state *state, uint32_t *worker);
 
-/* From any thread: the generation of the endpoint in slot. */
-uint32_t rn_plane_generation(struct rn_plane *pl, uint32_t slot);
+/* From any thread: the generation of the endpoint in ep_index. */
+uint32_t rn_plane_generation(struct rn_plane *pl, uint32_t ep_index);
 
-/* From any thread: the peer name of slot into buf (32 bytes). */
-void rn_plane_name(struct rn_plane *pl, uint32_t slot, char *buf);
+/* From any thread: the peer name of ep_index into buf (32 bytes). */
+void rn_plane_name(struct rn_plane *pl, uint32_t ep_index, char *buf);
 
 /*
  * The notification engine's rings the plane serves: uses (slots to

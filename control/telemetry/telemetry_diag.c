@@ -259,10 +259,10 @@ static int
 raise_device_event(const char *peer, bool fatal)
 {
 	enum rn_ep_state state;
-	uint32_t slot, worker;
+	uint32_t ep_index, worker;
 	struct rn_nic *nic;
 
-	if (rn_plane_lookup(daemon_seen->plane, peer, &slot, &state,
+	if (rn_plane_lookup(daemon_seen->plane, peer, &ep_index, &state,
 			    &worker) != 0)
 		return -ENOENT;
 	nic = daemon_seen->worker_ptrs[worker]->nic;

@@ -21,7 +21,6 @@
 #include "rn_plane.h"
 
 /* The order is kept per endpoint index of the control plane. */
-_Static_assert(RN_NOTIFY_ORDER_EPS == RN_MAX_ENDPOINTS, "one per endpoint");
 /* A payload and its lengths fill the largest slot. */
 _Static_assert(RN_NOTIFY_MAX_PAYLOAD + RN_NOTIFY_OVERHEAD == 64 * 1024,
 	       "the largest frame");
@@ -114,7 +113,6 @@ rn_notify_submit(struct rn_notify *nf, const char *peer,
 	struct rn_lcore *lc;
 
 	/* The lcore finds the endpoint by its index, unchecked. */
-	RTE_BUILD_BUG_ON(RN_MAX_ENDPOINTS > RN_LCORE_MAX_ENDPOINTS);
 	if (rn_plane_lookup(nf->plane, peer, &req->ep_index, &state,
 			    &worker) != 0)
 		return -ENOENT;

@@ -38,7 +38,7 @@ at_least(uint32_t *count, uint32_t to)
 static struct rn_notify_order_ep *
 ep_of(struct rn_notify_order *o, uint16_t ep_index)
 {
-	return &o->ep[ep_index & (RN_NOTIFY_ORDER_EPS - 1)];
+	return &o->ep[ep_index & (RN_MAX_ENDPOINTS - 1)];
 }
 
 void

@@ -35,9 +35,6 @@
 
 #include "notify_engine.h"
 
-/* One per endpoint index of the control plane, RN_MAX_ENDPOINTS (checked in
- * notify_api.c, which sees both); a power of two. */
-#define RN_NOTIFY_ORDER_EPS 1024
 #define RN_NOTIFY_ORDER_WAIT_MS 1000
 #define RN_NOTIFY_ORDER_WAIT_MAX_MS (4 * RN_NOTIFY_ORDER_WAIT_MS)
 
@@ -52,7 +49,7 @@ struct rn_notify_order_ep {
 struct rn_notify_parked;
 
 struct rn_notify_order {
-	struct rn_notify_order_ep ep[RN_NOTIFY_ORDER_EPS];
+	struct rn_notify_order_ep ep[RN_MAX_ENDPOINTS];
 	struct rn_notify_parked *head, *tail;   /* in arrival order */
 	uint32_t parked_tcp;      /* TCP ones parked now */
 	/* Written by the polling thread, read by telemetry (relaxed). */
@@ -78,7 +75,7 @@ rn_notify_order_admit_taken(struct rn_notify_order *o,
 			    const struct rn_notify_delivery *d, uint64_t now_ms)
 {
 	struct rn_notify_order_ep *s =
-		&o->ep[d->ep_index & (RN_NOTIFY_ORDER_EPS - 1)];
+		&o->ep[d->ep_index & (RN_MAX_ENDPOINTS - 1)];
 
 	if (rn_notify_delivery_native(d) && d->generation == s->generation &&
 	    (int32_t)(s->tcps - d->seq) >= 0 &&

@@ -269,7 +269,7 @@ send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 static inline struct rn_lcore_ep *
 usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
 {
-	RTE_ASSERT(req->ep_index < RN_LCORE_MAX_ENDPOINTS);
+	RTE_ASSERT(req->ep_index < RN_MAX_ENDPOINTS);
 	return lc->by_index[req->ep_index];
 }
 

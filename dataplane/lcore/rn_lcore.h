@@ -16,14 +16,12 @@
 #include <stdint.h>
 
 #include "rn_config.h"
+#include "notify_engine.h"
 #include "rn_nic.h"
 #include "rn_notify_region.h"
 
 #define RN_LCORE_RING_SIZE 1024   /* commands in flight per lcore (exact) */
 #define RN_LCORE_MAX_CQS 16       /* [nic] cqs_per_lcore at most */
-#define RN_LCORE_MAX_ENDPOINTS 1024 /* by_index entries: at least the control
-				     * plane's RN_MAX_ENDPOINTS (notify_api.c
-				     * checks) */
 #define RN_LCORE_BURST 32         /* commands drained per iteration */
 
 /* Endpoint commands carry a struct rn_ep_request * in the cookie. */
@@ -162,7 +160,7 @@ struct rn_lcore {
 	RTE_MARKER cold __rte_cache_aligned;
 	/* Connected endpoints by endpoint index: one entry read per send
 	 * request, so where the table sits does not matter to the loop. */
-	struct rn_lcore_ep *by_index[RN_LCORE_MAX_ENDPOINTS];
+	struct rn_lcore_ep *by_index[RN_MAX_ENDPOINTS];
 	struct rte_ring *event_ring;    /* lcores -> control, shared */
 	struct rn_qp_table *qps;
 	struct rn_lcore_ep *eps;        /* every endpoint open here */

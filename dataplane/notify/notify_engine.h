@@ -19,6 +19,14 @@
 #include "rn_notify.h"
 #include "rn_notify_frame.h"
 
+/* Requests and deliveries name an endpoint by its index, below this: the
+ * most endpoints a node has. The control plane's table, each lcore's
+ * by_index and the send order's per-endpoint counts are this long; a power
+ * of two, which the send order's index mask needs. */
+#define RN_MAX_ENDPOINTS 1024
+_Static_assert((RN_MAX_ENDPOINTS & (RN_MAX_ENDPOINTS - 1)) == 0,
+	       "RN_MAX_ENDPOINTS is a power of two");
+
 /*
  * The fault a diagnostic request (rn_notify_diag.h) makes on the lcore
  * that owns the endpoint, sim device only (lcore_diag.c). Sends carry

@@ -332,7 +332,8 @@ rn_ph_info(struct rn_ph_plane *h, const char *name, struct rn_ep_info *out)
 }
 
 bool
-rn_ph_wait_state(struct rn_ph_plane *h, const char *name, enum rn_ep_state state)
+rn_ph_wait_state(struct rn_ph_plane *h, const char *name,
+		 enum rn_ep_state state)
 {
 	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
 	struct rn_ep_info info;

@@ -32,16 +32,16 @@ setup(void **state)
 	return 0;
 }
 
-/* The slot and generation of the endpoint named name. */
+/* The endpoint index and generation of the endpoint named name. */
 static void
-endpoint_of(struct rn_ph_plane *h, const char *name, uint32_t *slot,
+endpoint_of(struct rn_ph_plane *h, const char *name, uint32_t *ep_index,
 	    uint32_t *generation)
 {
 	enum rn_ep_state state;
 	uint32_t worker;
 
-	assert_int_equal(rn_plane_lookup(h->pl, name, slot, &state, &worker), 0);
-	*generation = rn_plane_generation(h->pl, *slot);
+	assert_int_equal(rn_plane_lookup(h->pl, name, ep_index, &state, &worker), 0);
+	*generation = rn_plane_generation(h->pl, *ep_index);
 }
 
 /* Hand req to the control thread as the lcore does; its answer. */
@@ -65,7 +65,7 @@ hand_off(struct rn_ph_plane *h, struct rn_notify_request *req)
 /* The next delivery on tcp_in, which must have come over TCP in position
  * pos after seq native ones, with msg; its frame freed. */
 static void
-expect_delivery(struct rn_ph_plane *h, uint32_t slot, uint32_t generation,
+expect_delivery(struct rn_ph_plane *h, uint32_t ep_index, uint32_t generation,
 		uint32_t pos, uint32_t seq, const char *name, const char *msg)
 {
 	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
@@ -78,7 +78,7 @@ expect_delivery(struct rn_ph_plane *h, uint32_t slot, uint32_t generation,
 		rn_ph_sleep_ms(1);
 	}
 	assert_false(rn_notify_delivery_native(&d));
-	assert_int_equal(d.ep_index, slot);
+	assert_int_equal(d.ep_index, ep_index);
 	assert_int_equal(d.generation, generation);
 	assert_int_equal(d.pos, pos);
 	assert_int_equal(d.seq, seq);
@@ -212,11 +212,11 @@ test_receive_held_while_full(void **state)
 {
 	struct rn_ph_plane *h = *state;
 	const char *msgs[] = { "m0", "m1", "m2", "m3", "m4", "m5", "m6" };
-	uint32_t slot, generation;
+	uint32_t ep_index, generation;
 	struct rn_ep_info info;
 
 	rn_ph_peer_connect(h, CAPS, false);
-	endpoint_of(h, H_PEER_NAME, &slot, &generation);
+	endpoint_of(h, H_PEER_NAME, &ep_index, &generation);
 	for (unsigned int i = 0; i < RTE_DIM(msgs); i++)
 		peer_notify(h, 10 + i, msgs[i]);
 	rn_ph_sleep_ms(QUIET_MS);
@@ -224,7 +224,7 @@ test_receive_held_while_full(void **state)
 	assert_true(rn_ph_info(h, H_PEER_NAME, &info));
 	assert_int_equal(info.state, RN_EP_CONNECTED);
 	for (unsigned int i = 0; i < RTE_DIM(msgs); i++)
-		expect_delivery(h, slot, generation, i, 10 + i, "kv", msgs[i]);
+		expect_delivery(h, ep_index, generation, i, 10 + i, "kv", msgs[i]);
 	rn_ph_sleep_ms(QUIET_MS);
 	assert_int_equal(rte_ring_count(h->tcp_in), 0);
 	assert_true(rn_ph_info(h, H_PEER_NAME, &info));
@@ -239,14 +239,14 @@ test_receive_large_held(void **state)
 	struct rn_ph_plane *h = *state;
 	static uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD];
 	static char msg[RN_NOTIFY_MAX_PAYLOAD - 2 + 1];
-	uint32_t slot, generation;
+	uint32_t ep_index, generation;
 	struct rn_notify_delivery d;
 	unsigned int got = 0;
 	uint64_t until;
 
 	memset(msg, 'x', sizeof(msg) - 1);
 	rn_ph_peer_connect(h, CAPS, false);
-	endpoint_of(h, H_PEER_NAME, &slot, &generation);
+	endpoint_of(h, H_PEER_NAME, &ep_index, &generation);
 	for (unsigned int i = 0; i < 12; i++) {
 		msg[0] = (char)('a' + i);
 		rn_ph_peer_send(h, frame, rn_proto_encode_notify(frame,
@@ -287,21 +287,21 @@ test_send_to_self(void **state)
 	struct rn_notify_request req = { .flags = RN_NOTIFY_WANT_COMPLETION,
 					 .out = &o, .count = 1,
 					 .native_before = 3 };
-	uint32_t slot;
+	uint32_t ep_index;
 
-	endpoint_of(h, "a", &slot, &req.generation);
-	req.ep_index = slot;
+	endpoint_of(h, "a", &ep_index, &req.generation);
+	req.ep_index = ep_index;
 	assert_int_equal(hand_off(h, &req), -ENOTCONN);
-	assert_int_equal(rte_ring_mp_enqueue_elem(h->uses, &slot, sizeof(slot)),
+	assert_int_equal(rte_ring_mp_enqueue_elem(h->uses, &ep_index, sizeof(ep_index)),
 			 0);
 	assert_true(rn_ph_wait_state(h, "a", RN_EP_CONNECTED));
-	endpoint_of(h, "a", &slot, &req.generation);
+	endpoint_of(h, "a", &ep_index, &req.generation);
 	for (unsigned int i = 0; i < H_TCP_IN_ROOM; i++)
 		assert_int_equal(hand_off(h, &req), 1);
 	assert_int_equal(hand_off(h, &req), -EAGAIN);
 	assert_int_equal(rte_ring_count(h->completions), H_TCP_IN_ROOM);
 	for (unsigned int i = 0; i < H_TCP_IN_ROOM; i++) {
-		expect_delivery(h, slot, req.generation, i, 3, "kv", "me");
+		expect_delivery(h, ep_index, req.generation, i, 3, "kv", "me");
 		expect_completion(h, 9);
 	}
 	assert_int_equal(h->last_req->tcp_queued, H_TCP_IN_ROOM);
