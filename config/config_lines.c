@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config_lines.h"
+#include "config_lines_pvt.h"
 
 /* rte_cfgfile reads lines into a buffer of this size and fails past it. */
 #define CFGFILE_LINE_MAX (CFG_NAME_LEN + CFG_VALUE_LEN + 4)

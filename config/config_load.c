@@ -14,8 +14,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "config_lines.h"
-#include "config_schema.h"
+#include "config_lines_pvt.h"
+#include "config_schema_pvt.h"
 #include "rn_config.h"
 
 #define MAX_KEYS_PER_SECTION 16

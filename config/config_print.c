@@ -2,7 +2,7 @@
 /* The effective configuration, written back as an INI file. */
 #include <errno.h>
 
-#include "config_schema.h"
+#include "config_schema_pvt.h"
 #include "rn_config.h"
 
 static void

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "config_schema.h"
+#include "config_schema_pvt.h"
 #include "rn_config.h"
 
 #define FIELD(type, member) offsetof(type, member)

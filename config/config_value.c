@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config_schema.h"
+#include "config_schema_pvt.h"
 #include "rn_config.h"
 
 #define BOOL_ALLOWED "allowed 0, 1, true, false, on, off"

@@ -23,7 +23,7 @@
 
 #include "daemon_pvt.h"
 #include "rn_daemon.h"
-#include "notify_engine.h"
+#include "rn_notify_engine.h"
 #include "rn_eal.h"
 #include "rn_version.h"
 

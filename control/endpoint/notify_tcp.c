@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "notify_engine.h"
+#include "rn_notify_engine.h"
 #include "endpoint_pvt.h"
 #include "notify_tcp_pvt.h"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proto_wire.h"
+#include "proto_wire_pvt.h"
 #include "rn_notify_frame.h"
 #include "rn_proto.h"
 

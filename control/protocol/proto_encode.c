@@ -2,7 +2,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "proto_wire.h"
+#include "proto_wire_pvt.h"
 #include "rn_notify_frame.h"
 #include "rn_proto.h"
 

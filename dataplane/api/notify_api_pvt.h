@@ -12,7 +12,7 @@
 #include <rte_ring.h>
 #include <stdbool.h>
 
-#include "notify_engine.h"
+#include "rn_notify_engine.h"
 
 struct rn_notify_order;
 

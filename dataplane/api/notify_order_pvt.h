@@ -33,7 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "notify_engine.h"
+#include "rn_notify_engine.h"
 
 #define RN_NOTIFY_ORDER_WAIT_MS 1000
 #define RN_NOTIFY_ORDER_WAIT_MAX_MS (4 * RN_NOTIFY_ORDER_WAIT_MS)

@@ -9,7 +9,7 @@
 #include <rte_cycles.h>
 
 #include "lcore_pvt.h"
-#include "notify_engine.h"
+#include "rn_notify_engine.h"
 #include "rn_notify_diag.h"
 #include "rn_sim.h"
 #include "rn_sq.h"

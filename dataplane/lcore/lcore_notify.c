@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "lcore_pvt.h"
-#include "notify_engine.h"
+#include "rn_notify_engine.h"
 #include "rn_cq.h"
 #include "rn_rq.h"
 #include "rn_sq.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "lcore_pvt.h"
-#include "notify_engine.h"
+#include "rn_notify_engine.h"
 
 RTE_LOG_REGISTER_SUFFIX(rn_lcore_logtype, lcore, INFO);
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "rn_config.h"
-#include "notify_engine.h"
+#include "rn_notify_engine.h"
 #include "rn_nic.h"
 #include "rn_notify_region.h"
 

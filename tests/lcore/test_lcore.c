@@ -26,7 +26,7 @@
 #include <rte_malloc.h>
 
 #include "lcore_pvt.h"
-#include "notify_engine.h"
+#include "rn_notify_engine.h"
 #include "rn_cq.h"
 #include "rn_test_seed.h"
 

@@ -19,7 +19,7 @@
 #include <rte_ring.h>
 
 #include "plane_harness.h"
-#include "notify_engine.h"
+#include "rn_notify_engine.h"
 #include "rn_control.h"
 
 #define TICK_MS 2

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 #include <rte_eal.h>
 
-#include "notify_engine.h"
+#include "rn_notify_engine.h"
 #include "plane_harness.h"
 
 #define CAPS (RN_CAP_TCP_FALLBACK | RN_CAP_NOTIFY_ENABLED)

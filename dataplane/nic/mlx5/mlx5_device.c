@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mlx5_provider.h"
+#include "mlx5_pvt.h"
 
 /* Pick cfg->device, or the first mlx5 device when it says "auto". */
 static struct ibv_device *

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mlx5_provider.h"
+#include "mlx5_pvt.h"
 
 static uint32_t
 log2_u32(uint32_t v)
