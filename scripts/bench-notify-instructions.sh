@@ -5,11 +5,11 @@
 # frame adds 8; up to [notify] max_inline bytes, 64, they go inline).
 #   send side    send_one() (a request of one notification) and
 #                send_burst() (of several): for each notification take a
-#                place in the send window (a credit and a send slot),
+#                place in the send window (a credit and a window entry),
 #                build and post the SEND_IMM; ring the doorbell once per
 #                request; plus the completions (rn_lcore_notify_completion)
-#                that free the send slots: only one SEND in up to 32 is
-#                signalled and its CQE frees every slot before it, so
+#                that free the window entries: only one SEND in up to 32 is
+#                signalled and its CQE frees every entry before it, so
 #                their cost is divided by the SENDs, not by the CQEs
 #   receive side received(): frame checks, delivery to the application's
 #                ring; plus repost() when the application gives the slot
@@ -86,8 +86,8 @@ awk -v rq="$requests" -v sn="$sends" -v si="$send_ir" -v cn="$cqes" -v ci="$cqe_
   recv = ri / rn; repost = pi / pn
   print "| side | step | calls | instructions per notification |"
   print "| --- | --- | ---: | ---: |"
-  printf "| send | send_one, send_burst: credit, slot, SEND_IMM posted; a doorbell per request (%d requests) | %d | %.1f |\n", rq, sn, send
-  printf "| send | completions: slots freed (rn_lcore_notify_completion) | %d | %.1f |\n", cn - en, done
+  printf "| send | send_one, send_burst: credit, window entry, SEND_IMM posted; a doorbell per request (%d requests) | %d | %.1f |\n", rq, sn, send
+  printf "| send | completions: window entries freed (rn_lcore_notify_completion) | %d | %.1f |\n", cn - en, done
   printf "| receive | received: frame checked, delivered | %d | %.1f |\n", rn, recv
   printf "| receive | repost: slot back to the RQ, credit count | %d | %.1f |\n", pn, repost
   printf "| send | per notification (goal < 150) | | %.1f |\n", send + done

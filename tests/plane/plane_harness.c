@@ -27,15 +27,6 @@
 static bool eal_up;
 static unsigned int ring_serial;
 
-uint64_t
-rn_ph_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void
 rn_ph_sleep_ms(uint32_t ms)
 {
@@ -306,10 +297,10 @@ rn_ph_cmd_count(struct rn_ph_plane *h, uint32_t type)
 bool
 rn_ph_wait_cmds(struct rn_ph_plane *h, uint32_t type, unsigned int n)
 {
-	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
+	uint64_t until = rn_now_ms() + H_WAIT_MS;
 
 	while (rn_ph_cmd_count(h, type) < n) {
-		if (rn_ph_now_ms() > until)
+		if (rn_now_ms() > until)
 			return false;
 		rn_ph_sleep_ms(1);
 	}
@@ -335,11 +326,11 @@ bool
 rn_ph_wait_state(struct rn_ph_plane *h, const char *name,
 		 enum rn_ep_state state)
 {
-	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
+	uint64_t until = rn_now_ms() + H_WAIT_MS;
 	struct rn_ep_info info;
 
 	while (!rn_ph_info(h, name, &info) || info.state != state) {
-		if (rn_ph_now_ms() > until)
+		if (rn_now_ms() > until)
 			return false;
 		rn_ph_sleep_ms(1);
 	}
@@ -349,11 +340,11 @@ rn_ph_wait_state(struct rn_ph_plane *h, const char *name,
 bool
 rn_ph_wait_native(struct rn_ph_plane *h, const char *name, bool native)
 {
-	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
+	uint64_t until = rn_now_ms() + H_WAIT_MS;
 	struct rn_ep_info info;
 
 	while (!rn_ph_info(h, name, &info) || info.native != native) {
-		if (rn_ph_now_ms() > until)
+		if (rn_now_ms() > until)
 			return false;
 		rn_ph_sleep_ms(1);
 	}
@@ -412,7 +403,7 @@ rn_ph_peer_send_step_of(struct rn_ph_plane *h, uint32_t generation, uint8_t step
 int
 rn_ph_peer_recv(struct rn_ph_plane *h, uint32_t wait_ms)
 {
-	uint64_t until = rn_ph_now_ms() + wait_ms;
+	uint64_t until = rn_now_ms() + wait_ms;
 
 	for (;;) {
 		char why[160];
@@ -436,7 +427,7 @@ rn_ph_peer_recv(struct rn_ph_plane *h, uint32_t wait_ms)
 				continue;
 			return 1;
 		}
-		now = rn_ph_now_ms();
+		now = rn_now_ms();
 		if (now >= until)
 			return 0;
 		if (poll(&p, 1, (int)(until - now)) <= 0)

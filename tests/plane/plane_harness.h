@@ -107,7 +107,6 @@ int rn_ph_peer_recv(struct rn_ph_plane *h, uint32_t wait_ms);
 /* The next frame, which must be NOTIFY_QP step; returns its offer. */
 uint16_t rn_ph_expect_step(struct rn_ph_plane *h, uint8_t step);
 
-uint64_t rn_ph_now_ms(void);
 void rn_ph_sleep_ms(uint32_t ms);
 
 #endif /* PLANE_HARNESS_H */

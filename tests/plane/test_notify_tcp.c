@@ -48,14 +48,14 @@ endpoint_of(struct rn_ph_plane *h, const char *name, uint32_t *ep_index,
 static int64_t
 hand_off(struct rn_ph_plane *h, struct rn_notify_request *req)
 {
-	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
+	uint64_t until = rn_now_ms() + H_WAIT_MS;
 	int64_t result;
 
 	req->result = RN_NOTIFY_PENDING;
 	rn_ph_event(h, RN_LCORE_EVENT_NOTIFY_TCP, 0, (uintptr_t)req);
 	while ((result = __atomic_load_n(&req->result, __ATOMIC_ACQUIRE)) ==
 	       RN_NOTIFY_PENDING) {
-		if (rn_ph_now_ms() > until)
+		if (rn_now_ms() > until)
 			fail_msg("the control thread did not answer");
 		rn_ph_sleep_ms(1);
 	}
@@ -68,12 +68,12 @@ static void
 expect_delivery(struct rn_ph_plane *h, uint32_t ep_index, uint32_t generation,
 		uint32_t pos, uint32_t seq, const char *name, const char *msg)
 {
-	uint64_t until = rn_ph_now_ms() + H_WAIT_MS;
+	uint64_t until = rn_now_ms() + H_WAIT_MS;
 	struct rn_notify_delivery d;
 	struct rn_notify_view v;
 
 	while (rte_ring_sc_dequeue_elem(h->tcp_in, &d, sizeof(d)) != 0) {
-		if (rn_ph_now_ms() > until)
+		if (rn_now_ms() > until)
 			fail_msg("no delivery in position %u", pos);
 		rn_ph_sleep_ms(1);
 	}
@@ -253,11 +253,11 @@ test_receive_large_held(void **state)
 				sizeof(frame), i, "kv", 2, msg,
 				(uint32_t)strlen(msg)));
 	}
-	until = rn_ph_now_ms() + H_WAIT_MS;
+	until = rn_now_ms() + H_WAIT_MS;
 	while (got < 12) {
 		struct rn_notify_view v = { 0 };
 
-		if (rn_ph_now_ms() > until) {
+		if (rn_now_ms() > until) {
 			rn_ph_print(h, H_PEER_NAME);
 			fail_msg("%u of 12 large notifications delivered", got);
 		}
