@@ -46,6 +46,28 @@ def test_start_status_stop():
     assert "telemetry commands not registered" not in err, err
 
 
+def test_idle_worker_polls_once_per_sleep():
+    # An adaptive worker with nothing to do sleeps after idle_polls empty
+    # polls, then polls once per wake-up: each poll costs a syscall for the
+    # sim's progress, so idle_polls (1024) polls per sleep kept an idle
+    # daemon at half a CPU.
+    d = Daemon(unique("idle"))
+    try:
+        d.wait_running()
+        time.sleep(0.5)
+        before = status(d.name)
+        time.sleep(1.0)
+        after = status(d.name)
+        loops = after["loops"][0] - before["loops"][0]
+        sleeps = after["sleeps"][0] - before["sleeps"][0]
+        assert sleeps > 0, (before, after)
+        assert loops <= 2 * sleeps + 16, \
+            f"{loops} loops for {sleeps} sleeps in an idle second"
+    finally:
+        rc = d.stop()
+    assert rc == 0, f"exit {rc}: {d.stderr()}"
+
+
 def test_sigint_and_ordinary_memory():
     d = Daemon(unique("b"), "hugepages = off\n")
     try:
