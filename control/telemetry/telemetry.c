@@ -174,20 +174,6 @@ rn_telemetry_parse_u64(const char *text, uint64_t min, uint64_t max,
 	return 0;
 }
 
-void
-rn_telemetry_number_error(struct rte_tel_data *out, const char *field,
-			  uint64_t min, uint64_t max)
-{
-	char text[RTE_TEL_MAX_STRING_LEN];
-
-	snprintf(text, sizeof(text), "%s: not a decimal number from %lu to "
-		 "%lu (digits only)", field, (unsigned long)min,
-		 (unsigned long)max);
-	rte_tel_data_start_dict(out);
-	rte_tel_data_add_dict_int(out, "result", -EINVAL);
-	rte_tel_data_add_dict_string(out, "error", text);
-}
-
 /*
  * {"name": [...], "state": [...], "next": N, "total": T}: up to
  * ENDPOINTS_PAGE endpoints from START, in the same order in both arrays.
@@ -206,12 +192,12 @@ handle_endpoints(const char *cmd, const char *params, struct rte_tel_data *out)
 	uint64_t start = 0;
 
 	(void)cmd;
-	/* START, the first endpoint to list: empty for 0. */
+	/* START, the first endpoint to list: empty for 0. A bad one is null,
+	 * as an unknown name is for /rnotify/endpoint: the status commands
+	 * reply with data or nothing. */
 	if (params != NULL && params[0] != '\0' &&
-	    rn_telemetry_parse_u64(params, 0, RN_MAX_ENDPOINTS, &start) != 0) {
-		rn_telemetry_number_error(out, "START", 0, RN_MAX_ENDPOINTS);
-		return 0;
-	}
+	    rn_telemetry_parse_u64(params, 0, RN_MAX_ENDPOINTS, &start) != 0)
+		return -EINVAL;
 	names = rte_tel_data_alloc();
 	states = rte_tel_data_alloc();
 	n = snapshot(daemon_seen, &eps);

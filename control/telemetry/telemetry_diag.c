@@ -91,6 +91,21 @@ send_result(struct rte_tel_data *out, int rc)
 	rte_tel_data_add_dict_string(out, "error", rc == 0 ? "" : strerror(-rc));
 }
 
+/* The one reply of a diagnostic command to a bad number. */
+static void
+number_error(struct rte_tel_data *out, const char *field, uint64_t min,
+	     uint64_t max)
+{
+	char text[RTE_TEL_MAX_STRING_LEN];
+
+	snprintf(text, sizeof(text), "%s: not a decimal number from %lu to "
+		 "%lu (digits only)", field, (unsigned long)min,
+		 (unsigned long)max);
+	rte_tel_data_start_dict(out);
+	rte_tel_data_add_dict_int(out, "result", -EINVAL);
+	rte_tel_data_add_dict_string(out, "error", text);
+}
+
 /*
  * Diagnostics: send a notification, /rnotify/send,PEER,NAME,MSG (MSG may
  * hold commas), as an application would.
@@ -124,7 +139,7 @@ send_report_now(const char *params, struct rte_tel_data *out)
 	if (split_params(params, &buf, f, 4) != 0)
 		return -EINVAL;
 	if (rn_telemetry_parse_u64(f[1], 0, UINT64_MAX, &cookie) != 0) {
-		rn_telemetry_number_error(out, "COOKIE", 0, UINT64_MAX);
+		number_error(out, "COOKIE", 0, UINT64_MAX);
 		return 0;
 	}
 	send_result(out, rn_notify_send(daemon_seen->notify, f[0], f[2],
@@ -230,9 +245,8 @@ send_burst_now(const char *params, struct rte_tel_data *out)
 	msg = f[3];
 	n = burst_lengths(count, (uint32_t)strlen(msg), lengths, &listed);
 	if (n == 0) {
-		rn_telemetry_number_error(out, listed ? "COUNT (a length)" :
-					  "COUNT", listed ? 0 : 1,
-					  listed ? BURST_MSG_MAX : BURST_MAX);
+		number_error(out, listed ? "COUNT (a length)" : "COUNT",
+			     listed ? 0 : 1, listed ? BURST_MSG_MAX : BURST_MAX);
 		return 0;
 	}
 	if (strlen(name) + 3 > sizeof(names[0]) || (listed && *msg == '\0'))

@@ -5,7 +5,6 @@
 #include <stdint.h>
 
 struct rn_daemon;
-struct rte_tel_data;
 
 /*
  * Register the diagnostic /rnotify/ commands (telemetry_diag.c), beside
@@ -20,9 +19,5 @@ int rn_telemetry_diag_register(const struct rn_daemon *d);
  */
 int rn_telemetry_parse_u64(const char *text, uint64_t min, uint64_t max,
 			   uint64_t *out);
-/* The one reply to a bad number: {"result": -EINVAL, "error": "FIELD: not
- * a decimal number from MIN to MAX (digits only)"}. */
-void rn_telemetry_number_error(struct rte_tel_data *out, const char *field,
-			       uint64_t min, uint64_t max);
 
 #endif /* RN_TELEMETRY_PVT_H */
