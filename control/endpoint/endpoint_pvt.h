@@ -30,6 +30,7 @@
 #include "channel_add_pvt.h"
 #include "conn_pvt.h"
 #include "log_pvt.h"
+#include "notify_tcp_pvt.h"
 #include "rn_lcore_ep.h"
 #include "rn_plane.h"
 
@@ -110,6 +111,7 @@ struct rn_plane {
 	bool listen_paused;           /* out of fds: listening again on a tick */
 	struct rte_ring *uses;        /* slots applications want connected */
 	struct rte_ring *tcp_in;      /* NOTIFY frames, to the application */
+	struct rn_notify_tcp_quota tcp_quota; /* what tcp_in's peers hold */
 	struct rte_ring *completions; /* fates of sends, to the application */
 	uint8_t *notify_frame;        /* one NOTIFY frame being encoded */
 	uint64_t tcp_dropped;         /* out of memory for one: lost */

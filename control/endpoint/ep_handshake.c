@@ -173,8 +173,8 @@ on_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 	struct rn_plane *pl = rn_plane_of(c);
 	struct rn_endpoint *ep = c->ep;
 
-	if (f->type == RN_PROTO_NOTIFY && rn_notify_tcp_ring_full(pl))
-		return -EAGAIN;   /* the application's ring has no room */
+	if (f->type == RN_PROTO_NOTIFY && rn_notify_tcp_held(pl, ep, f))
+		return -EAGAIN;   /* no room in the ring or the peer's quota */
 	switch (rn_handshake_frame(c, f, ep != NULL && ep->conn == c,
 				   ep != NULL ? ep->peer_generation : 0)) {
 	case RN_HS_HELLO:

@@ -6,7 +6,8 @@
  * allows. Same frame, same size rule, in order on that connection.
  * Backpressure both ways, as credits give the native channel: a sender
  * whose queue to the peer is long gets -EAGAIN, and a receiver whose
- * application ring is full stops reading the connection (conn.c).
+ * application ring is full, or whose peer holds its quota of it
+ * (RN_NOTIFY_TCP_PEER_*), stops reading that connection (conn.c).
  * Notifications to this node itself take no connection: they go straight
  * to the application's ring.
  */
@@ -33,6 +34,44 @@ report(struct rn_plane *pl, uint64_t cookie)
 		     (unsigned long)pl->reports_dropped);
 }
 
+/* Room for a frame of len bytes from ep_index's peer, quota and ring. */
+static bool
+has_room(const struct rn_plane *pl, uint32_t ep_index, uint64_t len)
+{
+	const struct rn_notify_tcp_quota *q = &pl->tcp_quota;
+
+	return pl->tcp_in != NULL && !rte_ring_full(pl->tcp_in) &&
+	       __atomic_load_n(&q->entries[ep_index], __ATOMIC_RELAXED) <
+	       RN_NOTIFY_TCP_PEER_ENTRIES &&
+	       __atomic_load_n(&q->bytes[ep_index], __ATOMIC_RELAXED) + len <=
+	       RN_NOTIFY_TCP_PEER_BYTES &&
+	       __atomic_load_n(&q->total_bytes, __ATOMIC_RELAXED) + len <=
+	       RN_NOTIFY_TCP_BYTES;
+}
+
+/* Count a delivery against its peer's quota (add) or give it back. */
+static void
+account(struct rn_notify_tcp_quota *q, uint32_t ep_index, uint64_t len,
+	bool add)
+{
+	if (add) {
+		__atomic_fetch_add(&q->entries[ep_index], 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&q->bytes[ep_index], len, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&q->total_bytes, len, __ATOMIC_RELAXED);
+	} else {
+		__atomic_fetch_sub(&q->entries[ep_index], 1, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&q->bytes[ep_index], len, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&q->total_bytes, len, __ATOMIC_RELAXED);
+	}
+}
+
+void
+rn_plane_tcp_release(struct rn_plane *pl, const struct rn_notify_delivery *d)
+{
+	account(&pl->tcp_quota, d->ep_index, d->len, false);
+	free(d->frame);
+}
+
 /*
  * A copy of the frame on the application's ring, as if it had come in,
  * sent after native_before native ones of this incarnation.
@@ -49,13 +88,17 @@ deliver(struct rn_plane *pl, struct rn_endpoint *ep, uint32_t native_before,
 					.pos = ep->tcp_received,
 					.generation = ep->generation };
 
+	if (!has_room(pl, ep->index, len))
+		return -EAGAIN;
 	d.frame = malloc(len);
 	if (d.frame == NULL)
 		return -ENOMEM;
-	/* Written before it is enqueued: the application may take it at once. */
+	/* Written before it is enqueued: the application may take it at once.
+	 * Counted first: it may also give it back at once. */
 	rn_notify_frame_write(d.frame, name, name_len, msg, msg_len);
-	if (pl->tcp_in == NULL ||
-	    rte_ring_sp_enqueue_elem(pl->tcp_in, &d, sizeof(d)) != 0) {
+	account(&pl->tcp_quota, ep->index, len, true);
+	if (rte_ring_sp_enqueue_elem(pl->tcp_in, &d, sizeof(d)) != 0) {
+		account(&pl->tcp_quota, ep->index, len, false);
 		free(d.frame);
 		return -EAGAIN;
 	}
@@ -140,9 +183,13 @@ rn_notify_tcp_send(struct rn_plane *pl, void *request)
 }
 
 bool
-rn_notify_tcp_ring_full(const struct rn_plane *pl)
+rn_notify_tcp_held(const struct rn_plane *pl, const struct rn_endpoint *ep,
+		   const struct rn_proto_frame *f)
 {
-	return pl->tcp_in != NULL && rte_ring_full(pl->tcp_in);
+	/* Without an endpoint the handshake refuses the frame. */
+	return ep != NULL && pl->tcp_in != NULL &&
+	       !has_room(pl, ep->index, rn_notify_frame_size(
+			 f->notify.name_len, f->notify.msg_len));
 }
 
 void
@@ -152,8 +199,8 @@ rn_notify_tcp_receive(struct rn_plane *pl, struct rn_endpoint *ep,
 	if (deliver(pl, ep, f->notify.native_before, f->notify.name,
 		    f->notify.name_len, f->notify.msg, f->notify.msg_len) == 0)
 		return;
-	/* Out of memory: the frame cannot be kept (a full ring never gets
-	 * here: the connection holds the frame back instead). Its place is
+	/* Out of memory: the frame cannot be kept (a full ring or quota
+	 * never gets here: the connection holds the frame back instead). Its place is
 	 * taken all the same: the next one is the sender's next. */
 	ep->tcp_received++;
 	pl->tcp_dropped++;

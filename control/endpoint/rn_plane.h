@@ -129,6 +129,9 @@ uint32_t rn_plane_generation(struct rn_plane *pl, uint32_t ep_index);
 /* From any thread: the peer name of ep_index into buf (32 bytes). */
 void rn_plane_name(struct rn_plane *pl, uint32_t ep_index, char *buf);
 
+/* From the polling thread: free d (came over TCP), its quota given back. */
+void rn_plane_tcp_release(struct rn_plane *pl, const struct rn_notify_delivery *d);
+
 /*
  * The notification engine's rings the plane serves: uses (slots to
  * connect on demand), tcp_in (notifications that came over TCP, to the

@@ -153,22 +153,25 @@ snapshot(const struct rn_daemon *d, struct rn_ep_info **out)
 	return rn_plane_snapshot(d->plane, *out, RN_MAX_ENDPOINTS);
 }
 
-/*
- * START, the first endpoint to list: empty for 0, else a decimal index.
- * Returns it, or -1 when params is anything else.
- */
-static long
-page_start(const char *params)
+int
+rn_telemetry_parse_u64(const char *text, uint64_t min, uint64_t max,
+		       uint64_t *out)
 {
-	char *end;
-	long start;
+	uint64_t v = 0;
 
-	if (params == NULL || params[0] == '\0')
-		return 0;
-	if (params[0] < '0' || params[0] > '9')
-		return -1;
-	start = strtol(params, &end, 10);
-	return *end == '\0' && start <= RN_MAX_ENDPOINTS ? start : -1;
+	if (text == NULL || *text == '\0')
+		return -EINVAL;
+	for (; *text != '\0'; text++) {
+		unsigned int digit = (unsigned int)(*text - '0');
+
+		if (digit > 9 || v > (UINT64_MAX - digit) / 10)
+			return -EINVAL;
+		v = v * 10 + digit;
+	}
+	if (v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 /*
@@ -183,19 +186,26 @@ page_start(const char *params)
 static int
 handle_endpoints(const char *cmd, const char *params, struct rte_tel_data *out)
 {
-	long start = page_start(params);
-	struct rte_tel_data *names = rte_tel_data_alloc();
-	struct rte_tel_data *states = rte_tel_data_alloc();
+	struct rte_tel_data *names, *states;
 	struct rn_ep_info *eps;
-	unsigned int n = snapshot(daemon_seen, &eps);
-	unsigned int first, next;
+	unsigned int n, first, next;
+	uint64_t start = 0;
 
 	(void)cmd;
-	if (names == NULL || states == NULL || start < 0) {
+	/* START, the first endpoint to list: empty for 0. A bad one is null,
+	 * as an unknown name is for /rnotify/endpoint: the status commands
+	 * reply with data or nothing. */
+	if (params != NULL && params[0] != '\0' &&
+	    rn_telemetry_parse_u64(params, 0, RN_MAX_ENDPOINTS, &start) != 0)
+		return -EINVAL;
+	names = rte_tel_data_alloc();
+	states = rte_tel_data_alloc();
+	n = snapshot(daemon_seen, &eps);
+	if (names == NULL || states == NULL) {
 		rte_tel_data_free(names);
 		rte_tel_data_free(states);
 		free(eps);
-		return start < 0 ? -EINVAL : -ENOMEM;
+		return -ENOMEM;
 	}
 	first = RTE_MIN((unsigned int)start, n);
 	next = RTE_MIN(n, first + ENDPOINTS_PAGE);

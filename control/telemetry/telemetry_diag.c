@@ -91,6 +91,21 @@ send_result(struct rte_tel_data *out, int rc)
 	rte_tel_data_add_dict_string(out, "error", rc == 0 ? "" : strerror(-rc));
 }
 
+/* The one reply of a diagnostic command to a bad number. */
+static void
+number_error(struct rte_tel_data *out, const char *field, uint64_t min,
+	     uint64_t max)
+{
+	char text[RTE_TEL_MAX_STRING_LEN];
+
+	snprintf(text, sizeof(text), "%s: not a decimal number from %lu to "
+		 "%lu (digits only)", field, (unsigned long)min,
+		 (unsigned long)max);
+	rte_tel_data_start_dict(out);
+	rte_tel_data_add_dict_int(out, "result", -EINVAL);
+	rte_tel_data_add_dict_string(out, "error", text);
+}
+
 /*
  * Diagnostics: send a notification, /rnotify/send,PEER,NAME,MSG (MSG may
  * hold commas), as an application would.
@@ -119,15 +134,14 @@ send_report_now(const char *params, struct rte_tel_data *out)
 {
 	char buf[1024];
 	char *f[4];   /* peer, cookie, name, msg */
-	char *end;
 	uint64_t cookie;
 
 	if (split_params(params, &buf, f, 4) != 0)
 		return -EINVAL;
-	errno = 0;
-	cookie = strtoull(f[1], &end, 10);
-	if (errno != 0 || end == f[1] || *end != '\0')
-		return -EINVAL;
+	if (rn_telemetry_parse_u64(f[1], 0, UINT64_MAX, &cookie) != 0) {
+		number_error(out, "COOKIE", 0, UINT64_MAX);
+		return 0;
+	}
 	send_result(out, rn_notify_send(daemon_seen->notify, f[0], f[2],
 					(uint32_t)strlen(f[2]), f[3],
 					(uint32_t)strlen(f[3]), cookie,
@@ -174,35 +188,32 @@ completions_now(const char *params, struct rte_tel_data *out)
 
 /*
  * The msg lengths of /rnotify/send_burst: COUNT alike (len, each MSG), or
- * a list "L0;L1;..." of lengths, each msg that many of MSG's first byte.
- * Returns how many, or 0 for bad text.
+ * a list "L0;L1;..." of lengths (cut at its semicolons), each msg that
+ * many of MSG's first byte. Returns how many, or 0 for bad text.
  */
 static unsigned int
-burst_lengths(const char *text, uint32_t len, uint32_t *lengths,
-	      bool *listed)
+burst_lengths(char *text, uint32_t len, uint32_t *lengths, bool *listed)
 {
 	unsigned int n = 0;
-	char *end;
+	uint64_t v;
 
 	*listed = strchr(text, ';') != NULL;
 	if (!*listed) {
-		unsigned long count = strtoul(text, &end, 10);
-
-		if (*end != '\0' || count == 0 || count > BURST_MAX)
+		if (rn_telemetry_parse_u64(text, 1, BURST_MAX, &v) != 0)
 			return 0;
-		for (n = 0; n < count; n++)
+		for (n = 0; n < v; n++)
 			lengths[n] = len;
 		return n;
 	}
-	do {
-		unsigned long l = strtoul(text, &end, 10);
-
-		if (end == text || (*end != ';' && *end != '\0') ||
-		    l > BURST_MSG_MAX || n == BURST_MAX)
+	for (char *next; text != NULL; text = next) {
+		next = strchr(text, ';');
+		if (next != NULL)
+			*next++ = '\0';
+		if (n == BURST_MAX ||
+		    rn_telemetry_parse_u64(text, 0, BURST_MSG_MAX, &v) != 0)
 			return 0;
-		lengths[n++] = (uint32_t)l;
-		text = end + 1;
-	} while (*end == ';');
+		lengths[n++] = (uint32_t)v;
+	}
 	return n;
 }
 
@@ -233,8 +244,12 @@ send_burst_now(const char *params, struct rte_tel_data *out)
 	name = f[2];
 	msg = f[3];
 	n = burst_lengths(count, (uint32_t)strlen(msg), lengths, &listed);
-	if (n == 0 || strlen(name) + 3 > sizeof(names[0]) ||
-	    (listed && *msg == '\0'))
+	if (n == 0) {
+		number_error(out, listed ? "COUNT (a length)" : "COUNT",
+			     listed ? 0 : 1, listed ? BURST_MSG_MAX : BURST_MAX);
+		return 0;
+	}
+	if (strlen(name) + 3 > sizeof(names[0]) || (listed && *msg == '\0'))
 		return -EINVAL;
 	if (listed)
 		memset(fill, *msg, sizeof(fill));
@@ -308,46 +323,112 @@ sim_fault_now(const char *params, struct rte_tel_data *out)
 
 static pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Diagnostics: take delivered notifications, as an application would. */
+/* The content that a text field of /rnotify/poll shows as it is. */
+static bool
+printable(const uint8_t *p, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] < 0x20 || p[i] > 0x7e)
+			return false;
+	return true;
+}
+
+/* The longest content a base64 field shows: what encodes within a
+ * telemetry string (whole groups of 3 bytes). */
+#define POLL_B64_BYTES ((RTE_TEL_MAX_STRING_LEN - 1) / 4 * 3u)
+
+/* p's first len (up to POLL_B64_BYTES) bytes in base64 (RFC 4648, padded)
+ * into dst. */
+static void
+base64(const uint8_t *p, uint32_t len, char dst[RTE_TEL_MAX_STRING_LEN])
+{
+	static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *o = dst;
+
+	len = RTE_MIN(len, POLL_B64_BYTES);
+	for (uint32_t i = 0; i < len; i += 3) {
+		uint32_t left = len - i;
+		uint32_t v = (uint32_t)p[i] << 16 |
+			     (left > 1 ? (uint32_t)p[i + 1] << 8 : 0) |
+			     (left > 2 ? p[i + 2] : 0);
+
+		*o++ = digits[v >> 18];
+		*o++ = digits[(v >> 12) & 63];
+		*o++ = left > 1 ? digits[(v >> 6) & 63] : '=';
+		*o++ = left > 2 ? digits[v & 63] : '=';
+	}
+	*o = '\0';
+}
+
+/*
+ * Content into its two fields of /rnotify/poll: text shows it as it is
+ * when every byte is printable ASCII (cut as a telemetry string is), b64
+ * otherwise; the other one is empty. Telemetry strings must be valid JSON
+ * text, which other bytes are not.
+ */
+static void
+add_content(struct rte_tel_data *text, struct rte_tel_data *b64,
+	    const uint8_t *p, uint32_t len)
+{
+	char s[RTE_TEL_MAX_STRING_LEN];
+
+	if (printable(p, len)) {
+		snprintf(s, sizeof(s), "%.*s", (int)len, (const char *)p);
+		rte_tel_data_add_array_string(text, s);
+		rte_tel_data_add_array_string(b64, "");
+	} else {
+		base64(p, len, s);
+		rte_tel_data_add_array_string(text, "");
+		rte_tel_data_add_array_string(b64, s);
+	}
+}
+
+/*
+ * Diagnostics: take delivered notifications, as an application would:
+ * {"peer": [...], "name": [...], "msg": [...], "name_b64": [...],
+ * "msg_b64": [...], "msg_len": [...]}, the i-th of each array one
+ * notification (add_content(); docs/operations.md).
+ */
 static int
 poll_now(const char *params, struct rte_tel_data *out)
 {
-	static const char *const keys[] = { "peer", "name", "msg" };
+	enum { PEER, NAME, MSG, NAME_B64, MSG_B64, MSG_LEN, N_KEYS };
+	static const char *const keys[N_KEYS] = {
+		"peer", "name", "msg", "name_b64", "msg_b64", "msg_len" };
 	struct rn_notification got[RN_NOTIFY_POLL_MAX];
-	struct rte_tel_data *arrays[3] = { NULL, NULL, NULL };
+	struct rte_tel_data *arrays[N_KEYS] = { NULL };
 	unsigned int n;
 
 	(void)params;
 	/* Allocated before polling, so that no failure loses a delivery. */
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < N_KEYS; k++) {
 		arrays[k] = rte_tel_data_alloc();
 		if (arrays[k] == NULL) {
 			for (int j = 0; j < k; j++)
 				rte_tel_data_free(arrays[j]);
 			return -ENOMEM;
 		}
-		rte_tel_data_start_array(arrays[k], RTE_TEL_STRING_VAL);
+		rte_tel_data_start_array(arrays[k], k == MSG_LEN ?
+					 RTE_TEL_U64_VAL : RTE_TEL_STRING_VAL);
 	}
 	/* Each client is its own thread, and one thread at a time may poll
 	 * and read what the poll handed out. */
 	pthread_mutex_lock(&poll_lock);
 	n = rn_notify_poll(daemon_seen->notify, got, RN_NOTIFY_POLL_MAX);
 	for (unsigned int i = 0; i < n; i++) {
-		char text[RTE_TEL_MAX_STRING_LEN];
-
-		rte_tel_data_add_array_string(arrays[0], got[i].peer);
-		snprintf(text, sizeof(text), "%.*s", (int)got[i].name_len,
-			 got[i].name);
-		rte_tel_data_add_array_string(arrays[1], text);
-		snprintf(text, sizeof(text), "%.*s", (int)got[i].msg_len,
-			 got[i].msg);
-		rte_tel_data_add_array_string(arrays[2], text);
+		rte_tel_data_add_array_string(arrays[PEER], got[i].peer);
+		add_content(arrays[NAME], arrays[NAME_B64], got[i].name,
+			    got[i].name_len);
+		add_content(arrays[MSG], arrays[MSG_B64], got[i].msg,
+			    got[i].msg_len);
+		rte_tel_data_add_array_u64(arrays[MSG_LEN], got[i].msg_len);
 	}
 	/* Copied out: the slots go back now, not at the next poll. */
 	rn_notify_poll(daemon_seen->notify, NULL, 0);
 	pthread_mutex_unlock(&poll_lock);
 	rte_tel_data_start_dict(out);
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < N_KEYS; k++)
 		rte_tel_data_add_dict_container(out, keys[k], arrays[k], 0);
 	return 0;
 }
@@ -415,6 +496,6 @@ rn_telemetry_diag_register(const struct rn_daemon *d)
 		"Tests, sim only. FAULT,PEER: local_qp, bad_frame, stall, "
 		"port_event, cq_event, cq_overrun (operations.md)") |
 	       rte_telemetry_register_cmd("/rnotify/poll", handle_poll,
-		"Diagnostics: take delivered notifications (peer, name, msg). "
-		"No parameters");
+		"Diagnostics: take delivered notifications (peer, name, msg, "
+		"name_b64, msg_b64, msg_len). No parameters");
 }

@@ -69,13 +69,13 @@ rn_notify_free(struct rn_notify *nf)
 
 	while (nf->tcp_deliveries != NULL &&
 	       rte_ring_sc_dequeue_elem(nf->tcp_deliveries, &d, sizeof(d)) == 0)
-		free(d.frame);
+		rn_plane_tcp_release(nf->plane, &d);
 	for (unsigned int i = 0; i < nf->n_held; i++)
 		if (!rn_notify_delivery_native(&nf->held[i]))
-			free(nf->held[i].frame);
+			rn_plane_tcp_release(nf->plane, &nf->held[i]);
 	while (nf->order != NULL && rn_notify_order_take_any(nf->order, &d))
 		if (!rn_notify_delivery_native(&d))
-			free(d.frame);
+			rn_plane_tcp_release(nf->plane, &d);
 	free(nf->order);
 	rte_ring_free(nf->completions);
 	rte_ring_free(nf->tcp_deliveries);
@@ -173,16 +173,17 @@ frame_of(const struct rn_notify_delivery *d)
 
 /*
  * Give d's buffer back: a native one's slot to the lcore that owns it, to
- * be reposted (and become a credit for the sender).
+ * be reposted (and become a credit for the sender); a TCP one's memory,
+ * and its place in its peer's quota, to the plane.
  */
 static void
-release(const struct rn_notify_delivery *d)
+release(struct rn_notify *nf, const struct rn_notify_delivery *d)
 {
 	struct rn_notify_delivery copy = *d;   /* DPDK 22.11 takes void * */
 	struct rn_lcore *lc;
 
 	if (!rn_notify_delivery_native(d)) {
-		free(d->frame);   /* came over TCP */
+		rn_plane_tcp_release(nf->plane, d);
 		return;
 	}
 	lc = rn_lcore_ep_lcore(d->owner);
@@ -223,7 +224,7 @@ hand_over(struct rn_notify *nf, const struct rn_notify_delivery *d,
 	  struct rn_notification *out, unsigned int *n)
 {
 	if (!fill(nf, d, &out[*n])) {
-		release(d);
+		release(nf, d);
 		return;
 	}
 	nf->held[nf->n_held++] = *d;
@@ -322,7 +323,7 @@ rn_notify_poll(struct rn_notify *nf, struct rn_notification *out,
 		max = RN_NOTIFY_POLL_MAX;
 	pthread_mutex_lock(&nf->poll_lock);
 	for (unsigned int i = 0; i < nf->n_held; i++)
-		release(&nf->held[i]);
+		release(nf, &nf->held[i]);
 	nf->n_held = 0;
 	if (rn_notify_order_waiting(o)) {
 		now_ms = rn_now_ms();
@@ -360,16 +361,16 @@ rn_notify_discard(struct rn_notify *nf)
 
 	pthread_mutex_lock(&nf->poll_lock);
 	for (unsigned int i = 0; i < nf->n_held; i++)
-		release(&nf->held[i]);
+		release(nf, &nf->held[i]);
 	nf->n_held = 0;
 	while (rn_notify_order_take_any(nf->order, &d)) {
-		release(&d);
+		release(nf, &d);
 		dropped++;
 	}
 	for (unsigned int w = 0; w <= nf->n_workers; w++) {
 		while (rte_ring_sc_dequeue_elem(ring_of(nf, w), &d,
 						sizeof(d)) == 0) {
-			release(&d);
+			release(nf, &d);
 			dropped++;
 		}
 	}

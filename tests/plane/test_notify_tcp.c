@@ -4,7 +4,8 @@
  * notification from the lcore to the control thread and onto the peer's
  * control connection, with its backpressure; NOTIFY frames from the peer
  * to the application's ring, held (not dropped) while that ring is full;
- * and notifications to this node itself. A fake worker answers the
+ * each peer held to its quota of that ring, so that one cannot fill it for
+ * the others; and notifications to this node itself. A fake worker answers the
  * plane's commands; the test is the peer on a loopback socket.
  */
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 #include <rte_eal.h>
 
+#include "notify_tcp_pvt.h"
 #include "rn_notify_engine.h"
 #include "plane_harness.h"
 
@@ -87,7 +89,7 @@ expect_delivery(struct rn_ph_plane *h, uint32_t ep_index, uint32_t generation,
 	assert_memory_equal(v.name, name, v.name_len);
 	assert_int_equal(v.msg_len, strlen(msg));
 	assert_memory_equal(v.msg, msg, v.msg_len);
-	free(d.frame);
+	rn_plane_tcp_release(h->pl, &d);
 }
 
 static void
@@ -269,7 +271,7 @@ test_receive_large_held(void **state)
 		assert_int_equal(rn_notify_frame_read(d.frame, d.len, &v), 0);
 		assert_int_equal(v.msg_len, strlen(msg));
 		assert_int_equal(v.msg[0], 'a' + got);
-		free(d.frame);
+		rn_plane_tcp_release(h->pl, &d);
 		got++;
 		rn_ph_sleep_ms(20);   /* a slow application: the ring fills */
 	}
@@ -307,6 +309,158 @@ test_send_to_self(void **state)
 	assert_int_equal(h->last_req->tcp_queued, H_TCP_IN_ROOM);
 }
 
+/* The plane's tcp_in becomes a ring of the daemon's size, so that a
+ * peer's quota, not the ring, is what fills. */
+static void
+use_full_size_ring(struct rn_ph_plane *h)
+{
+	struct rte_ring *ring = rte_ring_create_elem("rn_ph_in_full",
+		sizeof(struct rn_notify_delivery), RN_NOTIFY_RING_SIZE,
+		SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+
+	assert_non_null(ring);
+	rn_plane_set_notify(h->pl, h->uses, ring, h->completions);
+	rte_ring_free(h->tcp_in);
+	h->tcp_in = ring;
+}
+
+/* Wait until tcp_in holds n, then check it holds no more a while later. */
+static void
+expect_ring_settles_at(struct rn_ph_plane *h, unsigned int n)
+{
+	uint64_t until = rn_now_ms() + H_WAIT_MS;
+
+	while (rte_ring_count(h->tcp_in) < n && rn_now_ms() < until)
+		rn_ph_sleep_ms(1);
+	rn_ph_sleep_ms(QUIET_MS);
+	assert_int_equal(rte_ring_count(h->tcp_in), n);
+}
+
+/*
+ * Take every delivery until want[i] came from each ep_index[i] (two
+ * senders), each in its place, frames freed and quotas given back. The
+ * first sender's messages are "p<pos>", maybe padded with dots.
+ */
+static void
+drain_in_order(struct rn_ph_plane *h, const uint32_t ep_index[2],
+	       const unsigned int want[2])
+{
+	uint64_t until = rn_now_ms() + H_WAIT_MS;
+	unsigned int got[2] = { 0, 0 };
+	struct rn_notify_delivery d;
+
+	while (got[0] < want[0] || got[1] < want[1]) {
+		struct rn_notify_view v = { 0 };
+		char expect[16];
+		unsigned int s;
+
+		if (rte_ring_sc_dequeue_elem(h->tcp_in, &d, sizeof(d)) != 0) {
+			if (rn_now_ms() > until)
+				fail_msg("%u and %u of %u and %u delivered",
+					 got[0], got[1], want[0], want[1]);
+			rn_ph_sleep_ms(1);
+			continue;
+		}
+		s = d.ep_index == ep_index[0] ? 0 : 1;
+		assert_int_equal(d.ep_index, ep_index[s]);
+		assert_int_equal(d.pos, got[s]);
+		assert_int_equal(rn_notify_frame_read(d.frame, d.len, &v), 0);
+		if (s == 0) {
+			/* "p<pos>", then nothing or padding of dots. */
+			size_t len = (size_t)snprintf(expect, sizeof(expect),
+						      "p%u", got[0]);
+
+			assert_true(v.msg_len >= len);
+			assert_memory_equal(v.msg, expect, len);
+			assert_true(v.msg_len == len || v.msg[len] == '.');
+		}
+		rn_plane_tcp_release(h->pl, &d);
+		got[s]++;
+		until = rn_now_ms() + H_WAIT_MS;
+	}
+	assert_int_equal(rte_ring_count(h->tcp_in), 0);
+}
+
+/* This node's own endpoint, connected; its index and generation. */
+static void
+connect_self(struct rn_ph_plane *h, uint32_t *ep_index, uint32_t *generation)
+{
+	endpoint_of(h, "a", ep_index, generation);
+	assert_int_equal(rte_ring_mp_enqueue_elem(h->uses, ep_index,
+						  sizeof(*ep_index)), 0);
+	assert_true(rn_ph_wait_state(h, "a", RN_EP_CONNECTED));
+	endpoint_of(h, "a", ep_index, generation);
+}
+
+/*
+ * A peer that floods NOTIFY frames holds no more than its quota of the
+ * queue (RN_NOTIFY_TCP_PEER_ENTRIES): the rest wait unread on its
+ * connection, which stays up. Another sender (this node itself) still
+ * delivers at once, and once the application takes them every frame of
+ * the flood arrives, none lost, in order.
+ */
+static void
+test_receive_peer_quota(void **state)
+{
+	struct rn_ph_plane *h = *state;
+	const unsigned int flood = RN_NOTIFY_TCP_PEER_ENTRIES + 100;
+	struct rn_notify_out o = { .name = "kv", .name_len = 2, .msg = "me",
+				   .msg_len = 2 };
+	struct rn_notify_request req = { .out = &o, .count = 1 };
+	uint32_t ep_index[2], generation;
+	struct rn_ep_info info;
+
+	use_full_size_ring(h);
+	connect_self(h, &ep_index[1], &req.generation);
+	req.ep_index = ep_index[1];
+	rn_ph_peer_connect(h, CAPS, false);
+	endpoint_of(h, H_PEER_NAME, &ep_index[0], &generation);
+	for (unsigned int i = 0; i < flood; i++) {
+		char msg[16];
+
+		snprintf(msg, sizeof(msg), "p%u", i);
+		peer_notify(h, i, msg);
+	}
+	expect_ring_settles_at(h, RN_NOTIFY_TCP_PEER_ENTRIES);
+	assert_int_equal(hand_off(h, &req), 1);
+	assert_int_equal(rte_ring_count(h->tcp_in),
+			 RN_NOTIFY_TCP_PEER_ENTRIES + 1);
+	assert_true(rn_ph_info(h, H_PEER_NAME, &info));
+	assert_int_equal(info.state, RN_EP_CONNECTED);
+	drain_in_order(h, ep_index, (const unsigned int[2]){ flood, 1 });
+}
+
+/* The same by bytes: frames of about 60 KB stop at
+ * RN_NOTIFY_TCP_PEER_BYTES, far fewer than the quota of entries. */
+static void
+test_receive_peer_byte_quota(void **state)
+{
+	struct rn_ph_plane *h = *state;
+	static uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD];
+	static char msg[60000];
+	const unsigned int fit = RN_NOTIFY_TCP_PEER_BYTES /
+				 rn_notify_frame_size(2, sizeof(msg));
+	struct rn_notify_out o = { .name = "kv", .name_len = 2, .msg = "me",
+				   .msg_len = 2 };
+	struct rn_notify_request req = { .out = &o, .count = 1 };
+	uint32_t ep_index[2], generation;
+
+	use_full_size_ring(h);
+	connect_self(h, &ep_index[1], &req.generation);
+	req.ep_index = ep_index[1];
+	rn_ph_peer_connect(h, CAPS, false);
+	endpoint_of(h, H_PEER_NAME, &ep_index[0], &generation);
+	for (unsigned int i = 0; i < fit + 2; i++) {
+		memset(msg, '.', sizeof(msg));
+		msg[snprintf(msg, sizeof(msg), "p%u", i)] = '.';
+		rn_ph_peer_send(h, frame, rn_proto_encode_notify(frame,
+				sizeof(frame), i, "kv", 2, msg, sizeof(msg)));
+	}
+	expect_ring_settles_at(h, fit);
+	assert_int_equal(hand_off(h, &req), 1);
+	drain_in_order(h, ep_index, (const unsigned int[2]){ fit + 2, 1 });
+}
+
 int
 main(void)
 {
@@ -322,6 +476,10 @@ main(void)
 						rn_ph_teardown),
 		cmocka_unit_test_setup_teardown(test_send_to_self, setup,
 						rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_receive_peer_quota, setup,
+						rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_receive_peer_byte_quota,
+						setup, rn_ph_teardown),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 
