@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(meson ninja-build pkg-config gcc libibverbs-dev rdma-core
           ibverbs-providers libdpdk-dev dpdk dpdk-dev libcmocka-dev
           libhugetlbfs-bin libbsd-dev libnuma-dev iproute2 clang
-          libclang-rt-14-dev valgrind python3)
+          libclang-rt-14-dev valgrind python3 libssl-dev)
 # Enough 2 MiB pages for a few test daemons side by side (1 GiB).
 hugepages_wanted=${RNOTIFY_HUGEPAGES:-512}
 

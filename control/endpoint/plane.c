@@ -89,6 +89,20 @@ on_listen(struct rn_control *ctl, void *arg, uint32_t events)
 	}
 }
 
+/* Whether the listen address reaches only this host. */
+static bool
+listen_is_loopback(const char *address)
+{
+	struct in_addr v4;
+	struct in6_addr v6;
+
+	if (inet_pton(AF_INET, address, &v4) == 1)
+		return (ntohl(v4.s_addr) >> 24) == 127;
+	return inet_pton(AF_INET6, address, &v6) == 1 &&
+	       (IN6_IS_ADDR_LOOPBACK(&v6) ||
+		(IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127));
+}
+
 static int
 open_listener(struct rn_plane *pl, char *why, size_t why_len)
 {
@@ -169,6 +183,12 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	do
 		pl->session_id = rte_rand();
 	while (pl->session_id == 0);
+	pl->auth = (struct rn_hs_auth){
+		.name = cfg->dataplane.name, .session_id = pl->session_id,
+		.key = { cfg->control.secret[0], cfg->control.secret[1] },
+		.key_len = { cfg->control.secret_len[0],
+			     cfg->control.secret_len[1] },
+	};
 	rc = open_listener(pl, why, why_len);
 	if (rc == 0)
 		rc = rn_control_watch(ctl, pl->listen_fd, EPOLLIN, on_listen, pl);
@@ -210,6 +230,11 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	ep->self = true;
 	snprintf(ep->address, sizeof(ep->address), "loopback");
 	rn_ep_publish(pl, ep);
+	if (!rn_hs_auth_on(&pl->auth) && !listen_is_loopback(cfg->control.listen))
+		RN_PLANE_LOG(WARNING, "control plane on %s with no secret: any "
+			     "process that reaches it can pose as a peer; set "
+			     "[control] secret_file (docs/security.md)",
+			     cfg->control.listen);
 	RN_PLANE_LOG(NOTICE, "control plane on %s port %u, session %016lx, "
 		     "%u peer(s) configured", cfg->control.listen, pl->port,
 		     (unsigned long)pl->session_id, cfg->n_peers);
