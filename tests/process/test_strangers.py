@@ -54,6 +54,20 @@ def start_pair(tag, secret_a, secret_b=None, more_b=""):
     return a, b, pb, (da, db)
 
 
+def start_callee(tag):
+    """A running daemon with a secret and one configured peer, which it
+    does not call. Returns (its name, the peer's, its port, the daemon,
+    the secret)."""
+    path, key = secret_file(tag)
+    me, peer = unique(tag + "a"), unique(tag + "b")
+    port = free_port()
+    d = Daemon(me, text=with_secret(
+        node_text(me, port, [(peer, "127.0.0.1", free_port())],
+                  connect="on_demand"), path))
+    d.wait_running()
+    return me, peer, port, d, key
+
+
 def expect_refusal(sock, code):
     """The next frame is REFUSE with code, then the daemon closes."""
     ftype, body = rnproto.read_frame_skipping_heartbeats(sock)
@@ -95,14 +109,8 @@ def test_pair_with_the_secret_connects_and_rotates():
 def test_impersonation_without_the_secret():
     """HELLO with a configured peer's name, from its address, before any
     proof: refused, and no ACCEPT with QP numbers ever comes."""
-    path, _ = secret_file("imp")
-    me, peer = unique("ia"), unique("ib")
-    port = free_port()
-    d = Daemon(me, text=with_secret(
-        node_text(me, port, [(peer, "127.0.0.1", free_port())],
-                  connect="on_demand"), path))
+    me, peer, port, d, _ = start_callee("imp")
     try:
-        d.wait_running()
         s = rnproto.connect(port)
         s.sendall(rnproto.hello(peer, 1234, 1, DATA_QP))
         assert "requires authentication" in \
@@ -153,14 +161,8 @@ def test_wrong_secret():
 def test_replayed_handshake():
     """A caller's recorded CHALLENGE and PROOF, sent again on a new
     connection: the callee's nonce is new, so the old proof fails."""
-    path, key = secret_file("rep")
-    me, peer = unique("pa"), unique("pb")
-    port = free_port()
-    d = Daemon(me, text=with_secret(
-        node_text(me, port, [(peer, "127.0.0.1", free_port())],
-                  connect="on_demand"), path))
+    me, peer, port, d, key = start_callee("rep")
     try:
-        d.wait_running()
         # The recording: a real exchange, as a peer with the secret made it.
         s = rnproto.connect(port)
         nonce = secrets.token_bytes(32)
