@@ -248,16 +248,33 @@ def test_unknown_name():
         stop_all((d,))
 
 
-def test_secret_file_others_can_read_is_refused():
-    path, _ = secret_file("perm", mode=0o644)
+def test_bad_secret_files_are_refused():
+    """--check-config (and start-up, which loads the same way) refuses a
+    secret others can read, one too short, and a next without a current."""
+    readable, _ = secret_file("perm", mode=0o644)
+    short = os.path.join(TMP, "secret-short")
+    with open(os.open(short, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write("tooshort\n")
+    good, _ = secret_file("good")
+    cases = [
+        (f"secret_file = {readable}\n",
+         "readable by nobody else (chmod 600)"),
+        (f"secret_file = {short}\n", "8 bytes; a secret has at least 16"),
+        (f"secret_file_next = {good}\n",
+         "secret_file_next without secret_file"),
+        (f"secret_file = {good}\nsecret_file_next = {TMP}/none\n",
+         "No such file or directory"),
+    ]
     name = unique("sp")
-    cfg = os.path.join(TMP, name + ".ini")
-    with open(cfg, "w") as f:
-        f.write(with_secret(node_text(name, 0, []), path))
-    p = subprocess.run([RNOTIFYD, "--check-config", cfg], capture_output=True,
-                       text=True, timeout=30)
-    assert p.returncode != 0, p.stdout
-    assert "readable by nobody else (chmod 600)" in p.stderr, p.stderr
+    for keys, error in cases:
+        cfg = os.path.join(TMP, name + ".ini")
+        with open(cfg, "w") as f:
+            f.write(node_text(name, 0, []).replace("[control]\n",
+                                                   "[control]\n" + keys))
+        p = subprocess.run([RNOTIFYD, "--check-config", cfg],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode != 0, (keys, p.stdout)
+        assert error in p.stderr, (keys, p.stderr)
 
 
 def handshake_times(port, name, key, n=50):
