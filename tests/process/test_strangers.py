@@ -248,6 +248,29 @@ def test_unknown_name():
         stop_all((d,))
 
 
+def test_unknown_name_with_accept_unknown():
+    """accept_unknown = true: an unknown name that proves the secret gets
+    its endpoint (and ACCEPT)."""
+    path, key = secret_file("acc")
+    me, stranger = unique("va"), unique("vz")
+    port = free_port()
+    d = Daemon(me, text=with_secret(node_text(me, port, []), path,
+                                    "accept_unknown = true\n"))
+    try:
+        d.wait_running()
+        s = rnproto.connect(port)
+        _, ok = rnproto.authenticate(s, key, stranger, 5, me)
+        assert ok
+        s.sendall(rnproto.hello(stranger, 5, 1, DATA_QP))
+        ftype, body = rnproto.read_frame_skipping_heartbeats(s)
+        assert ftype == rnproto.ACCEPT, (ftype, body)
+        assert rnproto.accept_fields(body)[0] == me
+        assert stranger in endpoints(me)
+        s.close()
+    finally:
+        stop_all((d,))
+
+
 def test_bad_secret_files_are_refused():
     """--check-config (and start-up, which loads the same way) refuses a
     secret others can read, one too short, and a next without a current."""
