@@ -257,8 +257,11 @@ on_failed(struct rn_conn *c, const char *why)
 	if (c->ep != NULL && c->ep->conn == c) {
 		rn_ep_fail(rn_plane_of(c), c->ep, why);
 	} else {
-		RN_PLANE_LOG(NOTICE, "control connection from %s: %s", c->peer,
-			     why);
+		char more[48];
+
+		if (rn_handshake_log_allowed(more, sizeof(more)))
+			RN_PLANE_LOG(NOTICE, "control connection from %s: %s%s",
+				     c->peer, why, more);
 		rn_conn_close(c);
 	}
 }

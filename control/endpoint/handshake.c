@@ -11,11 +11,13 @@
  * frame means for an endpoint is the caller's to decide (ep_handshake.c):
  * this layer only names it.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "handshake_pvt.h"
 #include "log_pvt.h"
+#include "rn_plane.h"
 
 struct rn_ep_qp_info
 rn_handshake_qp_info(const struct rn_proto_qp *q)
@@ -98,11 +100,28 @@ rn_handshake_send_ready(struct rn_conn *c, uint32_t generation)
 		c->phase = RN_CONN_ESTABLISHED;
 }
 
+bool
+rn_handshake_log_allowed(char *more, size_t len)
+{
+	uint64_t suppressed;
+
+	if (!rn_plane_log_refusal(rn_now_ms(), &suppressed))
+		return false;
+	more[0] = '\0';
+	if (suppressed != 0)
+		snprintf(more, len, " [and %" PRIu64 " more not logged]",
+			 suppressed);
+	return true;
+}
+
 void
 rn_handshake_refuse(struct rn_conn *c, uint16_t code, const char *text)
 {
-	RN_PLANE_LOG(NOTICE, "refused %s: %s (%s)", c->peer, text,
-		     rn_proto_refusal_name(code));
+	char more[48];
+
+	if (rn_handshake_log_allowed(more, sizeof(more)))
+		RN_PLANE_LOG(NOTICE, "refused %s: %s (%s)%s", c->peer, text,
+			     rn_proto_refusal_name(code), more);
 	rn_conn_send_refuse(c, code, text);
 	rn_conn_close(c);
 }

@@ -10,6 +10,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "conn_pvt.h"
@@ -72,6 +73,11 @@ void rn_handshake_send_hello(struct rn_conn *c, uint8_t type,
 			     const struct rn_ep_side *me, bool notify_on);
 /* Send READY for our incarnation generation: c is established. */
 void rn_handshake_send_ready(struct rn_conn *c, uint32_t generation);
+/*
+ * Whether a line about a caller without an endpoint may be logged now
+ * (rn_plane_log_refusal); if so, more is "" or says how many were not.
+ */
+bool rn_handshake_log_allowed(char *more, size_t len);
 /* Refuse and close a connection that has no endpoint of its own. */
 void rn_handshake_refuse(struct rn_conn *c, uint16_t code, const char *text);
 /* Every endpoint needs a data QP: the probe, and RDMA, run over QP 0. */

@@ -131,6 +131,31 @@ def test_impersonation_without_the_secret():
         stop_all((d,))
 
 
+def test_refusals_are_logged_at_a_bounded_rate():
+    """200 HELLOs without a proof: each refused, but at most 10 lines a
+    second are logged, and the next line logged says how many were not."""
+    me, peer, port, d, _ = start_callee("log")
+    try:
+        t0 = time.monotonic()
+        for _ in range(200):
+            s = rnproto.connect(port)
+            s.sendall(rnproto.hello(peer, 1, 1, DATA_QP))
+            expect_refusal(s, rnproto.REFUSE_AUTH)
+            s.close()
+        seconds = time.monotonic() - t0
+        time.sleep(1.1)   # a new window: the next refusal is logged
+        s = rnproto.connect(port)
+        s.sendall(rnproto.hello(peer, 1, 1, DATA_QP))
+        expect_refusal(s, rnproto.REFUSE_AUTH)
+        s.close()
+        wait_until("the line with the count", lambda:
+                   "more not logged]" in d.stderr())
+        logged = d.stderr().count("requires authentication")
+        assert logged <= 10 * (int(seconds) + 2) + 1, (logged, seconds)
+    finally:
+        stop_all((d,))
+
+
 def test_wrong_secret():
     """A Python peer with another secret: the daemon's proof does not check
     for it, and its proof is refused. Two daemons with different secrets
