@@ -2,8 +2,10 @@
 /*
  * The shared secret of [control] secret_file and secret_file_next. A file
  * that another user could read (or write) is refused: whoever reads it can
- * pose as any peer (docs/security.md).
+ * pose as any peer (docs/security.md). And whether a listener without one
+ * is exposed beyond this host.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -103,4 +105,20 @@ rn_config_secrets_load(struct rn_control_config *c, char *why, size_t why_len)
 		rc = secret_read("secret_file_next", c->secret_file_next,
 				 c->secret[1], &c->secret_len[1], why, why_len);
 	return rc;
+}
+
+bool
+rn_config_listen_unprotected(const struct rn_config *cfg)
+{
+	const char *address = cfg->control.listen;
+	struct in_addr v4;
+	struct in6_addr v6;
+
+	if (cfg->control.secret_len[0] != 0)
+		return false;
+	if (inet_pton(AF_INET, address, &v4) == 1)
+		return (ntohl(v4.s_addr) >> 24) != 127;
+	return inet_pton(AF_INET6, address, &v6) != 1 ||
+	       !(IN6_IS_ADDR_LOOPBACK(&v6) ||
+		 (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127));
 }

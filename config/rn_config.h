@@ -153,6 +153,13 @@ int rn_config_load(const char *path, struct rn_config *cfg,
 		   struct rn_config_error *err);
 
 /*
+ * Whether cfg's control plane listens beyond this host ([control] listen
+ * is not a loopback address) with no secret: anyone who reaches it can
+ * pose as a peer, which start-up (and --check-config) should say loudly.
+ */
+bool rn_config_listen_unprotected(const struct rn_config *cfg);
+
+/*
  * Write cfg to out as an INI file that rn_config_load() reads back to the
  * same configuration. Returns 0 or -EIO.
  */

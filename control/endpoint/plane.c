@@ -5,6 +5,7 @@
  * Control thread only.
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -89,20 +90,6 @@ on_listen(struct rn_control *ctl, void *arg, uint32_t events)
 	}
 }
 
-/* Whether the listen address reaches only this host. */
-static bool
-listen_is_loopback(const char *address)
-{
-	struct in_addr v4;
-	struct in6_addr v6;
-
-	if (inet_pton(AF_INET, address, &v4) == 1)
-		return (ntohl(v4.s_addr) >> 24) == 127;
-	return inet_pton(AF_INET6, address, &v6) == 1 &&
-	       (IN6_IS_ADDR_LOOPBACK(&v6) ||
-		(IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127));
-}
-
 static int
 open_listener(struct rn_plane *pl, char *why, size_t why_len)
 {
@@ -183,6 +170,8 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	do
 		pl->session_id = rte_rand();
 	while (pl->session_id == 0);
+	static_assert(RN_CONFIG_SECRET_MAX <= RN_PROTO_SECRET_MAX,
+		      "every secret the config loads can key a proof");
 	pl->auth = (struct rn_hs_auth){
 		.name = cfg->dataplane.name, .session_id = pl->session_id,
 		.key = { cfg->control.secret[0], cfg->control.secret[1] },
@@ -230,7 +219,7 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	ep->self = true;
 	snprintf(ep->address, sizeof(ep->address), "loopback");
 	rn_ep_publish(pl, ep);
-	if (!rn_hs_auth_on(&pl->auth) && !listen_is_loopback(cfg->control.listen))
+	if (rn_config_listen_unprotected(cfg))
 		RN_PLANE_LOG(WARNING, "control plane on %s with no secret: any "
 			     "process that reaches it can pose as a peer; set "
 			     "[control] secret_file (docs/security.md)",

@@ -325,6 +325,17 @@ def test_bad_secret_files_are_refused():
         assert error in p.stderr, (keys, p.stderr)
 
 
+def test_listener_beyond_this_host_without_a_secret_warns():
+    name = unique("lw")
+    d = Daemon(name, text=node_text(name, 0, [], listen="0.0.0.0"))
+    try:
+        d.wait_running()
+        assert "with no secret: any process that reaches it can pose as a " \
+            "peer" in d.stderr(), d.stderr()
+    finally:
+        stop_all((d,))
+
+
 def handshake_times(port, name, key, n=50):
     """Sorted seconds from connect to the refusal of a HELLO with the
     callee's own name, the challenge exchange first when key is given."""
