@@ -16,6 +16,7 @@
 
 #include "config_lines_pvt.h"
 #include "config_schema_pvt.h"
+#include "config_secret_pvt.h"
 #include "rn_config.h"
 
 #define MAX_KEYS_PER_SECTION 16
@@ -388,6 +389,14 @@ rn_config_load(const char *path, struct rn_config *cfg,
 		rc = apply_section(&ld, i);
 	if (rc == 0)
 		rc = check_across(&ld);
+	if (rc == 0) {
+		char why[RN_CONFIG_ERROR_MAX - 64];
+
+		rc = rn_config_secrets_load(&cfg->control, why, sizeof(why));
+		if (rc != 0)
+			snprintf(err->text, sizeof(err->text), "%s: %s", path,
+				 why);
+	}
 	if (rc == 0)
 		rc = apply_env(RN_ENV_NOTIFY_ENABLED, &cfg->notify.enabled, err);
 	if (rc == 0)

@@ -81,6 +81,11 @@ static const struct rn_config_key control_keys[] = {
 	  NULL, "50" },
 	{ "reconnect_max_ms", RN_CFG_UINT, CTL(reconnect_max_ms), 1, 600000,
 	  NULL, "2000" },
+	{ "secret_file", RN_CFG_PATH, CTL(secret_file), 0, 0, NULL, "" },
+	{ "secret_file_next", RN_CFG_PATH, CTL(secret_file_next), 0, 0, NULL,
+	  "" },
+	{ "accept_unknown", RN_CFG_BOOL, CTL(accept_unknown), 0, 0, NULL,
+	  "false" },
 };
 
 #define PEER(m) FIELD(struct rn_peer_config, m)

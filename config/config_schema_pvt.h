@@ -19,6 +19,7 @@ enum rn_config_type {
 	RN_CFG_ENUM,     /* int: index into names */
 	RN_CFG_NAME,     /* char[RN_CONFIG_NAME_MAX]: [A-Za-z0-9_-]+ */
 	RN_CFG_TEXT,     /* char[RN_CONFIG_TEXT_MAX]: any non-empty text */
+	RN_CFG_PATH,     /* char[RN_CONFIG_PATH_MAX]: a file name */
 	RN_CFG_ADDRESS,  /* char[RN_CONFIG_TEXT_MAX]: IPv4 or IPv6 literal */
 	RN_CFG_LCORES,   /* struct rn_lcore_list: "0-1", "0,2,4-5" */
 	RN_CFG_CPUS,     /* struct rn_lcore_list: "0,1,1", or "" (count 0) */

@@ -147,6 +147,19 @@ parse_text(const char *text, char *field, char *why, size_t len)
 	return 0;
 }
 
+/* "" is allowed: no file. */
+static int
+parse_path(const char *text, char *field, char *why, size_t len)
+{
+	if (strlen(text) >= RN_CONFIG_PATH_MAX) {
+		snprintf(why, len, "too long; allowed up to %d characters",
+			 RN_CONFIG_PATH_MAX - 1);
+		return -EINVAL;
+	}
+	strcpy(field, text);
+	return 0;
+}
+
 static int
 parse_address(const char *text, char *field, char *why, size_t len)
 {
@@ -246,6 +259,8 @@ rn_config_value_parse(const struct rn_config_key *key, const char *text,
 		return -EINVAL;
 	case RN_CFG_TEXT:
 		return parse_text(text, field, why, why_len);
+	case RN_CFG_PATH:
+		return parse_path(text, field, why, why_len);
 	case RN_CFG_ADDRESS:
 		return parse_address(text, field, why, why_len);
 	case RN_CFG_LCORES:
@@ -300,6 +315,7 @@ rn_config_value_format(const struct rn_config_key *key, const void *field,
 		return;
 	case RN_CFG_NAME:
 	case RN_CFG_TEXT:
+	case RN_CFG_PATH:
 	case RN_CFG_ADDRESS:
 		snprintf(buf, len, "%s", (const char *)field);
 		return;

@@ -15,6 +15,9 @@
 
 #define RN_CONFIG_NAME_MAX 32     /* names: [A-Za-z0-9_-], 1..31 bytes */
 #define RN_CONFIG_TEXT_MAX 64     /* device names, addresses */
+#define RN_CONFIG_PATH_MAX 256    /* file names */
+#define RN_CONFIG_SECRET_MIN 16   /* bytes of a shared secret, at least */
+#define RN_CONFIG_SECRET_MAX 1024 /* and at most */
 #define RN_CONFIG_MAX_PEERS 256
 #define RN_CONFIG_MAX_LCORES 128  /* RTE_MAX_LCORE of Debian's DPDK */
 #define RN_CONFIG_MAX_CPU 1023    /* CPU_SETSIZE - 1 */
@@ -87,6 +90,13 @@ struct rn_control_config {
 	uint32_t dead_after_ms;          /* silence that declares a peer dead */
 	uint32_t reconnect_min_ms;       /* first retry after a failure */
 	uint32_t reconnect_max_ms;       /* backoff cap */
+	/* The shared secret peers prove they know (docs/security.md): the
+	 * files' names, "" for none, and their contents once loaded. */
+	char secret_file[RN_CONFIG_PATH_MAX];
+	char secret_file_next[RN_CONFIG_PATH_MAX];  /* rotation: also valid */
+	bool accept_unknown;             /* with a secret: unconfigured names */
+	uint8_t secret[2][RN_CONFIG_SECRET_MAX];    /* current, next */
+	uint32_t secret_len[2];          /* 0: none */
 };
 
 enum rn_peer_connect {
@@ -141,6 +151,13 @@ void rn_config_defaults(struct rn_config *cfg);
  */
 int rn_config_load(const char *path, struct rn_config *cfg,
 		   struct rn_config_error *err);
+
+/*
+ * Whether cfg's control plane listens beyond this host ([control] listen
+ * is not a loopback address) with no secret: anyone who reaches it can
+ * pose as a peer, which start-up (and --check-config) should say loudly.
+ */
+bool rn_config_listen_unprotected(const struct rn_config *cfg);
 
 /*
  * Write cfg to out as an INI file that rn_config_load() reads back to the

@@ -8,7 +8,8 @@ set -euo pipefail
 packages=(meson ninja-build pkg-config gcc libibverbs-dev rdma-core
           ibverbs-providers libdpdk-dev dpdk dpdk-dev libcmocka-dev
           libhugetlbfs-bin libbsd-dev libnuma-dev iproute2 clang
-          libclang-rt-14-dev valgrind python3)
+          libclang-rt-14-dev valgrind python3 libssl-dev
+          openssl)
 # Enough 2 MiB pages for a few test daemons side by side (1 GiB).
 hugepages_wanted=${RNOTIFY_HUGEPAGES:-512}
 
@@ -27,6 +28,16 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The control plane's shared secret (docs/security.md), made once, mode
+# 0600: a node whose [control] secret_file names it proves it in every
+# handshake. Nodes of one deployment need the same file.
+secret=${RNOTIFY_SECRET_FILE:-${XDG_CONFIG_HOME:-$HOME/.config}/rnotify/secret}
+if [[ ! -e $secret ]]; then
+  mkdir -p "$(dirname "$secret")"
+  (umask 077 && openssl rand -hex 32 > "$secret")
+  echo "setup: wrote a new shared secret to $secret (mode 0600)"
 fi
 
 hugepages_line() {

@@ -27,13 +27,30 @@
  */
 enum rn_conn_phase {
 	RN_CONN_TCP_CONNECTING,  /* outbound: connect() in progress */
-	RN_CONN_TCP_UP,          /* outbound: connected, QPs not open yet */
-	RN_CONN_WAIT_HELLO,      /* inbound: accepted, HELLO not in yet */
+	RN_CONN_WAIT_ANSWER,     /* outbound: CHALLENGE sent */
+	RN_CONN_TCP_UP,          /* outbound: connected (and the callee
+				  * proved the secret), QPs not open yet */
+	RN_CONN_WAIT_HELLO,      /* inbound: accepted (or the caller proved
+				  * the secret), HELLO not in yet */
+	RN_CONN_WAIT_PROOF,      /* inbound: ANSWER sent */
 	RN_CONN_SERVING,         /* inbound: HELLO in, our QPs on their way */
 	RN_CONN_WAIT_ACCEPT,     /* outbound: HELLO sent */
 	RN_CONN_CONNECTING_QPS,  /* outbound: ACCEPT in, QPs to RTS */
 	RN_CONN_WAIT_READY,      /* inbound: ACCEPT sent */
 	RN_CONN_ESTABLISHED,
+};
+
+/*
+ * The challenge exchange on one connection (handshake.c's; the transport
+ * never reads it): what the peer said, and the nonce this side sent.
+ */
+struct rn_conn_auth {
+	bool done;                    /* both proofs checked */
+	uint8_t key;                  /* the secret the peer proved: 0 or 1 */
+	char peer_name[RN_PROTO_NAME_MAX + 1];
+	uint64_t peer_session;
+	uint8_t nonce_mine[RN_PROTO_NONCE_SIZE];
+	uint8_t nonce_peer[RN_PROTO_NONCE_SIZE];
 };
 
 struct rn_conn;
@@ -80,6 +97,7 @@ struct rn_conn {
 	bool want_out;                /* EPOLLOUT armed */
 	bool rx_held;                 /* a frame waits in rx, not taken yet
 				       * (rn_conn_ops.frame): not reading */
+	struct rn_conn_auth auth;
 	struct rn_conn *next;         /* pool->live or pool->dead */
 };
 

@@ -29,6 +29,7 @@
 
 #include "channel_add_pvt.h"
 #include "conn_pvt.h"
+#include "handshake_pvt.h"
 #include "log_pvt.h"
 #include "notify_tcp_pvt.h"
 #include "rn_lcore_ep.h"
@@ -100,6 +101,7 @@ struct rn_plane {
 	bool worker_out[RTE_MAX_LCORE];
 	char worker_failed[RTE_MAX_LCORE][128];
 	uint64_t session_id;
+	struct rn_hs_auth auth;       /* what we prove with: cfg's secrets */
 	int listen_fd;
 	uint16_t port;
 	unsigned int n_eps;

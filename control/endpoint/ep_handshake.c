@@ -58,7 +58,32 @@ on_hello(struct rn_plane *pl, struct rn_conn *c, const struct rn_proto_hello *h)
 		rn_handshake_refuse(c, RN_REFUSE_NAME, "that is this node's own name");
 		return;
 	}
+	if (rn_hs_auth_on(&pl->auth) &&
+	    (strcmp(h->name, c->auth.peer_name) != 0 ||
+	     h->session_id != c->auth.peer_session)) {
+		rn_handshake_refuse(c, RN_REFUSE_AUTH, "HELLO names another node "
+				    "or session than its proof");
+		return;
+	}
 	ep = rn_ep_find(pl, h->name);
+	if (rn_hs_auth_on(&pl->auth) && !pl->cfg->control.accept_unknown &&
+	    (ep == NULL || !ep->configured)) {
+		rn_handshake_refuse(c, RN_REFUSE_NAME, "unknown name: no [peer] "
+				    "section names it, and [control] "
+				    "accept_unknown is off");
+		return;
+	}
+	if (rn_hs_auth_on(&pl->auth) && ep != NULL && ep->conn != NULL &&
+	    ep->conn != c &&
+	    ep->conn->phase == RN_CONN_ESTABLISHED &&
+	    ep->peer_session == h->session_id) {
+		/* Only a new incarnation of the peer replaces a live session;
+		 * the same one calling again waits until this side sees the
+		 * old connection die. */
+		rn_handshake_refuse(c, RN_REFUSE_DUPLICATE, "already connected "
+				    "to that session");
+		return;
+	}
 	if (ep != NULL && ep->configured && !rn_conn_from_address(c, ep->address)) {
 		/* Not proof of identity, but a stray process elsewhere cannot
 		 * take over a configured peer's endpoint by its name. */
@@ -124,7 +149,9 @@ on_accept(struct rn_plane *pl, struct rn_conn *c,
 	char why[128];
 
 	if ((h->caps & ~RN_CAP_KNOWN) != 0 || strcmp(h->name, ep->name) != 0 ||
-	    !rn_handshake_has_data_qp(h)) {
+	    !rn_handshake_has_data_qp(h) ||
+	    (rn_hs_auth_on(&pl->auth) &&
+	     h->session_id != c->auth.peer_session)) {
 		snprintf(why, sizeof(why), "ACCEPT from '%s' with capabilities "
 			 "0x%x: not the peer '%s' this side knows", h->name,
 			 h->caps, ep->name);
@@ -166,6 +193,20 @@ on_refuse(struct rn_plane *pl, struct rn_conn *c, uint16_t code,
 	rn_ep_fail(pl, ep, why);
 }
 
+/* Our call may go on: make our QPs, or send HELLO if they are made. */
+static void
+open_or_hello(struct rn_plane *pl, struct rn_conn *c)
+{
+	struct rn_endpoint *ep = c->ep;
+
+	if (ep->req == NULL)
+		/* The peer's channels are not known yet: offer ours. HELLO
+		 * goes when they are made. */
+		rn_ep_open_qps(pl, ep, true);
+	else if (ep->qps_open)
+		rn_ep_send_hello(pl, c, RN_PROTO_HELLO);
+}
+
 /* A whole frame on c. */
 static int
 on_frame(struct rn_conn *c, const struct rn_proto_frame *f)
@@ -176,7 +217,11 @@ on_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 	if (f->type == RN_PROTO_NOTIFY && rn_notify_tcp_held(pl, ep, f))
 		return -EAGAIN;   /* no room in the ring or the peer's quota */
 	switch (rn_handshake_frame(c, f, ep != NULL && ep->conn == c,
-				   ep != NULL ? ep->peer_generation : 0)) {
+				   ep != NULL ? ep->peer_generation : 0,
+				   &pl->auth)) {
+	case RN_HS_AUTHED:
+		open_or_hello(pl, c);
+		break;
 	case RN_HS_HELLO:
 		on_hello(pl, c, &f->hello);
 		break;
@@ -204,21 +249,6 @@ on_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 	return 0;
 }
 
-/* Our call's TCP connection is up. */
-static void
-on_connected(struct rn_conn *c)
-{
-	struct rn_plane *pl = rn_plane_of(c);
-	struct rn_endpoint *ep = c->ep;
-
-	if (ep->req == NULL)
-		/* The peer's channels are not known yet: offer ours. HELLO
-		 * goes when they are made. */
-		rn_ep_open_qps(pl, ep, true);
-	else if (ep->qps_open)
-		rn_ep_send_hello(pl, c, RN_PROTO_HELLO);
-}
-
 /* c failed: its endpoint (if it is its own) fails with it; a connection
  * without one is closed with a log line naming the peer. */
 static void
@@ -227,10 +257,26 @@ on_failed(struct rn_conn *c, const char *why)
 	if (c->ep != NULL && c->ep->conn == c) {
 		rn_ep_fail(rn_plane_of(c), c->ep, why);
 	} else {
-		RN_PLANE_LOG(NOTICE, "control connection from %s: %s", c->peer,
-			     why);
+		char more[48];
+
+		if (rn_handshake_log_allowed(more, sizeof(more)))
+			RN_PLANE_LOG(NOTICE, "control connection from %s: %s%s",
+				     c->peer, why, more);
 		rn_conn_close(c);
 	}
+}
+
+/* Our call's TCP connection is up: with a secret, the callee proves it
+ * first (RN_HS_AUTHED); no QP is made for a callee that did not. */
+static void
+on_connected(struct rn_conn *c)
+{
+	struct rn_plane *pl = rn_plane_of(c);
+
+	if (rn_hs_auth_on(&pl->auth))
+		rn_handshake_challenge(c, &pl->auth, c->ep->name);
+	else
+		open_or_hello(pl, c);
 }
 
 const struct rn_conn_ops rn_ep_conn_ops = {

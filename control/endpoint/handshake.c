@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The handshake's frames: what each frame means in each phase of a
- * connection, and the frames it sends. The caller sends HELLO (its QPs in
- * INIT); the callee creates and connects its QPs and answers ACCEPT; the
+ * connection, and the frames it sends. With a secret, the challenge
+ * exchange comes first: the caller sends CHALLENGE, the callee ANSWER with
+ * its proof, the caller PROOF with its own (docs/protocol.md,
+ * "Authentication"); nothing else is read before it. Then the caller sends
+ * HELLO (its QPs in INIT); the callee creates and connects its QPs and answers ACCEPT; the
  * caller connects its QPs and sends READY. A frame that makes no sense in
  * the connection's phase closes the connection, with one log line. What a
  * frame means for an endpoint is the caller's to decide (ep_handshake.c):
  * this layer only names it.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "handshake_pvt.h"
 #include "log_pvt.h"
+#include "rn_plane.h"
 
 struct rn_ep_qp_info
 rn_handshake_qp_info(const struct rn_proto_qp *q)
@@ -95,11 +100,28 @@ rn_handshake_send_ready(struct rn_conn *c, uint32_t generation)
 		c->phase = RN_CONN_ESTABLISHED;
 }
 
+bool
+rn_handshake_log_allowed(char *more, size_t len)
+{
+	uint64_t suppressed;
+
+	if (!rn_plane_log_refusal(rn_now_ms(), &suppressed))
+		return false;
+	more[0] = '\0';
+	if (suppressed != 0)
+		snprintf(more, len, " [and %" PRIu64 " more not logged]",
+			 suppressed);
+	return true;
+}
+
 void
 rn_handshake_refuse(struct rn_conn *c, uint16_t code, const char *text)
 {
-	RN_PLANE_LOG(NOTICE, "refused %s: %s (%s)", c->peer, text,
-		     rn_proto_refusal_name(code));
+	char more[48];
+
+	if (rn_handshake_log_allowed(more, sizeof(more)))
+		RN_PLANE_LOG(NOTICE, "refused %s: %s (%s)%s", c->peer, text,
+			     rn_proto_refusal_name(code), more);
 	rn_conn_send_refuse(c, code, text);
 	rn_conn_close(c);
 }
@@ -136,16 +158,184 @@ out_of_order(struct rn_conn *c, uint8_t type)
 	rn_conn_fail(c, why);
 }
 
+/* The exchange on c as both sides see it. */
+static struct rn_proto_transcript
+transcript(const struct rn_conn *c, const struct rn_hs_auth *auth)
+{
+	const struct rn_conn_auth *a = &c->auth;
+
+	if (c->outbound)
+		return (struct rn_proto_transcript){
+			.caller = auth->name, .callee = a->peer_name,
+			.caller_session = auth->session_id,
+			.callee_session = a->peer_session,
+			.caller_nonce = a->nonce_mine,
+			.callee_nonce = a->nonce_peer,
+		};
+	return (struct rn_proto_transcript){
+		.caller = a->peer_name, .callee = auth->name,
+		.caller_session = a->peer_session,
+		.callee_session = auth->session_id,
+		.caller_nonce = a->nonce_peer, .callee_nonce = a->nonce_mine,
+	};
+}
+
+/* Which of our secrets the peer's proof (of role) was made with: 0 or 1,
+ * or -1 for neither. Both are always tried, so the time taken does not
+ * tell which one matched. */
+static int
+proof_key(const struct rn_conn *c, const struct rn_hs_auth *auth,
+	  enum rn_proto_role role, const uint8_t *proof)
+{
+	struct rn_proto_transcript t = transcript(c, auth);
+	uint8_t mac[RN_PROTO_MAC_SIZE];
+	int found = -1;
+
+	for (int k = 1; k >= 0; k--)
+		if (auth->key_len[k] != 0 &&
+		    rn_proto_proof(auth->key[k], auth->key_len[k], role, &t,
+				   mac) == 0 &&
+		    rn_proto_proof_equal(mac, proof))
+			found = k;
+	return found;
+}
+
+/* Send CHALLENGE, ANSWER or PROOF (type); false when c failed. */
+static bool
+send_auth(struct rn_conn *c, const struct rn_hs_auth *auth, uint8_t type)
+{
+	struct rn_proto_auth a = { .session_id = auth->session_id };
+	struct rn_proto_transcript t = transcript(c, auth);
+	uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_AUTH_MAX];
+	uint8_t k = c->auth.key;
+
+	snprintf(a.name, sizeof(a.name), "%s", auth->name);
+	memcpy(a.nonce, c->auth.nonce_mine, sizeof(a.nonce));
+	if (type != RN_PROTO_CHALLENGE &&
+	    rn_proto_proof(auth->key[k], auth->key_len[k],
+			   c->outbound ? RN_PROTO_ROLE_CALLER :
+					 RN_PROTO_ROLE_CALLEE, &t, a.proof) != 0) {
+		rn_conn_fail(c, "authentication: libcrypto failed");
+		return false;
+	}
+	rn_conn_send(c, frame, rn_proto_encode_auth(frame, sizeof(frame), type,
+						    &a));
+	return !c->dead;
+}
+
+void
+rn_handshake_challenge(struct rn_conn *c, const struct rn_hs_auth *auth,
+		       const char *callee)
+{
+	memset(&c->auth, 0, sizeof(c->auth));
+	snprintf(c->auth.peer_name, sizeof(c->auth.peer_name), "%s", callee);
+	if (rn_proto_nonce(c->auth.nonce_mine) != 0) {
+		rn_conn_fail(c, "authentication: no random bytes");
+		return;
+	}
+	if (send_auth(c, auth, RN_PROTO_CHALLENGE))
+		rn_conn_enter(c, RN_CONN_WAIT_ANSWER);
+}
+
+/* A caller's CHALLENGE: answer it with our nonce and our proof. */
+static void
+on_challenge(struct rn_conn *c, const struct rn_proto_auth *a,
+	     const struct rn_hs_auth *auth)
+{
+	if (!rn_hs_auth_on(auth)) {
+		rn_handshake_refuse(c, RN_REFUSE_AUTH, "this node has no secret "
+				    "([control] secret_file)");
+		return;
+	}
+	memset(&c->auth, 0, sizeof(c->auth));
+	snprintf(c->auth.peer_name, sizeof(c->auth.peer_name), "%s", a->name);
+	c->auth.peer_session = a->session_id;
+	memcpy(c->auth.nonce_peer, a->nonce, sizeof(a->nonce));
+	if (rn_proto_nonce(c->auth.nonce_mine) != 0) {
+		rn_conn_fail(c, "authentication: no random bytes");
+		return;
+	}
+	if (send_auth(c, auth, RN_PROTO_ANSWER))
+		rn_conn_enter(c, RN_CONN_WAIT_PROOF);
+}
+
+/* The caller's PROOF: it names this exchange's nonces, or c closes. */
+static void
+on_proof(struct rn_conn *c, const struct rn_proto_auth *a,
+	 const struct rn_hs_auth *auth)
+{
+	int k = proof_key(c, auth, RN_PROTO_ROLE_CALLER, a->proof);
+
+	if (k < 0) {
+		rn_handshake_refuse(c, RN_REFUSE_AUTH, "the caller's proof does "
+				    "not check: another secret, or a replay");
+		return;
+	}
+	c->auth.key = (uint8_t)k;
+	c->auth.done = true;
+	rn_conn_enter(c, RN_CONN_WAIT_HELLO);
+}
+
+/* Our call failed to authenticate the callee: say so, and fail. */
+static void
+auth_failed(struct rn_conn *c, const char *why)
+{
+	rn_conn_send_refuse(c, RN_REFUSE_AUTH, why);
+	rn_conn_fail(c, why);
+}
+
+/* The callee's ANSWER to our CHALLENGE: check its proof, send ours. */
+static enum rn_handshake_news
+on_answer(struct rn_conn *c, const struct rn_proto_auth *a,
+	  const struct rn_hs_auth *auth)
+{
+	char why[128];
+	int k;
+
+	if (strcmp(a->name, c->auth.peer_name) != 0) {
+		snprintf(why, sizeof(why), "authentication: ANSWER from '%s', "
+			 "not the node '%s' called", a->name,
+			 c->auth.peer_name);
+		auth_failed(c, why);
+		return RN_HS_NONE;
+	}
+	c->auth.peer_session = a->session_id;
+	memcpy(c->auth.nonce_peer, a->nonce, sizeof(a->nonce));
+	k = proof_key(c, auth, RN_PROTO_ROLE_CALLEE, a->proof);
+	if (k < 0) {
+		auth_failed(c, "authentication: the callee's proof does not "
+			    "check (another secret?)");
+		return RN_HS_NONE;
+	}
+	c->auth.key = (uint8_t)k;
+	if (!send_auth(c, auth, RN_PROTO_PROOF))
+		return RN_HS_NONE;
+	c->auth.done = true;
+	rn_conn_enter(c, RN_CONN_TCP_UP);
+	return RN_HS_AUTHED;
+}
+
 enum rn_handshake_news
 rn_handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f,
-		   bool owner, uint32_t peer_generation)
+		   bool owner, uint32_t peer_generation,
+		   const struct rn_hs_auth *auth)
 {
 	if (f->type == RN_PROTO_HEARTBEAT && c->ep != NULL)
 		return RN_HS_NONE;   /* liveness only: last_rx_ms is updated */
 	switch (c->phase) {
 	case RN_CONN_WAIT_HELLO:
+		if (f->type == RN_PROTO_CHALLENGE && !c->auth.done) {
+			on_challenge(c, &f->auth, auth);
+			return RN_HS_NONE;
+		}
 		if (f->type != RN_PROTO_HELLO)
 			break;
+		if (rn_hs_auth_on(auth) && !c->auth.done) {
+			rn_handshake_refuse(c, RN_REFUSE_AUTH, "this node "
+					    "requires authentication: "
+					    "CHALLENGE first");
+			return RN_HS_NONE;
+		}
 		if (!caps_understood(c, f->hello.caps))
 			return RN_HS_NONE;
 		if (!rn_handshake_has_data_qp(&f->hello)) {
@@ -153,6 +343,17 @@ rn_handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f,
 			return RN_HS_NONE;
 		}
 		return RN_HS_HELLO;
+	case RN_CONN_WAIT_PROOF:
+		if (f->type != RN_PROTO_PROOF)
+			break;
+		on_proof(c, &f->auth, auth);
+		return RN_HS_NONE;
+	case RN_CONN_WAIT_ANSWER:
+		if (f->type == RN_PROTO_ANSWER)
+			return on_answer(c, &f->auth, auth);
+		if (f->type == RN_PROTO_REFUSE)
+			return RN_HS_REFUSED;
+		break;
 	case RN_CONN_WAIT_ACCEPT:
 		if (f->type == RN_PROTO_ACCEPT)
 			return RN_HS_ACCEPT;

@@ -5,6 +5,7 @@
  * Control thread only.
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -169,6 +170,14 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	do
 		pl->session_id = rte_rand();
 	while (pl->session_id == 0);
+	static_assert(RN_CONFIG_SECRET_MAX <= RN_PROTO_SECRET_MAX,
+		      "every secret the config loads can key a proof");
+	pl->auth = (struct rn_hs_auth){
+		.name = cfg->dataplane.name, .session_id = pl->session_id,
+		.key = { cfg->control.secret[0], cfg->control.secret[1] },
+		.key_len = { cfg->control.secret_len[0],
+			     cfg->control.secret_len[1] },
+	};
 	rc = open_listener(pl, why, why_len);
 	if (rc == 0)
 		rc = rn_control_watch(ctl, pl->listen_fd, EPOLLIN, on_listen, pl);
@@ -210,6 +219,11 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 	ep->self = true;
 	snprintf(ep->address, sizeof(ep->address), "loopback");
 	rn_ep_publish(pl, ep);
+	if (rn_config_listen_unprotected(cfg))
+		RN_PLANE_LOG(WARNING, "control plane on %s with no secret: any "
+			     "process that reaches it can pose as a peer; set "
+			     "[control] secret_file (docs/security.md)",
+			     cfg->control.listen);
 	RN_PLANE_LOG(NOTICE, "control plane on %s port %u, session %016lx, "
 		     "%u peer(s) configured", cfg->control.listen, pl->port,
 		     (unsigned long)pl->session_id, cfg->n_peers);

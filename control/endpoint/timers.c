@@ -18,8 +18,10 @@
 
 static const char *const phase_names[] = {
 	[RN_CONN_TCP_CONNECTING] = "TCP connect",
+	[RN_CONN_WAIT_ANSWER] = "waiting for ANSWER",
 	[RN_CONN_TCP_UP] = "QP creation",
 	[RN_CONN_WAIT_HELLO] = "waiting for HELLO",
+	[RN_CONN_WAIT_PROOF] = "waiting for PROOF",
 	[RN_CONN_SERVING] = "QP creation for the peer",
 	[RN_CONN_WAIT_ACCEPT] = "waiting for ACCEPT",
 	[RN_CONN_CONNECTING_QPS] = "QP connection",

@@ -162,6 +162,36 @@ decode_notify_qp(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 	return 0;
 }
 
+/* CHALLENGE and ANSWER: name, session, nonce, and ANSWER's proof. */
+static int
+decode_auth(const uint8_t *p, uint32_t len, uint8_t type,
+	    struct rn_proto_auth *a, char *why, size_t why_len)
+{
+	uint32_t tail = RN_PROTO_MAC_SIZE;
+
+	memset(a, 0, sizeof(*a));
+	if (type != RN_PROTO_PROOF) {
+		tail = 8 + RN_PROTO_NONCE_SIZE +
+		       (type == RN_PROTO_ANSWER ? RN_PROTO_MAC_SIZE : 0);
+		if (len < 1 || len != 1u + p[0] + tail)
+			return bad(why, why_len, "%s: length %u",
+				   rn_proto_type_name(type), len);
+		if (!name_valid(p + 1, p[0]))
+			return bad(why, why_len, "%s: node name is not valid",
+				   rn_proto_type_name(type));
+		memcpy(a->name, p + 1, p[0]);
+		p += 1 + p[0];
+		a->session_id = wire_get64(p);
+		memcpy(a->nonce, p + 8, RN_PROTO_NONCE_SIZE);
+		p += 8 + RN_PROTO_NONCE_SIZE;
+	} else if (len != tail) {
+		return bad(why, why_len, "PROOF: length %u", len);
+	}
+	if (type != RN_PROTO_CHALLENGE)
+		memcpy(a->proof, p, RN_PROTO_MAC_SIZE);
+	return 0;
+}
+
 static int
 decode_payload(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 	       char *why, size_t why_len)
@@ -183,6 +213,10 @@ decode_payload(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 		return 0;
 	case RN_PROTO_NOTIFY_QP:
 		return decode_notify_qp(p, len, f, why, why_len);
+	case RN_PROTO_CHALLENGE:
+	case RN_PROTO_ANSWER:
+	case RN_PROTO_PROOF:
+		return decode_auth(p, len, f->type, &f->auth, why, why_len);
 	case RN_PROTO_READY:
 		if (len != 4)
 			return bad(why, why_len, "ready: length %u", len);
@@ -243,7 +277,7 @@ rn_proto_decode(const uint8_t *buf, size_t len, struct rn_proto_frame *f,
 		return bad(why, why_len, "frame of %u bytes; at most %u",
 			   payload, RN_PROTO_MAX_PAYLOAD);
 	f->type = buf[5];
-	if (f->type < RN_PROTO_HELLO || f->type > RN_PROTO_NOTIFY_QP)
+	if (f->type < RN_PROTO_HELLO || f->type > RN_PROTO_PROOF)
 		return bad(why, why_len, "unknown frame type %u", f->type);
 	if (len < RN_PROTO_HEADER_SIZE + (size_t)payload)
 		return 0;
@@ -263,6 +297,8 @@ rn_proto_type_name(uint8_t type)
 		[RN_PROTO_REFUSE] = "REFUSE", [RN_PROTO_READY] = "READY",
 		[RN_PROTO_HEARTBEAT] = "HEARTBEAT", [RN_PROTO_CLOSE] = "CLOSE",
 		[RN_PROTO_NOTIFY] = "NOTIFY", [RN_PROTO_NOTIFY_QP] = "NOTIFY_QP",
+		[RN_PROTO_CHALLENGE] = "CHALLENGE", [RN_PROTO_ANSWER] = "ANSWER",
+		[RN_PROTO_PROOF] = "PROOF",
 	};
 
 	return type < sizeof(names) / sizeof(names[0]) && names[type] != NULL ?
@@ -276,6 +312,7 @@ rn_proto_refusal_name(uint16_t code)
 		[RN_REFUSE_VERSION] = "version", [RN_REFUSE_CAPABILITY] = "capability",
 		[RN_REFUSE_DUPLICATE] = "duplicate", [RN_REFUSE_NAME] = "name",
 		[RN_REFUSE_RESOURCES] = "resources", [RN_REFUSE_PROTOCOL] = "protocol",
+		[RN_REFUSE_AUTH] = "authentication",
 	};
 
 	return code < sizeof(names) / sizeof(names[0]) && names[code] != NULL ?

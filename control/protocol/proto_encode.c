@@ -143,3 +143,34 @@ rn_proto_encode_notify_qp(uint8_t *buf, size_t cap, uint32_t generation,
 		put_qp(p + RN_PROTO_NOTIFY_QP_FIXED, qp);
 	return RN_PROTO_HEADER_SIZE + payload;
 }
+
+size_t
+rn_proto_encode_auth(uint8_t *buf, size_t cap, uint8_t type,
+		     const struct rn_proto_auth *a)
+{
+	size_t name_len = strlen(a->name);
+	uint32_t payload = RN_PROTO_MAC_SIZE;
+	uint8_t *p = buf + RN_PROTO_HEADER_SIZE;
+
+	if (type != RN_PROTO_PROOF) {
+		if (name_len == 0 || name_len > RN_PROTO_NAME_MAX ||
+		    (type != RN_PROTO_CHALLENGE && type != RN_PROTO_ANSWER))
+			return 0;
+		payload = (uint32_t)(1 + name_len + 8 + RN_PROTO_NONCE_SIZE +
+				     (type == RN_PROTO_ANSWER ?
+				      RN_PROTO_MAC_SIZE : 0));
+	}
+	if (header(buf, cap, type, payload) == 0)
+		return 0;
+	if (type != RN_PROTO_PROOF) {
+		*p++ = (uint8_t)name_len;
+		memcpy(p, a->name, name_len);
+		p += name_len;
+		wire_put64(p, a->session_id);
+		memcpy(p + 8, a->nonce, RN_PROTO_NONCE_SIZE);
+		p += 8 + RN_PROTO_NONCE_SIZE;
+	}
+	if (type != RN_PROTO_CHALLENGE)
+		memcpy(p, a->proof, RN_PROTO_MAC_SIZE);
+	return RN_PROTO_HEADER_SIZE + payload;
+}

@@ -11,11 +11,12 @@
  * target (tests/fuzz/) exercises.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define RN_PROTO_MAGIC 0x524e5450u        /* "RNTP" */
-#define RN_PROTO_VERSION 3
+#define RN_PROTO_VERSION 4
 #define RN_PROTO_HEADER_SIZE 12
 #define RN_PROTO_MAX_PAYLOAD (65536 + 64) /* a whole notification fits */
 #define RN_PROTO_NOTIFY_HEAD 4            /* native_before, then the frame */
@@ -24,6 +25,12 @@
 #define RN_PROTO_MAX_QPS 17               /* 16 data QPs + 1 notify QP */
 #define RN_PROTO_QP_SIZE 24
 #define RN_PROTO_REASON_MAX 200
+#define RN_PROTO_NONCE_SIZE 32            /* fresh from RAND_bytes each time */
+#define RN_PROTO_MAC_SIZE 32              /* HMAC-SHA256 */
+#define RN_PROTO_SECRET_MAX 1024          /* longest shared secret */
+/* The largest CHALLENGE/ANSWER payload. */
+#define RN_PROTO_AUTH_MAX (1 + RN_PROTO_NAME_MAX + 8 + RN_PROTO_NONCE_SIZE + \
+			   RN_PROTO_MAC_SIZE)
 /* The largest HELLO/ACCEPT payload. */
 #define RN_PROTO_HELLO_MAX (1 + RN_PROTO_NAME_MAX + 48 + \
 			    RN_PROTO_MAX_QPS * RN_PROTO_QP_SIZE)
@@ -38,6 +45,9 @@ enum rn_proto_type {
 	RN_PROTO_NOTIFY = 7,     /* a notification over TCP (fallback) */
 	RN_PROTO_NOTIFY_QP = 8,  /* a native channel added to a connected
 				  * endpoint: offer, accept, refuse, ready */
+	RN_PROTO_CHALLENGE = 9,  /* caller: who I am, my nonce */
+	RN_PROTO_ANSWER = 10,    /* callee: who I am, my nonce, my proof */
+	RN_PROTO_PROOF = 11,     /* caller: my proof */
 };
 
 /* The steps of adding a native channel to a connected endpoint. */
@@ -72,6 +82,14 @@ enum rn_proto_refusal {
 	RN_REFUSE_NAME = 4,       /* the caller uses the callee's own name */
 	RN_REFUSE_RESOURCES = 5,
 	RN_REFUSE_PROTOCOL = 6,
+	RN_REFUSE_AUTH = 7,       /* no proof, a wrong one, or none expected */
+};
+
+/* Which side a proof is from: each side's proof has its own label, so a
+ * proof cannot be sent back to the side that made it. */
+enum rn_proto_role {
+	RN_PROTO_ROLE_CALLER = 1,
+	RN_PROTO_ROLE_CALLEE = 2,
 };
 
 enum rn_proto_qp_kind {
@@ -103,10 +121,27 @@ struct rn_proto_hello {
 	struct rn_proto_qp qps[RN_PROTO_MAX_QPS];
 };
 
+/* CHALLENGE, ANSWER (all of it) and PROOF (the proof only). */
+struct rn_proto_auth {
+	char name[RN_PROTO_NAME_MAX + 1];
+	uint64_t session_id;
+	uint8_t nonce[RN_PROTO_NONCE_SIZE];
+	uint8_t proof[RN_PROTO_MAC_SIZE];
+};
+
+/* What a proof covers: both names, sessions and nonces (docs/protocol.md,
+ * "Authentication"). */
+struct rn_proto_transcript {
+	const char *caller, *callee;
+	uint64_t caller_session, callee_session;
+	const uint8_t *caller_nonce, *callee_nonce;  /* RN_PROTO_NONCE_SIZE */
+};
+
 struct rn_proto_frame {
 	uint8_t type;             /* enum rn_proto_type */
 	union {
 		struct rn_proto_hello hello;
+		struct rn_proto_auth auth;
 		struct {
 			uint16_t code;    /* enum rn_proto_refusal */
 			char text[RN_PROTO_REASON_MAX + 1];
@@ -160,6 +195,25 @@ size_t rn_proto_encode_notify_qp(uint8_t *buf, size_t cap, uint32_t generation,
 size_t rn_proto_encode_notify(uint8_t *buf, size_t cap, uint32_t native_before,
 			      const void *name, uint32_t name_len,
 			      const void *msg, uint32_t msg_len);
+
+/* CHALLENGE, ANSWER or PROOF (type), from the fields that type carries. */
+size_t rn_proto_encode_auth(uint8_t *buf, size_t cap, uint8_t type,
+			    const struct rn_proto_auth *a);
+
+/*
+ * The proof of role over t with key: HMAC-SHA256 of the byte string
+ * docs/protocol.md gives, into mac. Returns 0, -EINVAL (a name not
+ * 1..RN_PROTO_NAME_MAX bytes, a key not 1..RN_PROTO_SECRET_MAX) or -EIO
+ * (libcrypto failed).
+ */
+int rn_proto_proof(const uint8_t *key, size_t key_len, enum rn_proto_role role,
+		   const struct rn_proto_transcript *t,
+		   uint8_t mac[RN_PROTO_MAC_SIZE]);
+/* Whether two proofs are equal, in time that does not depend on where
+ * they differ. */
+bool rn_proto_proof_equal(const uint8_t *a, const uint8_t *b);
+/* Fill nonce with RN_PROTO_NONCE_SIZE random bytes: 0 or -EIO. */
+int rn_proto_nonce(uint8_t nonce[RN_PROTO_NONCE_SIZE]);
 
 const char *rn_proto_type_name(uint8_t type);
 const char *rn_proto_refusal_name(uint16_t code);

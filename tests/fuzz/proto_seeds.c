@@ -63,5 +63,17 @@ main(int argc, char **argv)
 					.recv_depth = 256, .slot_size = 65536,
 					.credits = 256 });
 	rc |= save(argv[1], "notify-qp-offer", buf, n);
+	/* The challenge exchange, as a caller and a callee send it. */
+	struct rn_proto_auth a = { .name = "node-a", .session_id = 42 };
+
+	memset(a.nonce, 0x5a, sizeof(a.nonce));
+	memset(a.proof, 0xa5, sizeof(a.proof));
+	n = rn_proto_encode_auth(buf, sizeof(buf), RN_PROTO_CHALLENGE, &a);
+	rc |= save(argv[1], "challenge", buf, n);
+	n = rn_proto_encode_auth(buf, sizeof(buf), RN_PROTO_ANSWER, &a);
+	rc |= save(argv[1], "answer", buf, n);
+	n = rn_proto_encode_auth(buf, sizeof(buf), RN_PROTO_PROOF, &a);
+	n += rn_proto_encode_hello(buf + n, sizeof(buf) - n, RN_PROTO_HELLO, &h);
+	rc |= save(argv[1], "proof-hello", buf, n);
 	return rc;
 }

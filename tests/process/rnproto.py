@@ -2,14 +2,18 @@
 """The control protocol (docs/protocol.md), written independently of the C
 codec so the process tests can speak it as a peer would."""
 
+import hashlib
+import hmac
+import secrets
 import socket
 import struct
 import time
 
 MAGIC = 0x524E5450
-VERSION = 3
-HELLO, ACCEPT, REFUSE, READY, HEARTBEAT, CLOSE, NOTIFY, NOTIFY_QP = \
-    range(1, 9)
+VERSION = 4
+HELLO, ACCEPT, REFUSE, READY, HEARTBEAT, CLOSE, NOTIFY, NOTIFY_QP, \
+    CHALLENGE, ANSWER, PROOF = range(1, 12)
+REFUSE_DUPLICATE, REFUSE_NAME, REFUSE_AUTH = 3, 4, 7
 QP_OFFER, QP_ACCEPT, QP_REFUSE, QP_READY, QP_CLOSED = range(1, 6)
 QP_DISABLED, QP_NO_ROOM, QP_BUSY = range(1, 4)
 CAP_NATIVE_NOTIFY, CAP_TCP_FALLBACK, CAP_NOTIFY_ENABLED = 1, 2, 4
@@ -52,6 +56,53 @@ def notify_qp(generation, step, reason, offer, qp=None):
 def notify_qp_fields(payload):
     """generation, step, reason, offer of a NOTIFY_QP payload."""
     return struct.unpack(">IBBH", payload[:8])
+
+
+def challenge(name, session, nonce):
+    """CHALLENGE: the caller's name, session id and 32-byte nonce."""
+    return frame(CHALLENGE, bytes([len(name)]) + name.encode() +
+                 struct.pack(">Q", session) + nonce)
+
+
+def answer_fields(payload):
+    """name, session, nonce, proof of an ANSWER payload."""
+    n = payload[0]
+    name = payload[1:1 + n].decode()
+    (session,) = struct.unpack(">Q", payload[1 + n:9 + n])
+    return name, session, payload[9 + n:41 + n], payload[41 + n:73 + n]
+
+
+def proof(mac):
+    return frame(PROOF, mac)
+
+
+def proof_mac(key, role, caller, callee, caller_session, callee_session,
+              caller_nonce, callee_nonce):
+    """HMAC-SHA256 of the transcript docs/protocol.md describes; role is
+    "caller" or "callee"."""
+    msg = struct.pack(">IB", MAGIC, VERSION) + role.encode()
+    msg += bytes([len(caller)]) + caller.encode()
+    msg += bytes([len(callee)]) + callee.encode()
+    msg += struct.pack(">QQ", caller_session, callee_session)
+    msg += caller_nonce + callee_nonce
+    return hmac.new(key, msg, hashlib.sha256).digest()
+
+
+def authenticate(sock, key, name, session, callee):
+    """The caller's side of the challenge exchange with key: returns the
+    callee's (session, proof_ok) after sending PROOF (made with key even
+    when the callee's proof did not check)."""
+    nonce = secrets.token_bytes(32)
+    sock.sendall(challenge(name, session, nonce))
+    ftype, payload = read_frame(sock)
+    if ftype != ANSWER:
+        raise ConnectionError(f"frame {ftype} instead of ANSWER: {payload!r}")
+    peer, peer_session, peer_nonce, peer_proof = answer_fields(payload)
+    args = (name, callee, session, peer_session, nonce, peer_nonce)
+    ok = peer == callee and hmac.compare_digest(
+        peer_proof, proof_mac(key, "callee", *args))
+    sock.sendall(proof(proof_mac(key, "caller", *args)))
+    return peer_session, ok
 
 
 def read_frame(sock, timeout=10):

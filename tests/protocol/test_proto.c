@@ -65,7 +65,7 @@ test_hello_round_trip(void **state)
 	n = rn_proto_encode_hello(buf, sizeof(buf), RN_PROTO_ACCEPT, &h);
 	assert_int_equal(n, RN_PROTO_HEADER_SIZE + 1 + 6 + 48 + 3 * 24);
 	/* Header bytes as docs/protocol.md gives them. */
-	assert_memory_equal(buf, "RNTP\x03\x02\x00\x00", 8);
+	assert_memory_equal(buf, "RNTP\x04\x02\x00\x00", 8);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(used, n);
 	assert_int_equal(f.type, RN_PROTO_ACCEPT);
@@ -185,9 +185,9 @@ struct mutation {
 #define BODY (HDR + 1 + 6)      /* after "node-a" */
 static const struct mutation mutations[] = {
 	{ "wrong magic", 0, 'X', -EPROTO, "wrong magic 0x584e5450" },
-	{ "other version", 4, 4, -EPROTONOSUPPORT,
-	  "protocol version 4; this side speaks 3" },
-	{ "unknown type", 5, 9, -EPROTO, "unknown frame type 9" },
+	{ "other version", 4, 3, -EPROTONOSUPPORT,
+	  "protocol version 3; this side speaks 4" },
+	{ "unknown type", 5, 12, -EPROTO, "unknown frame type 12" },
 	{ "flags set", 7, 1, -EPROTO, "unknown flags 0x0001" },
 	{ "oversized length", 8, 0x7f, -EPROTO,
 	  "frame of 2130706559 bytes; at most 65600" },
@@ -351,6 +351,154 @@ test_notify_qp_steps(void **state)
 	assert_string_equal(why, "notify QP: length 3");
 }
 
+/* ---- the challenge exchange ---- */
+
+static struct rn_proto_auth
+sample_auth(void)
+{
+	struct rn_proto_auth a = { .name = "node-b",
+				   .session_id = 0xfedcba9876543210ull };
+
+	for (unsigned int i = 0; i < RN_PROTO_NONCE_SIZE; i++)
+		a.nonce[i] = (uint8_t)(32 + i);
+	for (unsigned int i = 0; i < RN_PROTO_MAC_SIZE; i++)
+		a.proof[i] = (uint8_t)(0xa0 + i);
+	return a;
+}
+
+/* CHALLENGE, ANSWER and PROOF round-trip with the fields each carries. */
+static void
+test_auth_round_trip(void **state)
+{
+	static const struct {
+		uint8_t type;
+		size_t payload;
+	} cases[] = {
+		{ RN_PROTO_CHALLENGE, 1 + 6 + 8 + 32 },
+		{ RN_PROTO_ANSWER, 1 + 6 + 8 + 32 + 32 },
+		{ RN_PROTO_PROOF, 32 },
+	};
+	struct rn_proto_auth a = sample_auth();
+
+	(void)state;
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rn_proto_auth want = a;
+		struct rn_proto_frame f;
+		uint8_t buf[256];
+		char why[128] = "";
+		size_t used = 0;
+		size_t n = rn_proto_encode_auth(buf, sizeof(buf), cases[i].type,
+						&a);
+
+		assert_int_equal(n, RN_PROTO_HEADER_SIZE + cases[i].payload);
+		assert_int_equal(buf[5], cases[i].type);
+		assert_int_equal(decode(buf, n, &f, &used, why), 1);
+		assert_int_equal(used, n);
+		assert_int_equal(f.type, cases[i].type);
+		if (cases[i].type == RN_PROTO_CHALLENGE)
+			memset(want.proof, 0, sizeof(want.proof));
+		if (cases[i].type == RN_PROTO_PROOF) {
+			memset(want.name, 0, sizeof(want.name));
+			want.session_id = 0;
+			memset(want.nonce, 0, sizeof(want.nonce));
+		}
+		assert_memory_equal(&f.auth, &want, sizeof(want));
+		/* One byte short of its length is malformed, not more. */
+		buf[11]--;
+		assert_int_equal(decode(buf, n - 1, &f, &used, why), -EPROTO);
+		assert_non_null(strstr(why, "length"));
+	}
+	/* The encoder refuses what it cannot write. */
+	assert_int_equal(rn_proto_encode_auth((uint8_t[256]){ 0 }, 256,
+					      RN_PROTO_HELLO, &a), 0);
+	a.name[0] = '\0';
+	assert_int_equal(rn_proto_encode_auth((uint8_t[256]){ 0 }, 256,
+					      RN_PROTO_CHALLENGE, &a), 0);
+}
+
+static void
+test_auth_bad_name(void **state)
+{
+	struct rn_proto_auth a = sample_auth();
+	struct rn_proto_frame f;
+	uint8_t buf[256];
+	char why[128] = "";
+	size_t used;
+	size_t n = rn_proto_encode_auth(buf, sizeof(buf), RN_PROTO_ANSWER, &a);
+
+	(void)state;
+	buf[HDR + 1] = '/';
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "ANSWER: node name is not valid");
+}
+
+/*
+ * Known answers, computed independently of this code with
+ *   python3 -c 'import hmac, hashlib, struct; print(hmac.new(
+ *     b"0123456789abcdef0123456789abcdef", b"RNTP\x04" + ROLE +
+ *     b"\x06node-a\x06node-b" + struct.pack(">QQ", 0x0123456789abcdef,
+ *     0xfedcba9876543210) + bytes(range(32)) + bytes(range(32, 64)),
+ *     hashlib.sha256).hexdigest())'
+ * with ROLE b"caller" and b"callee" (`openssl dgst -sha256 -mac HMAC
+ * -macopt key:0123456789abcdef0123456789abcdef` over the same bytes
+ * agrees).
+ */
+static void
+test_proof_known_answers(void **state)
+{
+	static const uint8_t key[] = "0123456789abcdef0123456789abcdef";
+	static const uint8_t caller_mac[RN_PROTO_MAC_SIZE] =
+		"\x45\xca\x41\x04\x6a\x4e\x68\x1d\xae\x86\x2b\xb5\xad\x48"
+		"\xd4\xb8\x40\xea\x17\x63\xf3\x66\x87\xe8\xf2\xdb\x67\x13"
+		"\xdd\xb4\x53\xe4";
+	static const uint8_t callee_mac[RN_PROTO_MAC_SIZE] =
+		"\x71\xf5\xa7\x07\xfb\x5b\x11\xd6\x26\xe9\xfd\x1c\x06\x09"
+		"\x1c\x86\x02\x01\xc5\x98\x44\x2d\xa0\x9c\xc7\x00\x3b\xcc"
+		"\xc2\xb4\x09\xd7";
+	uint8_t nc[RN_PROTO_NONCE_SIZE], ns[RN_PROTO_NONCE_SIZE];
+	uint8_t mac[RN_PROTO_MAC_SIZE], other[RN_PROTO_MAC_SIZE];
+	struct rn_proto_transcript t = {
+		.caller = "node-a", .callee = "node-b",
+		.caller_session = 0x0123456789abcdefull,
+		.callee_session = 0xfedcba9876543210ull,
+		.caller_nonce = nc, .callee_nonce = ns,
+	};
+
+	(void)state;
+	for (unsigned int i = 0; i < RN_PROTO_NONCE_SIZE; i++) {
+		nc[i] = (uint8_t)i;
+		ns[i] = (uint8_t)(32 + i);
+	}
+	assert_int_equal(rn_proto_proof(key, 32, RN_PROTO_ROLE_CALLER, &t, mac),
+			 0);
+	assert_memory_equal(mac, caller_mac, sizeof(mac));
+	assert_true(rn_proto_proof_equal(mac, caller_mac));
+	assert_int_equal(rn_proto_proof(key, 32, RN_PROTO_ROLE_CALLEE, &t, mac),
+			 0);
+	assert_memory_equal(mac, callee_mac, sizeof(mac));
+	assert_false(rn_proto_proof_equal(mac, caller_mac));
+	/* Every field counts: another nonce, session or name, another proof. */
+	ns[31] ^= 1;
+	assert_int_equal(rn_proto_proof(key, 32, RN_PROTO_ROLE_CALLEE, &t,
+					other), 0);
+	assert_false(rn_proto_proof_equal(other, callee_mac));
+	ns[31] ^= 1;
+	t.callee = "node-c";
+	assert_int_equal(rn_proto_proof(key, 32, RN_PROTO_ROLE_CALLEE, &t,
+					other), 0);
+	assert_false(rn_proto_proof_equal(other, callee_mac));
+	/* Out of range. */
+	assert_int_equal(rn_proto_proof(key, 0, RN_PROTO_ROLE_CALLER, &t, mac),
+			 -EINVAL);
+	t.caller = "";
+	assert_int_equal(rn_proto_proof(key, 32, RN_PROTO_ROLE_CALLER, &t, mac),
+			 -EINVAL);
+	/* Nonces are fresh. */
+	assert_int_equal(rn_proto_nonce(nc), 0);
+	assert_int_equal(rn_proto_nonce(ns), 0);
+	assert_memory_not_equal(nc, ns, sizeof(nc));
+}
+
 int
 main(void)
 {
@@ -362,6 +510,9 @@ main(void)
 		cmocka_unit_test(test_two_frames_back_to_back),
 		cmocka_unit_test(test_small_frames_malformed),
 		cmocka_unit_test(test_notify_qp_steps),
+		cmocka_unit_test(test_auth_round_trip),
+		cmocka_unit_test(test_auth_bad_name),
+		cmocka_unit_test(test_proof_known_answers),
 	};
 	const size_t n_fixed = sizeof(fixed) / sizeof(fixed[0]);
 	const size_t n_mut = sizeof(mutations) / sizeof(mutations[0]);
