@@ -82,6 +82,12 @@ main(int argc, char **argv)
 		return EXIT_BAD_INPUT;
 	}
 	if (check) {
+		if (rn_config_listen_unprotected(&daemon_state.cfg))
+			fprintf(stderr, "rnotifyd: warning: %s: [control] "
+				"listen = %s with no secret_file: any process "
+				"that reaches it can pose as a peer "
+				"(docs/security.md)\n", path,
+				daemon_state.cfg.control.listen);
 		printf("; %s: valid; effective configuration:\n", path);
 		return rn_config_print(&daemon_state.cfg, stdout) == 0 ?
 			       0 : 1;

@@ -17,7 +17,7 @@ import time
 import rnproto
 from rntest import (RNOTIFYD, TMP, Daemon, endpoint, endpoints, free_port,
                     node_text, run_tests, status, stop_all, unique,
-                    wait_connected, wait_until)
+                    wait_connected, wait_until, write_config)
 
 DATA_QP = [(rnproto.QP_DATA, 0x100, 0)]
 
@@ -334,6 +334,14 @@ def test_listener_beyond_this_host_without_a_secret_warns():
             "peer" in d.stderr(), d.stderr()
     finally:
         stop_all((d,))
+    # --check-config says it too, and the file is still valid.
+    path = write_config(name + "-check", node_text(name, 0, [],
+                                                    listen="0.0.0.0"))
+    p = subprocess.run([RNOTIFYD, "--check-config", path],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert "with no secret_file: any process that reaches it can pose as " \
+        "a peer" in p.stderr, p.stderr
 
 
 def handshake_times(port, name, key, n=50):
