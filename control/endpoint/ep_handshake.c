@@ -214,7 +214,10 @@ on_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 	struct rn_plane *pl = rn_plane_of(c);
 	struct rn_endpoint *ep = c->ep;
 
-	if (f->type == RN_PROTO_NOTIFY && rn_notify_tcp_held(pl, ep, f))
+	/* Only an established connection's NOTIFY may count against its
+	 * endpoint's quota and be held; elsewhere it is out of order. */
+	if (f->type == RN_PROTO_NOTIFY && c->phase == RN_CONN_ESTABLISHED &&
+	    ep != NULL && ep->conn == c && rn_notify_tcp_held(pl, ep, f))
 		return -EAGAIN;   /* no room in the ring or the peer's quota */
 	switch (rn_handshake_frame(c, f, ep != NULL && ep->conn == c,
 				   ep != NULL ? ep->peer_generation : 0,

@@ -320,7 +320,11 @@ rn_handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f,
 		   bool owner, uint32_t peer_generation,
 		   const struct rn_hs_auth *auth)
 {
-	if (f->type == RN_PROTO_HEARTBEAT && c->ep != NULL)
+	/* Before the peer proved the secret, a frame of ours to answer is all
+	 * it may send: nothing it says may touch the endpoint. */
+	bool proven = c->auth.done || !rn_hs_auth_on(auth);
+
+	if (f->type == RN_PROTO_HEARTBEAT && c->ep != NULL && proven)
 		return RN_HS_NONE;   /* liveness only: last_rx_ms is updated */
 	switch (c->phase) {
 	case RN_CONN_WAIT_HELLO:
@@ -351,8 +355,12 @@ rn_handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f,
 	case RN_CONN_WAIT_ANSWER:
 		if (f->type == RN_PROTO_ANSWER)
 			return on_answer(c, &f->auth, auth);
-		if (f->type == RN_PROTO_REFUSE)
-			return RN_HS_REFUSED;
+		if (f->type == RN_PROTO_REFUSE) {
+			/* Unproven: a plain failure, never a refusal the
+			 * endpoint acts on (DUPLICATE retries at once). */
+			rn_conn_fail(c, "the callee refused our CHALLENGE");
+			return RN_HS_NONE;
+		}
 		break;
 	case RN_CONN_WAIT_ACCEPT:
 		if (f->type == RN_PROTO_ACCEPT)
@@ -378,7 +386,7 @@ rn_handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f,
 	default:
 		break;
 	}
-	if (f->type == RN_PROTO_CLOSE && owner)
+	if (f->type == RN_PROTO_CLOSE && owner && proven)
 		return RN_HS_CLOSE;
 	out_of_order(c, f->type);
 	return RN_HS_NONE;

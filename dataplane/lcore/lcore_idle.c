@@ -38,7 +38,7 @@ rn_lcore_wake(struct rn_lcore *lc)
 		eventfd_write(lc->wake_fd, 1);
 }
 
-void
+bool
 rn_lcore_sleep(struct rn_lcore *lc)
 {
 	struct epoll_event events[SLEEP_MAX_EVENTS];
@@ -51,7 +51,7 @@ rn_lcore_sleep(struct rn_lcore *lc)
 	__atomic_store_n(&lc->sleeping, 1, __ATOMIC_SEQ_CST);
 	if (has_work(lc)) {
 		__atomic_store_n(&lc->sleeping, 0, __ATOMIC_RELAXED);
-		return;
+		return true;
 	}
 	rn_lcore_count(&lc->stats.sleeps, 1);
 	n = epoll_pwait2(lc->epoll_fd, events, SLEEP_MAX_EVENTS, &timeout,
@@ -64,4 +64,5 @@ rn_lcore_sleep(struct rn_lcore *lc)
 			eventfd_read(lc->wake_fd, &value);
 		}
 	}
+	return n > 0;
 }

@@ -99,12 +99,14 @@ rn_lcore_run(void *arg)
 			lc->idle_polls_left = lc->idle_polls;
 		} else if (lc->idle == RN_IDLE_ADAPTIVE &&
 			   --lc->idle_polls_left == 0) {
-			/* One empty poll after a sleep sleeps again: an idle
-			 * lcore then polls once per wake-up, not idle_polls
-			 * times, each a syscall for the sim's progress. Work
-			 * found restores the full count. */
-			rn_lcore_sleep(lc);
-			lc->idle_polls_left = 1;
+			/* A sleep that only timed out is followed by one
+			 * poll, not idle_polls: an idle lcore then costs a
+			 * poll (a syscall for the sim's progress) per
+			 * idle_sleep_us. A wake-up by a descriptor, or work
+			 * found, restores the full count, for the exchange
+			 * that may follow. */
+			lc->idle_polls_left = rn_lcore_sleep(lc) ?
+					      lc->idle_polls : 1;
 		}
 	}
 	RN_LCORE_LOG(INFO, "lcore %u: stopped", lc->lcore_id);

@@ -276,8 +276,9 @@ uint64_t rn_lcore_diag_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 
 /*
  * Adaptive idle (owning lcore only): block on the lcore's epoll set until
- * the control thread or a wire wakes it, or idle_sleep_us pass.
+ * the control thread or a wire wakes it, or idle_sleep_us pass. True when
+ * a descriptor woke it, or work was queued before it slept.
  */
-void rn_lcore_sleep(struct rn_lcore *lc);
+bool rn_lcore_sleep(struct rn_lcore *lc);
 
 #endif /* RN_LCORE_PVT_H */
