@@ -11,6 +11,7 @@ Prints TAP. Usage: test_strangers.py RNOTIFYD"""
 import os
 import secrets
 import socket
+import struct
 import subprocess
 import time
 
@@ -323,6 +324,48 @@ def test_bad_secret_files_are_refused():
                            capture_output=True, text=True, timeout=30)
         assert p.returncode != 0, (keys, p.stdout)
         assert error in p.stderr, (keys, p.stderr)
+
+
+def test_unproven_callee_cannot_close_or_refuse_our_call():
+    """Whoever answers at a peer's address, without the secret: a CLOSE or
+    a REFUSE DUPLICATE in reply to our CHALLENGE fails that connection
+    only. Neither closes the endpoint as if the peer had, nor makes it
+    call again at once as a real duplicate would."""
+    path, _ = secret_file("unproven")
+    me, peer = unique("unpa"), unique("unpb")
+    fake = socket.socket()
+    fake.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    fake.bind(("127.0.0.1", 0))
+    fake.listen(4)
+    fake.settimeout(10)
+    d = Daemon(me, text=with_secret(
+        node_text(me, free_port(), [(peer, "127.0.0.1",
+                                     fake.getsockname()[1])]), path))
+    try:
+        d.wait_running()
+        replies = [rnproto.close(),
+                   rnproto.frame(rnproto.REFUSE,
+                                 struct.pack(">HB", rnproto.REFUSE_DUPLICATE,
+                                             4) + b"dupl")]
+        for reply in replies:
+            s, _ = fake.accept()
+            ftype, _ = rnproto.read_frame(s)
+            assert ftype == rnproto.CHALLENGE, ftype
+            s.sendall(reply)
+            s.settimeout(10)
+            try:
+                assert s.recv(100) == b"", "our call not closed"
+            except ConnectionResetError:
+                pass
+            s.close()
+        wait_until("both replies logged", lambda: all(
+            w in d.stderr() for w in ("bad frame: CLOSE out of order",
+                                      "refused our CHALLENGE")))
+        assert "the peer closed it" not in d.stderr(), d.stderr()
+        assert endpoint(me, peer)["state"] != "closed", endpoint(me, peer)
+    finally:
+        fake.close()
+        stop_all((d,))
 
 
 def test_listener_beyond_this_host_without_a_secret_warns():
