@@ -16,7 +16,7 @@
  * ACCEPTed one; the other once READY came: neither sends before the
  * other's QP can receive. Notifications queued over TCP before the switch
  * still arrive first (the send order across channels,
- * control/notify/notify_order.h). Offers that cross: the one of the node
+ * dataplane/api/notify_order_pvt.h). Offers that cross: the one of the node
  * whose name sorts first goes on, the other side answers it. The steps are
  * of one incarnation: a new one starts idle, and frames naming another
  * generation are ignored. Each offer has a number, which its answers and

@@ -4,7 +4,7 @@
  * state machine of enum rn_channel_state (lcore_pvt.h): the notify QP on
  * a bay of buffers, opened the same way whether with the endpoint's other
  * QPs or added to a connected endpoint when a bay came back (the control
- * thread's NOTIFY_* commands, control/endpoint/upgrade.c); its receive
+ * thread's NOTIFY_* commands, control/endpoint/channel_add.c); its receive
  * slots posted as it connects; dropped, bay and CQ room with it, when it is
  * not to be used; stopped when it or the peer's fails, and retired once
  * drained. The notifications it carries are lcore_notify.c's.
@@ -285,7 +285,7 @@ rn_lcore_channel_error(struct rn_lcore *lc, struct rn_lcore_ep *ep,
  * scrubbed) and the application released every slot delivered from it:
  * the QP goes, its bay and CQ room with it, and the endpoint is one without
  * a native channel (the fallback rules apply) until the control thread adds
- * a new one, which the bay coming back prompts (upgrade.c). What the
+ * a new one, which the bay coming back prompts (channel_add.c). What the
  * endpoint's channels counted carries over to the next.
  */
 static void

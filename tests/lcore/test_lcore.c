@@ -252,7 +252,7 @@ open_pair(bool notify_a, bool notify_b)
 	connect_both();
 }
 
-/* The add-a-channel protocol on both sides, as upgrade.c drives it, up to
+/* The add-a-channel protocol on both sides, as channel_add.c drives it, up to
  * CONNECTED: OPEN each, the QP records exchanged, CONNECT each. */
 static void
 add_channels_connected(void)
@@ -637,7 +637,7 @@ test_local_fault_retires_and_a_new_channel_starts_afresh(void **state)
 	assert_int_equal(ep_of(&A)->n.max_frame, 0);
 	assert_false(ep_of(&A)->failed);
 	assert_false(has_event(RN_LCORE_EVENT_EP_FAILED));
-	/* The control thread tells B (upgrade.c's CLOSED). */
+	/* The control thread tells B (channel_add.c's CLOSED). */
 	command(&B, RN_LCORE_CMD_NOTIFY_CLOSE);
 	assert_state(&B, RN_CHANNEL_DRAINING);
 	wait_state(&A, RN_CHANNEL_NONE);
