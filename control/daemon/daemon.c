@@ -408,7 +408,7 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		goto stop_workers;
 	}
 	rc = rn_notify_create(d->plane, d->worker_ptrs, d->n_workers,
-			      d->cfg.notify.oob_fallback, &d->notify);
+			      &d->notify);
 	if (rc != 0) {
 		RN_DAEMON_LOG(ERR, "notification engine: %s", strerror(-rc));
 		goto stop_workers;

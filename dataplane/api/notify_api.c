@@ -20,7 +20,6 @@
 #include "rn_lcore.h"
 #include "rn_plane.h"
 
-/* The order is kept per endpoint index of the control plane. */
 /* A payload and its lengths fill the largest slot. */
 _Static_assert(RN_NOTIFY_MAX_PAYLOAD + RN_NOTIFY_OVERHEAD == 64 * 1024,
 	       "the largest frame");
@@ -29,7 +28,7 @@ RTE_LOG_REGISTER_SUFFIX(rn_notify_logtype, notify, INFO);
 
 int
 rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
-		 unsigned int n_workers, bool fallback, struct rn_notify **out)
+		 unsigned int n_workers, struct rn_notify **out)
 {
 	struct rn_notify *nf = calloc(1, sizeof(*nf));
 
@@ -38,7 +37,6 @@ rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
 	nf->plane = plane;
 	nf->workers = workers;
 	nf->n_workers = n_workers;
-	nf->fallback = fallback;
 	nf->completions = rte_ring_create_elem("rn_notify_done",
 		sizeof(struct rn_notify_event), RN_NOTIFY_RING_SIZE,
 		SOCKET_ID_ANY, RING_F_SC_DEQ | RING_F_EXACT_SZ);

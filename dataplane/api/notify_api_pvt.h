@@ -20,7 +20,6 @@ struct rn_notify {
 	struct rn_plane *plane;
 	struct rn_lcore **workers;
 	unsigned int n_workers;
-	bool fallback;                  /* [notify] oob_fallback */
 	struct rte_ring *completions;   /* MP/SC */
 	struct rte_ring *tcp_deliveries;/* control -> app, SP/SC */
 	struct rte_ring *uses;          /* app -> control: connect the

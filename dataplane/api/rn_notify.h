@@ -121,11 +121,10 @@ struct rn_lcore;
 
 /*
  * The engine over plane's endpoints and the n_workers lcores that own
- * them; fallback: [notify] oob_fallback. Returns 0 or -ENOMEM.
+ * them (each lcore applies [notify] oob_fallback). Returns 0 or -ENOMEM.
  */
 int rn_notify_create(struct rn_plane *plane, struct rn_lcore **workers,
-		     unsigned int n_workers, bool fallback,
-		     struct rn_notify **out);
+		     unsigned int n_workers, struct rn_notify **out);
 void rn_notify_free(struct rn_notify *nf);
 
 /*

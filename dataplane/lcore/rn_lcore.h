@@ -193,11 +193,10 @@ struct rn_lcore {
 	uint64_t channel_reap_tsc;      /* failed channels looked at next */
 } __rte_cache_aligned;
 
-/* The hot scalars: 160 bytes today (pahole -C rn_lcore), three cache
- * lines, which is also the most a turn should pay for them: one line for
- * the loop's own fields, two for the notification rings and region. The
- * hot part in all is 26 lines (1,664 bytes): these 3, the counters' 3 and
- * 20 of CQs, of which a turn touches those in use (2 lines each). */
+/* The hot scalars fit three cache lines, the most a turn should pay for
+ * them: one for the loop's own fields, two for the notification rings and
+ * region. After them come the counters and the CQs, of which a turn
+ * touches those in use (`pahole -C rn_lcore` shows the layout). */
 #define RN_LCORE_HOT_LINES 3
 _Static_assert(offsetof(struct rn_lcore, stats) <=
 	       RN_LCORE_HOT_LINES * RTE_CACHE_LINE_SIZE,

@@ -347,10 +347,9 @@ receive_notes(struct side *s, struct rn_notify_delivery *d, unsigned int want,
 		struct rn_notify_view v;
 
 		assert_ptr_equal(ep, ep_of(s));
-		assert_int_equal(rn_notify_frame_read(ep->n.recv_slots +
-						      (size_t)d[i].index *
-						      SLOT_SIZE,
-						      d[i].len, &v), 0);
+		assert_int_equal(rn_notify_frame_read(
+				 rn_lcore_ep_recv_slot(ep, d[i].index),
+				 d[i].len, &v), 0);
 		assert_int_equal(v.msg_len, strlen(msgs[i]));
 		assert_memory_equal(v.msg, msgs[i], v.msg_len);
 	}

@@ -4,7 +4,7 @@
  * refused, binary payloads pass), credit accounting (never more SENDs
  * in flight than the receiver has slots, across 32-bit wrap-around, with
  * stale, reordered and repeated updates) and
- * the send slots under selective signalling (a CQE frees every earlier
+ * the send window under selective signalling (a CQE frees every earlier
  * slot, a slot is reused only after the NIC is done with it, every wanted
  * completion is reported once, 0 or -EPIPE, and the slots never jam).
  */
@@ -265,7 +265,7 @@ test_credits_random_traffic(void **state)
 	}
 }
 
-/* ---- send slots ---- */
+/* ---- the send window ---- */
 
 #define MAX_SLOTS 256
 
@@ -275,7 +275,7 @@ static uint8_t wants[MAX_SLOTS];
 /* n slots over the arrays above, zeroed as the lcore's are, with
  * credits for far more SENDs than any test posts. */
 static void
-init_slots(struct rn_send_window *s, uint32_t n)
+init_window(struct rn_send_window *s, uint32_t n)
 {
 	memset(wants, 0, sizeof(wants));
 	rn_send_window_init(s, n, cookies, wants);
@@ -283,7 +283,7 @@ init_slots(struct rn_send_window *s, uint32_t n)
 }
 
 static bool
-slots_full(const struct rn_send_window *s)
+window_full(const struct rn_send_window *s)
 {
 	return rn_send_window_used(s) == s->mask + 1;
 }
@@ -302,7 +302,7 @@ push(struct rn_send_window *s, uint64_t cookie, bool want)
 /* The SEND in every `every`-th slot is signalled, and each one that wants
  * a report; every is a power of two up to 32 and at most half the slots. */
 static void
-test_send_slots_signal_every(void **state)
+test_send_window_signal_every(void **state)
 {
 	static const struct { uint32_t n, every; } cases[] = {
 		{ 1, 1 }, { 2, 1 }, { 4, 2 }, { 8, 4 }, { 16, 8 }, { 32, 16 },
@@ -312,10 +312,10 @@ test_send_slots_signal_every(void **state)
 
 	(void)state;
 	for (unsigned int c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		init_slots(&s, cases[c].n);
+		init_window(&s, cases[c].n);
 		assert_int_equal(s.signal_mask + 1, cases[c].every);
 	}
-	init_slots(&s, 256);
+	init_window(&s, 256);
 	for (uint32_t i = 1; i <= 80; i++) {
 		bool signalled = push(&s, i, i == 20);
 		uint64_t cookie;
@@ -329,16 +329,16 @@ test_send_slots_signal_every(void **state)
 
 /* A CQE frees its slot and every earlier one, across the wrap of 4. */
 static void
-test_send_slots_complete_frees_earlier(void **state)
+test_send_window_complete_frees_earlier(void **state)
 {
 	struct rn_send_window s;
 	uint64_t cookie = 0;
 
 	(void)state;
-	init_slots(&s, 4);
+	init_window(&s, 4);
 	for (uint64_t i = 0; i < 4; i++)
 		push(&s, 100 + i, i == 2);
-	assert_true(slots_full(&s));
+	assert_true(window_full(&s));
 	assert_false(rn_send_window_open(&s));
 	/* Slot 2 wanted its report; 0 and 1 go with it, unreported. */
 	assert_true(rn_send_window_complete(&s, 2, &cookie));
@@ -369,7 +369,7 @@ test_send_slots_complete_frees_earlier(void **state)
  * moves, across the 32-bit wrap of the counts.
  */
 static void
-test_send_slots_window_of_credits_and_slots(void **state)
+test_send_window_window_of_credits_and_slots(void **state)
 {
 	struct rn_send_window s;
 	uint64_t cookie;
@@ -412,14 +412,14 @@ test_send_slots_window_of_credits_and_slots(void **state)
 
 /* A failed QP fails every slot in use, oldest first, signalled or not. */
 static void
-test_send_slots_fail_all(void **state)
+test_send_window_fail_all(void **state)
 {
 	struct rn_send_window s;
 	uint64_t cookie, failed[8];
 	unsigned int n_failed = 0;
 
 	(void)state;
-	init_slots(&s, 8);
+	init_window(&s, 8);
 	for (uint64_t i = 0; i < 7; i++)
 		push(&s, 200 + i, i % 3 == 1);     /* 201 and 204 want one */
 	assert_true(rn_send_window_complete(&s, 1, &cookie));   /* 200, 201 */
@@ -518,7 +518,7 @@ run_model(uint32_t n, unsigned int seed)
 
 	assert_non_null(m);
 	srand(seed);
-	init_slots(&m->s, n);
+	init_window(&m->s, n);
 	for (uint32_t i = 0; i < MAX_SLOTS; i++)
 		m->nic_done[i] = true;
 	for (uint64_t c = 0; c < MODEL_ROUNDS; c++)
@@ -526,7 +526,7 @@ run_model(uint32_t n, unsigned int seed)
 	while (next < MODEL_ROUNDS) {
 		int r = rand() % 100;
 
-		if (slots_full(&m->s)) {
+		if (window_full(&m->s)) {
 			bool any = false;
 
 			for (uint32_t i = 0; i < m->n_q; i++)
@@ -564,7 +564,7 @@ run_model(uint32_t n, unsigned int seed)
 }
 
 static void
-test_send_slots_model(void **state)
+test_send_window_model(void **state)
 {
 	static const uint32_t sizes[] = { 1, 2, 4, 8, 16, 32, 64 };
 	unsigned int seed = rn_test_seed(__func__, 1000);
@@ -586,11 +586,11 @@ main(void)
 		cmocka_unit_test(test_credits_window),
 		cmocka_unit_test(test_credits_wrap_around),
 		cmocka_unit_test(test_credits_random_traffic),
-		cmocka_unit_test(test_send_slots_signal_every),
-		cmocka_unit_test(test_send_slots_complete_frees_earlier),
-		cmocka_unit_test(test_send_slots_window_of_credits_and_slots),
-		cmocka_unit_test(test_send_slots_fail_all),
-		cmocka_unit_test(test_send_slots_model),
+		cmocka_unit_test(test_send_window_signal_every),
+		cmocka_unit_test(test_send_window_complete_frees_earlier),
+		cmocka_unit_test(test_send_window_window_of_credits_and_slots),
+		cmocka_unit_test(test_send_window_fail_all),
+		cmocka_unit_test(test_send_window_model),
 	};
 
 	return cmocka_run_group_tests_name("notify", tests, NULL, NULL);
