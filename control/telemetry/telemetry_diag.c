@@ -82,13 +82,14 @@ split_params(const char *params, char (*buf)[1024], char **fields,
 	return 0;
 }
 
-/* The answer of a send: {"result": 0 or -errno, "error": its text}. */
+/* The answer of a send: {"result": 0, a count or -errno, "error": the
+ * errno's text}. */
 static void
 send_result(struct rte_tel_data *out, int rc)
 {
 	rte_tel_data_start_dict(out);
 	rte_tel_data_add_dict_int(out, "result", rc);
-	rte_tel_data_add_dict_string(out, "error", rc == 0 ? "" : strerror(-rc));
+	rte_tel_data_add_dict_string(out, "error", rc >= 0 ? "" : strerror(-rc));
 }
 
 /* The one reply of a diagnostic command to a bad number. */
@@ -261,9 +262,7 @@ send_burst_now(const char *params, struct rte_tel_data *out)
 			.msg = listed ? fill : msg, .msg_len = lengths[i] };
 	}
 	rc = rn_notify_send_burst(daemon_seen->notify, f[0], burst, n, 0);
-	rte_tel_data_start_dict(out);
-	rte_tel_data_add_dict_int(out, "result", rc);
-	rte_tel_data_add_dict_string(out, "error", rc > 0 ? "" : strerror(-rc));
+	send_result(out, rc);
 	return 0;
 }
 

@@ -464,8 +464,7 @@ local_pair_send(struct local_pair *p, uint32_t len, uint64_t id)
 }
 
 /* A HELLO, then a header announcing more than a message: closed at once,
- * before any room is made for it. Not 1 GiB or more: that was refused
- * already. The real pair is not disturbed. */
+ * before any room is made for it. The real pair is not disturbed. */
 static void
 test_huge_frame_closes_its_connection(void **state)
 {

@@ -275,10 +275,10 @@ rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
 
 /*
  * The one place a connection's first frame is believed: from here on the
- * connection is known by the address its HELLO names. The per-endpoint
- * token of the control plane's handshake (issue #16) is to be checked
- * here, before the address is taken. The framing was checked already
- * (frame_refused()). Returns 0, or a negative errno: the connection closes.
+ * connection is known by the address its HELLO names. Nothing here proves
+ * who sent it (docs/nic.md): a check of the caller belongs here, before
+ * the address is taken. The framing was checked already (frame_refused()).
+ * Returns 0, or a negative errno: the connection closes.
  */
 static int
 wire_accept_hello(struct sim_ctx *ctx, struct sim_wire *w,
