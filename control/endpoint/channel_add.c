@@ -29,7 +29,7 @@
  * again only when room came back from elsewhere than such an offer (else
  * the two would offer and refuse for ever), or when it offers itself.
  * The endpoint to this node itself has no connection and no peer to ask:
- * its new QP is connected to itself, as loop_back() (lifecycle.c) does
+ * its new QP is connected to itself, as loop_back() (events.c) does
  * with the others, and it sends at once.
  *
  * A native channel whose notify QP fails locally closes, the data QPs
@@ -70,7 +70,7 @@ static const uint32_t allowed[RN_CHAN_ADD_N_STATES] = {
 };
 #undef TO
 
-const char *
+static const char *
 rn_chan_add_state_name(enum rn_chan_add_state state)
 {
 	return state < RN_CHAN_ADD_N_STATES ? state_names[state] : "?";

@@ -31,7 +31,6 @@ struct rn_plane;
 struct rn_endpoint;
 struct rn_lcore_event;
 
-const char *rn_chan_add_state_name(enum rn_chan_add_state state);
 /* A bay is free on that lcore; after_drop: it is the one of an offer that
  * a peer refused or did not answer. */
 void rn_chan_add_bay_free(struct rn_plane *pl, uint16_t lcore_id,

@@ -111,7 +111,7 @@ struct rn_plane {
 	struct rn_worker_ctl *worker_ctl; /* per worker */
 	bool shutting_down;
 	bool listen_paused;           /* out of fds: listening again on a tick */
-	struct rte_ring *uses;        /* slots applications want connected */
+	struct rte_ring *uses;        /* endpoint indexes to connect */
 	struct rte_ring *tcp_in;      /* NOTIFY frames, to the application */
 	struct rn_notify_tcp_quota tcp_quota; /* what tcp_in's peers hold */
 	struct rte_ring *completions; /* fates of sends, to the application */

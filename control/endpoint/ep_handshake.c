@@ -214,11 +214,6 @@ on_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 	struct rn_plane *pl = rn_plane_of(c);
 	struct rn_endpoint *ep = c->ep;
 
-	/* Only an established connection's NOTIFY may count against its
-	 * endpoint's quota and be held; elsewhere it is out of order. */
-	if (f->type == RN_PROTO_NOTIFY && c->phase == RN_CONN_ESTABLISHED &&
-	    ep != NULL && ep->conn == c && rn_notify_tcp_held(pl, ep, f))
-		return -EAGAIN;   /* no room in the ring or the peer's quota */
 	switch (rn_handshake_frame(c, f, ep != NULL && ep->conn == c,
 				   ep != NULL ? ep->peer_generation : 0,
 				   &pl->auth)) {
@@ -241,6 +236,11 @@ on_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 		rn_ep_closed_by_peer(pl, ep);
 		break;
 	case RN_HS_NOTIFY:
+		/* Only an established connection's NOTIFY gets here: a held
+		 * one comes back the same way, as the classing has no side
+		 * effects. */
+		if (rn_notify_tcp_held(pl, ep, f))
+			return -EAGAIN;   /* no room in the ring or the quota */
 		rn_notify_tcp_receive(pl, ep, f);
 		break;
 	case RN_HS_NOTIFY_QP:

@@ -54,7 +54,6 @@ log_slow_answer(struct rn_plane *pl, struct rn_endpoint *ep,
 			     "connect");
 }
 
-/* The QPs are ready on our side: go on with the handshake. */
 /*
  * Notifications to this node itself: the endpoint's QPs are connected to
  * themselves (each QP is its own peer, through the NIC's loopback), so they
@@ -71,12 +70,12 @@ loop_back(struct rn_plane *pl, struct rn_endpoint *ep)
 	ep->peer_generation = me->generation;
 	ep->peer_caps = RN_CAP_TCP_FALLBACK |
 			(pl->cfg->notify.enabled ? RN_CAP_NOTIFY_ENABLED : 0);
-	for (uint32_t i = 0; i < me->n_qps; i++)
-		if (me->qps[i].kind == RN_EP_QP_NOTIFY)
-			ep->peer_caps |= RN_CAP_NATIVE_NOTIFY;
+	if (rn_ep_side_notify_qp(me) != NULL)
+		ep->peer_caps |= RN_CAP_NATIVE_NOTIFY;
 	rn_ep_connect_qps(pl, ep);
 }
 
+/* The QPs are ready on our side: go on with the handshake. */
 static void
 qps_opened(struct rn_plane *pl, struct rn_endpoint *ep)
 {

@@ -38,7 +38,7 @@ rn_plane_set_notify(struct rn_plane *pl, struct rte_ring *uses,
 	pl->completions = completions;
 }
 
-/* Slots applications sent to while they were not connected. */
+/* Endpoint indexes applications sent to while they were not connected. */
 static void
 serve_uses(struct rn_plane *pl)
 {

@@ -133,7 +133,7 @@ void rn_plane_name(struct rn_plane *pl, uint32_t ep_index, char *buf);
 void rn_plane_tcp_release(struct rn_plane *pl, const struct rn_notify_delivery *d);
 
 /*
- * The notification engine's rings the plane serves: uses (slots to
+ * The notification engine's rings the plane serves: uses (endpoint indexes to
  * connect on demand), tcp_in (notifications that came over TCP, to the
  * application) and completions (the fate of sends it carried).
  */
