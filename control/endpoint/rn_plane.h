@@ -130,11 +130,12 @@ uint32_t rn_plane_generation(struct rn_plane *pl, uint32_t ep_index);
 void rn_plane_name(struct rn_plane *pl, uint32_t ep_index, char *buf);
 
 /* From the polling thread: free d (came over TCP), its quota given back. */
-void rn_plane_tcp_release(struct rn_plane *pl, const struct rn_notify_delivery *d);
+void rn_plane_tcp_release(struct rn_plane *pl,
+			  const struct rn_notify_delivery *d);
 
 /*
- * The notification engine's rings the plane serves: uses (endpoint indexes to
- * connect on demand), tcp_in (notifications that came over TCP, to the
+ * The notification engine's rings the plane serves: uses (endpoint indexes
+ * to connect on demand), tcp_in (notifications that came over TCP, to the
  * application) and completions (the fate of sends it carried).
  */
 void rn_plane_set_notify(struct rn_plane *pl, struct rte_ring *uses,
