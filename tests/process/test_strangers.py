@@ -9,6 +9,7 @@ PSN or rkey), and the real pair stays connected with the same generation.
 Prints TAP. Usage: test_strangers.py RNOTIFYD"""
 
 import os
+import re
 import secrets
 import socket
 import struct
@@ -153,6 +154,10 @@ def test_refusals_are_logged_at_a_bounded_rate():
                    "more not logged]" in d.stderr())
         logged = d.stderr().count("requires authentication")
         assert logged <= 10 * (int(seconds) + 2) + 1, (logged, seconds)
+        # Every refusal is either a line or counted in one.
+        untold = sum(int(n) for n in re.findall(
+            r"\[and (\d+) more not logged\]", d.stderr()))
+        assert logged + untold == 201, (logged, untold)
     finally:
         stop_all((d,))
 
@@ -329,8 +334,8 @@ def test_bad_secret_files_are_refused():
 def test_unproven_callee_cannot_close_or_refuse_our_call():
     """Whoever answers at a peer's address, without the secret: a CLOSE or
     a REFUSE DUPLICATE in reply to our CHALLENGE fails that connection
-    only. Neither closes the endpoint as if the peer had, nor makes it
-    call again at once as a real duplicate would."""
+    only, logged as such: neither closes the endpoint as if the peer had,
+    nor is taken for a real duplicate's refusal."""
     path, _ = secret_file("unproven")
     me, peer = unique("unpa"), unique("unpb")
     fake = socket.socket()
