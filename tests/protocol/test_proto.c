@@ -483,6 +483,11 @@ test_proof_known_answers(void **state)
 					other), 0);
 	assert_false(rn_proto_proof_equal(other, callee_mac));
 	ns[31] ^= 1;
+	t.caller_session ^= 1;
+	assert_int_equal(rn_proto_proof(key, 32, RN_PROTO_ROLE_CALLEE, &t,
+					other), 0);
+	assert_false(rn_proto_proof_equal(other, callee_mac));
+	t.caller_session ^= 1;
 	t.callee = "node-c";
 	assert_int_equal(rn_proto_proof(key, 32, RN_PROTO_ROLE_CALLEE, &t,
 					other), 0);
