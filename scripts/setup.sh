@@ -9,7 +9,7 @@ packages=(meson ninja-build pkg-config gcc libibverbs-dev rdma-core
           ibverbs-providers libdpdk-dev dpdk dpdk-dev libcmocka-dev
           libhugetlbfs-bin libbsd-dev libnuma-dev iproute2 clang
           libclang-rt-14-dev valgrind python3 libssl-dev
-          openssl)
+          openssl python3-dev python3-pytest python3-matplotlib)
 # Enough 2 MiB pages for a few test daemons side by side (1 GiB).
 hugepages_wanted=${RNOTIFY_HUGEPAGES:-512}
 

@@ -141,6 +141,30 @@ void rn_plane_tcp_release(struct rn_plane *pl,
 void rn_plane_set_notify(struct rn_plane *pl, struct rte_ring *uses,
 			 struct rte_ring *tcp_in, struct rte_ring *completions);
 
+/*
+ * Peers at run time (a client's PEER_ADD / PEER_REMOVE), control thread
+ * only. add: 0, -EEXIST, -EINVAL (name or address), -ENOSPC (table full).
+ * remove: 0 or -ENOENT; the endpoint closes as at shutdown and its index
+ * is free once the lcore gave its QPs back.
+ */
+int rn_plane_peer_add(struct rn_plane *pl, const char *name,
+		      const char *address, uint16_t port);
+int rn_plane_peer_remove(struct rn_plane *pl, const char *name);
+
+/*
+ * Clients (control/client): the plane keeps page's endpoint table
+ * (rn_client_shm.h) current, and calls observer(arg, ep_index, event) on
+ * the control thread when an endpoint goes down, comes back, comes back as
+ * a new incarnation of its peer, or is removed (enum
+ * rn_client_event_type). NULL, NULL to stop.
+ */
+struct rn_client_status_page;
+void rn_plane_set_clients(struct rn_plane *pl,
+			  struct rn_client_status_page *page,
+			  void (*observer)(void *arg, uint32_t ep_index,
+					   int event),
+			  void *arg);
+
 const char *rn_ep_state_name(enum rn_ep_state state);
 
 /* CLOCK_MONOTONIC in milliseconds: the control plane's clock. */

@@ -47,6 +47,10 @@ enum rn_lcore_cmd_type {
 				      * answered) */
 	RN_LCORE_CMD_NOTIFY_CLOSE,   /* -> draining: the peer's notify QP
 				      * failed: ours stops and goes to ERR */
+	/* Client processes (rn_lcore_client.h); the cookie is a struct
+	 * rn_client_link *: */
+	RN_LCORE_CMD_CLIENT_ADD,     /* poll its submit ring, deliver to it */
+	RN_LCORE_CMD_CLIENT_REMOVE,  /* stop touching it: CLIENT_REMOVED */
 };
 
 /* 16 bytes, copied by value through the ring: no allocation per command. */
@@ -77,6 +81,8 @@ enum rn_lcore_event_type {
 				     * came back; arg 1 after a NOTIFY_DROP */
 	RN_LCORE_EVENT_NOTIFY_FAILED,/* our notify QP failed locally (arg: the
 				      * syndrome): the peer is to stop */
+	RN_LCORE_EVENT_CLIENT_REMOVED,/* cookie: the struct rn_client_link
+				       * this lcore no longer touches */
 };
 
 struct rn_lcore_event {

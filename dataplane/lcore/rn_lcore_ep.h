@@ -70,6 +70,8 @@ struct rn_ep_request {
 	/* Set by the control thread before RN_LCORE_CMD_EP_OPEN. */
 	uint32_t ep_index;        /* the endpoint's index in the plane's table,
 				   * and in its lcore's (by_index) */
+	uint32_t peer_tag;        /* the peer bound to ep_index (a client's
+				   * send names it: rn_client_shm.h) */
 	uint32_t n_data_qps;
 	bool notify;              /* create a notify QP */
 	uint32_t notify_depth;

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_CLIENT_MSG_H
+#define RN_CLIENT_MSG_H
+
+/*
+ * The attach protocol on the daemon's Unix socket (SOCK_SEQPACKET: one
+ * message per request or reply, descriptors with SCM_RIGHTS). The client
+ * asks, the daemon answers each request in order with one reply of the
+ * same type | RN_CLIENT_MSG_REPLY. The first request is ATTACH; the socket
+ * then stays open for the client's life: its close is how the daemon
+ * learns that the client is gone (kill -9 included), and how the client
+ * learns that the daemon is. docs/client.md describes every message.
+ */
+
+#include <stdint.h>
+
+#include "rn_client.h"
+
+#define RN_CLIENT_PROTO_VERSION 1u
+#define RN_CLIENT_MSG_REPLY 0x8000u
+#define RN_CLIENT_MSG_MAX 512u     /* bytes of any request or reply */
+
+enum rn_client_msg_type {
+	/* body: the agent name (len bytes). Reply: struct
+	 * rn_client_attached and descriptors, in this order: the region
+	 * memfd, the status page memfd, the client's eventfd (daemon ->
+	 * client), then one wake eventfd per lcore (client -> lcore). */
+	RN_CLIENT_MSG_ATTACH = 1,
+	/* body: a node name. The daemon starts connecting the endpoint
+	 * when it is idle. Reply: struct rn_client_resolved. */
+	RN_CLIENT_MSG_RESOLVE,
+	/* body: struct rn_client_peer. Reply: status only. */
+	RN_CLIENT_MSG_PEER_ADD,
+	/* body: a node name. Reply: status only. */
+	RN_CLIENT_MSG_PEER_REMOVE,
+	/* no body. Reply: status only; then the daemon closes the socket. */
+	RN_CLIENT_MSG_DETACH,
+};
+
+struct rn_client_msg_hdr {
+	uint16_t type;            /* enum rn_client_msg_type [| REPLY] */
+	uint16_t version;         /* RN_CLIENT_PROTO_VERSION */
+	int32_t status;           /* replies: 0 or -errno (rn_client.h's) */
+	uint32_t len;             /* bytes of body after this header */
+	uint32_t pad;
+};
+
+struct rn_client_attached {
+	uint64_t region_size;
+	uint32_t n_lcores;
+	uint32_t ring_size;
+	uint32_t buf_size;
+	uint32_t client_id;       /* the daemon's, for its logs and telemetry */
+	char node[RN_CLIENT_NODE_MAX + 1];  /* the daemon's [node] name */
+};
+
+struct rn_client_resolved {
+	uint16_t ep_index;        /* into the status page's ep[] */
+	uint16_t lcore;
+	uint32_t tag;
+};
+
+struct rn_client_peer {
+	char name[RN_CLIENT_NODE_MAX + 1];
+	char address[64];         /* IPv4 or IPv6 literal, NUL-terminated */
+	uint16_t port;
+	uint16_t pad[3];
+};
+
+#endif /* RN_CLIENT_MSG_H */

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_CLIENT_SHM_H
+#define RN_CLIENT_SHM_H
+
+/*
+ * What rnotifyd and a client process share, mapped in both (docs/client.md
+ * has the picture). Two mappings:
+ *
+ * The status page, one per daemon, read-only in clients: per lcore whether
+ * it sleeps (the client writes that lcore's wake eventfd only then), and
+ * the endpoint table (name, lcore, tag, state), so that a client addresses
+ * a node and learns "still connecting" without asking the daemon. The
+ * control thread writes the table, under a seqlock per entry.
+ *
+ * The region, one per client (a memfd, on hugepages where there are some),
+ * written by both. Per lcore i of the daemon:
+ *   submit[i]   client -> lcore i, SP/SC rte_ring of struct rn_client_entry:
+ *               SEND. The send buffer of the entry at ring position p is
+ *               send_buf(i, p & (ring_size - 1)): the client writes it
+ *               before it enqueues; the lcore reads the entries with
+ *               rte_ring_dequeue_bulk_elem_start() and finishes them only
+ *               after it has copied their buffers out, so a finished
+ *               position's buffer is the client's again. An entry the lcore
+ *               cannot post yet (no credit) stays at the head.
+ *   deliver[i]  lcore i -> client, SP/SC rte_ring of rn_client_entry:
+ *               DELIVERY, COMPLETION, REFUSED. The receive buffer of the
+ *               entry at position p is recv_buf(i, p & (ring_size - 1));
+ *               the client holds its deliveries until its next poll and
+ *               only then finishes them (the same peek API), which gives
+ *               the buffers back.
+ * and once:
+ *   events      control thread -> client, SP/SC rte_ring of struct
+ *               rn_client_event (rn_client.h): peer down, up, restarted,
+ *               removed.
+ * The rings are rte_rings the daemon initialised (rte_ring_init()) inside
+ * the region; their inline enqueue and dequeue need no EAL, and no pointer
+ * is stored in shared memory: everything is an offset from the region's
+ * start. The daemon trusts no index or length it reads from a region (a
+ * client is only trusted not to corrupt the ring headers: docs/security.md).
+ *
+ * Wake-ups. The client arms its eventfd (`armed` = 1) before it sleeps or
+ * hands rn_client_fd() to an event loop, then looks at its rings once more;
+ * whoever enqueues for it (lcore or control thread) then exchanges `armed`
+ * to 0 and writes the client's eventfd when it was 1: one write per sleep,
+ * not per notification. The other way the same: the lcore raises its
+ * `sleeping` word in the status page before it sleeps and looks at the
+ * submit rings once more; the client enqueues, then reads `sleeping`, and
+ * writes the lcore's wake eventfd when it is set.
+ */
+
+#include <rte_ring.h>
+#include <stdalign.h>
+#include <stdint.h>
+
+#include "rn_client.h"
+
+#define RN_CLIENT_SHM_MAGIC 0x524e4352u    /* "RNCR" */
+#define RN_CLIENT_SHM_VERSION 1u
+#define RN_CLIENT_STATUS_MAGIC 0x524e5350u /* "RNSP" */
+/* Lcores a client can talk to: the daemon refuses to start with more
+ * workers than this while [client] is enabled. */
+#define RN_CLIENT_MAX_LCORES 16u
+/* Endpoints in the status page: the plane's table (RN_MAX_ENDPOINTS). */
+#define RN_CLIENT_STATUS_ENDPOINTS 1024u
+
+enum rn_client_entry_type {
+	RN_CLIENT_ENTRY_SEND = 1,       /* client -> lcore: buffer holds a
+					 * struct rn_client_send_hdr and more */
+	RN_CLIENT_ENTRY_DELIVERY,       /* lcore -> client: buffer holds a
+					 * struct rn_client_recv_hdr and more */
+	RN_CLIENT_ENTRY_COMPLETION,     /* lcore -> client: cookie, status */
+	RN_CLIENT_ENTRY_REFUSED,        /* lcore -> client: buffer holds a
+					 * struct rn_client_event */
+};
+
+/* One element of submit[] and deliver[]: 16 bytes, two 8-byte moves. */
+struct rn_client_entry {
+	uint16_t type;            /* enum rn_client_entry_type */
+	uint16_t ep_index;        /* SEND: the endpoint (status page index) */
+	int32_t status;           /* COMPLETION: 0 or -errno */
+	uint64_t cookie;          /* SEND, COMPLETION, REFUSED */
+};
+_Static_assert(sizeof(struct rn_client_entry) == 16, "ring element size");
+
+/* A send buffer: this header, then agent, name and msg, packed. */
+struct rn_client_send_hdr {
+	uint32_t ep_tag;          /* the endpoint's tag when the client looked
+				   * it up: the lcore refuses the send
+				   * (-ENOENT) when it changed */
+	uint32_t flags;           /* RN_CLIENT_WANT_COMPLETION */
+	uint32_t name_len;
+	uint32_t msg_len;
+	uint8_t agent_len;        /* the destination agent, 1..AGENT_MAX */
+	uint8_t pad[7];
+};
+_Static_assert(sizeof(struct rn_client_send_hdr) == 24, "packed header");
+
+/* A receive buffer: this header, then agent (the sender's), name and msg,
+ * packed. The lcore writes the sender's node name from its endpoint. */
+struct rn_client_recv_hdr {
+	char node[RN_CLIENT_NODE_MAX + 1];
+	uint32_t name_len;
+	uint32_t msg_len;
+	uint8_t agent_len;
+	uint8_t pad[7];
+};
+_Static_assert(sizeof(struct rn_client_recv_hdr) == 48, "packed header");
+
+/* The region's first bytes. Offsets are from the region's start. */
+struct rn_client_region {
+	uint32_t magic;           /* RN_CLIENT_SHM_MAGIC */
+	uint32_t version;         /* RN_CLIENT_SHM_VERSION */
+	uint64_t size;            /* of the whole region */
+	uint32_t n_lcores;        /* submit[] and deliver[] rings, each */
+	uint32_t ring_size;       /* entries per ring, a power of two */
+	uint32_t buf_size;        /* bytes per send and receive buffer */
+	uint32_t pad0;
+	uint64_t submit_off[RN_CLIENT_MAX_LCORES];
+	uint64_t deliver_off[RN_CLIENT_MAX_LCORES];
+	uint64_t send_bufs_off[RN_CLIENT_MAX_LCORES];  /* ring_size each */
+	uint64_t recv_bufs_off[RN_CLIENT_MAX_LCORES];  /* ring_size each */
+	uint64_t events_off;
+	/* Written by both, on a line of their own. */
+	alignas(64) uint32_t armed;  /* the client waits to be woken */
+	alignas(64) uint32_t closed; /* the daemon dropped this client */
+};
+
+struct rn_client_status_ep {
+	uint32_t seq;             /* odd while the control thread writes */
+	uint32_t tag;             /* new for every peer bound to this index;
+				   * 0: the entry is free */
+	uint16_t lcore;           /* the worker (submit ring) that owns it */
+	uint8_t state;            /* enum rn_client_ep_state */
+	uint8_t pad;
+	char name[RN_CLIENT_NODE_MAX + 1];
+};
+
+enum rn_client_ep_state {
+	RN_CLIENT_EP_FREE = 0,
+	RN_CLIENT_EP_IDLE,        /* never used: a send asks to connect */
+	RN_CLIENT_EP_CONNECTING,  /* -EAGAIN */
+	RN_CLIENT_EP_NATIVE,      /* sends go */
+	RN_CLIENT_EP_NO_NATIVE,   /* connected without a native channel:
+				   * -ENOTSUP (clients send natively only) */
+	RN_CLIENT_EP_DOWN,        /* failed, waits to reconnect: -ENOTCONN */
+};
+
+struct rn_client_status_page {
+	uint32_t magic;           /* RN_CLIENT_STATUS_MAGIC */
+	uint32_t version;         /* RN_CLIENT_SHM_VERSION */
+	uint32_t n_lcores;
+	uint32_t n_endpoints;     /* entries in use at most */
+	struct {
+		alignas(64) uint32_t sleeping;  /* the lcore may be asleep */
+	} lcore[RN_CLIENT_MAX_LCORES];
+	struct rn_client_status_ep ep[RN_CLIENT_STATUS_ENDPOINTS];
+};
+
+static inline void *
+rn_client_region_at(const struct rn_client_region *r, uint64_t off)
+{
+	return (uint8_t *)(uintptr_t)r + off;
+}
+
+static inline struct rte_ring *
+rn_client_submit_ring(const struct rn_client_region *r, uint32_t lcore)
+{
+	return rn_client_region_at(r, r->submit_off[lcore]);
+}
+
+static inline struct rte_ring *
+rn_client_deliver_ring(const struct rn_client_region *r, uint32_t lcore)
+{
+	return rn_client_region_at(r, r->deliver_off[lcore]);
+}
+
+static inline struct rte_ring *
+rn_client_events_ring(const struct rn_client_region *r)
+{
+	return rn_client_region_at(r, r->events_off);
+}
+
+static inline uint8_t *
+rn_client_send_buf(const struct rn_client_region *r, uint32_t lcore,
+		   uint32_t pos)
+{
+	return (uint8_t *)rn_client_region_at(r, r->send_bufs_off[lcore]) +
+	       (uint64_t)(pos & (r->ring_size - 1)) * r->buf_size;
+}
+
+static inline uint8_t *
+rn_client_recv_buf(const struct rn_client_region *r, uint32_t lcore,
+		   uint32_t pos)
+{
+	return (uint8_t *)rn_client_region_at(r, r->recv_bufs_off[lcore]) +
+	       (uint64_t)(pos & (r->ring_size - 1)) * r->buf_size;
+}
+
+#endif /* RN_CLIENT_SHM_H */

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_LCORE_CLIENT_H
+#define RN_LCORE_CLIENT_H
+
+/*
+ * An attached client process, as the daemon holds it. The control thread
+ * (control/client) makes it at ATTACH, hands it to every lcore with
+ * RN_LCORE_CMD_CLIENT_ADD, and frees it only after every lcore answered
+ * RN_LCORE_CMD_CLIENT_REMOVE with RN_LCORE_EVENT_CLIENT_REMOVED. Between
+ * those, each lcore polls its own submit ring of the region and delivers
+ * to its own deliver ring (rn_client_shm.h); nothing else is written by
+ * two threads.
+ */
+
+#include <stdint.h>
+#include <unistd.h>
+
+#include "rn_client.h"
+#include "rn_client_shm.h"
+
+struct rn_client_link {
+	struct rn_client_region *region;  /* the daemon's mapping */
+	uint64_t region_size;
+	uint32_t client_id;
+	int efd;                  /* the client's eventfd (daemon -> client) */
+	uint8_t agent_len;
+	char agent[RN_CLIENT_AGENT_MAX];
+};
+
+struct rn_lcore;
+
+/* Before the lcores run: the word of lc in the status page that says it
+ * may sleep (a client reads it to know when to write lc's wake eventfd). */
+void rn_lcore_set_client_sleeping(struct rn_lcore *lc, uint32_t *sleeping);
+
+/* Wake the client of link when it armed its eventfd (rn_client_shm.h). Any
+ * thread, after it enqueued for the client. */
+static inline void
+rn_client_link_wake(const struct rn_client_link *link)
+{
+	/* Pairs with the client's store of armed before its last look at
+	 * the rings: either it sees our entry, or we see it armed. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&link->region->armed, __ATOMIC_RELAXED) != 0 &&
+	    __atomic_exchange_n(&link->region->armed, 0,
+				__ATOMIC_SEQ_CST) != 0) {
+		uint64_t one = 1;
+		ssize_t n = write(link->efd, &one, sizeof(one));
+
+		(void)n;
+	}
+}
+
+#endif /* RN_LCORE_CLIENT_H */
