@@ -20,6 +20,10 @@
  * --stall-ms makes the responder a slow application: it stops polling for
  * N ms at the first notification of each one-way run, so the sender meets
  * backpressure; the run must still lose nothing.
+ *
+ *   rnotify-bench --clients SOCKET_A,SOCKET_B ...
+ * measures from client processes of two running daemons instead
+ * (bench_clients.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clients.h"
 #include "rn_daemon.h"
 #include "rn_notify.h"
 
@@ -456,6 +461,10 @@ main(int argc, char **argv)
 	const char *path = NULL;
 	int opt, rc;
 
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--clients") == 0 ||
+		    strncmp(argv[i], "--clients=", 10) == 0)
+			return rn_bench_clients(argc, argv);
 	while ((opt = getopt_long(argc, argv, "c:", options, NULL)) != -1) {
 		switch (opt) {
 		case 'c': path = optarg; break;
