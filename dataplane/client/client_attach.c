@@ -158,8 +158,10 @@ map_shared(struct rn_client *c, const struct attach_reply *r)
 			   PROT_READ | PROT_WRITE, &c->region_len);
 	if (c->region == NULL)
 		return -EPROTO;
+	/* region_size: what the daemon mapped, the region's size rounded up
+	 * to its pages (huge ones, maybe). */
 	if (rn_client_region_check(c->region, c->region_len) != 0 ||
-	    c->region->size != r->info.region_size ||
+	    c->region->size > r->info.region_size ||
 	    c->region->n_lcores != r->info.n_lcores ||
 	    c->region->ring_size != r->info.ring_size ||
 	    c->region->buf_size != r->info.buf_size)
