@@ -266,6 +266,8 @@ def test_daemon_restart():
         tools = [a1, b1]
         assert a1.ask(f"sendwait {p.b} b1 n before 1") == ([], 0)
         assert b1.ask("recv 1 10000")[1] == 1
+        # Taken, and a poll that finds nothing more clears the fd.
+        assert b1.ask("recv 1 0") == ([], 0)
         assert b1.ask("fdready 0") == ([], 0)
         p.restart(1)
         assert b1.ask("fdready 1000") == ([], 1)
