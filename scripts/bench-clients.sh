@@ -46,6 +46,10 @@ dead_after_ms = 10000
 socket = $work/cl-a.sock"
 # The same keys for b, but its own socket.
 sed -i "s|^socket = .*|socket = $work/cl-b.sock|" "$work/cl-b.ini"
+if [[ -n "${RN_BENCH_IDLE_POLLS:-}" ]]; then
+  sed -i "s/^idle = adaptive$/&\nidle_polls = $RN_BENCH_IDLE_POLLS/" \
+    "$work/cl-a.ini" "$work/cl-b.ini"
+fi
 for side in a b; do
   "$rnotifyd" -c "$work/cl-$side.ini" 2>"$work/cl-$side.log" &
   daemons+=($!)
