@@ -14,6 +14,9 @@
 #                        do); rnotifyd and rnotify-tcp-pingpong are taken
 #                        from the same build
 #   RN_BENCH_PORT=N      control ports N and N+1 (default 19621)
+#   RN_BENCH_IDLE_POLLS=N  [dataplane] idle_polls = N in both daemons
+#   RN_BENCH_CLIENT_WRAP="CMD ARGS"  run rnotify-bench under CMD (valgrind:
+#                        scripts/bench-client-instructions.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,7 +68,7 @@ for side in a b; do
 done
 
 status=0
-"$bench" --clients "$work/cl-a.sock,$work/cl-b.sock" --sizes "$sizes" \
+${RN_BENCH_CLIENT_WRAP:-} "$bench" --clients "$work/cl-a.sock,$work/cl-b.sock" --sizes "$sizes" \
   --round-trips "$trips" >"$work/client.md" 2>"$work/client.log" || status=$?
 if [[ $status -ne 0 ]]; then
   echo "bench: the client run failed; its logs:" >&2

@@ -71,17 +71,19 @@ hop_receive(const struct hop *h, const uint8_t *want, uint32_t len,
 	struct rn_client_notification got;
 	int rc;
 
+	/* Wait first, then poll: every poll takes one delivery (what the
+	 * instruction count divides by). */
 	for (;;) {
-		rc = rn_client_poll(h->to, &got, 1);
-		if (rc < 0)
-			return rc;
-		if (rc == 1)
-			break;
 		rc = rn_client_wait(h->to, timeout_ms);
 		if (rc < 0)
 			return rc;
 		if (rc == 0)
 			return -ETIMEDOUT;
+		rc = rn_client_poll(h->to, &got, 1);
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			break;
 	}
 	if (got.msg_len != len || memcmp(got.msg, want, len) != 0 ||
 	    strcmp(got.agent, h->from_agent) != 0 ||
