@@ -23,17 +23,19 @@ min_u32(uint32_t a, uint32_t b)
  * was started beyond (in single-consumer mode it sets head = tail), so
  * the rest of the window is started again, unread: it was taken already.
  */
-static void
+static inline void
 window_finish(struct rte_ring *ring, struct rn_client_deliver *d)
 {
 	struct rn_client_entry skip[RN_CLIENT_POLL_MAX];
-	uint32_t k = rn_client_fifo_count(&d->held) != 0 ?
-		     d->held_pos[d->held.head & d->held.mask] - d->tail :
-		     d->win;
-	uint32_t rest = d->win - k;
+	uint32_t k, rest;
 
+	if (d->win == 0)
+		return;
+	k = rn_client_fifo_count(&d->held) != 0 ?
+	    d->held_pos[d->held.head & d->held.mask] - d->tail : d->win;
 	if (k == 0)
 		return;
+	rest = d->win - k;
 	rte_ring_dequeue_elem_finish(ring, k);
 	d->tail += k;
 	while (rest != 0) {
@@ -50,28 +52,31 @@ window_finish(struct rte_ring *ring, struct rn_client_deliver *d)
 
 /* The delivery at pos of lcore, as the application gets it; false when
  * the lcore wrote something that does not fit its buffer. */
-static bool
+static inline bool
 read_delivery(const struct rn_client *c, uint32_t lcore, uint32_t pos,
 	      struct rn_client_notification *out)
 {
 	const uint8_t *buf = rn_client_recv_buf(c->region, lcore, pos);
-	struct rn_client_recv_hdr hdr;
-	const uint8_t *p = buf + sizeof(hdr);
+	const struct rn_client_recv_hdr *hdr = (const void *)buf;
+	/* Each field read once: the checks hold for what is used. */
+	uint32_t agent_len = __atomic_load_n(&hdr->agent_len, __ATOMIC_RELAXED);
+	uint32_t name_len = __atomic_load_n(&hdr->name_len, __ATOMIC_RELAXED);
+	uint32_t msg_len = __atomic_load_n(&hdr->msg_len, __ATOMIC_RELAXED);
+	const uint8_t *p = buf + sizeof(*hdr);
 
-	memcpy(&hdr, buf, sizeof(hdr));
-	if (hdr.agent_len == 0 || hdr.agent_len > RN_CLIENT_AGENT_MAX ||
-	    sizeof(hdr) + (uint64_t)hdr.agent_len + hdr.name_len +
-	    hdr.msg_len > c->buf_size)
+	if (agent_len == 0 || agent_len > RN_CLIENT_AGENT_MAX ||
+	    sizeof(*hdr) + (uint64_t)agent_len + name_len + msg_len >
+	    c->buf_size)
 		return false;
-	memcpy(out->node, hdr.node, RN_CLIENT_NODE_MAX);
+	memcpy(out->node, hdr->node, sizeof(hdr->node));
 	out->node[RN_CLIENT_NODE_MAX] = '\0';
-	memcpy(out->agent, p, hdr.agent_len);
-	out->agent[hdr.agent_len] = '\0';
-	p += hdr.agent_len;
+	memcpy(out->agent, p, agent_len);
+	out->agent[agent_len] = '\0';
+	p += agent_len;
 	out->name = p;
-	out->name_len = hdr.name_len;
-	out->msg = p + hdr.name_len;
-	out->msg_len = hdr.msg_len;
+	out->name_len = name_len;
+	out->msg = p + name_len;
+	out->msg_len = msg_len;
 	return true;
 }
 

@@ -89,7 +89,8 @@ struct rn_client {
 	bool signaled;            /* we wrote our own eventfd, undrained */
 	bool stray;               /* a producer took `armed` but had not
 				   * written the eventfd when we drained it */
-	uint64_t alive_checked;   /* coarse ns of the last socket check */
+	uint64_t alive_checked;   /* TSC of the last socket check */
+	const struct rn_client_route *last;   /* of the last send */
 	struct rn_client_deliver deliver[RN_CLIENT_MAX_LCORES];
 	struct rn_client_fifo comp_q;
 	struct rn_client_completion *comps;
@@ -112,8 +113,8 @@ struct rn_client {
 /* client_gone.c */
 
 /* -ENOTCONN when the daemon is gone (the socket closed, or the region says
- * closed), else 0. Looks at the socket (one recv() syscall) at most once
- * per tick of the coarse clock; `now` forces a look. */
+ * closed), else 0. Looks at the socket (one recv() syscall) at most about
+ * once a millisecond; `now` forces a look. */
 int rn_client_alive(struct rn_client *c, bool now);
 /* Mark c's daemon gone: every call returns -ENOTCONN from now on, and
  * rn_client_fd() stays readable. Returns -ENOTCONN. */
@@ -131,11 +132,11 @@ int rn_client_request(struct rn_client *c, uint16_t type, const void *body,
 
 /* client_route.c */
 
-/* The route to node (len bytes, 1..RN_CLIENT_NODE_MAX) when its endpoint
- * takes native sends now: 0 and *out; else -EAGAIN (connecting; a RESOLVE
- * started it when idle), -ENOTCONN, -ENOTSUP, -ENOENT as rn_client_send()
- * says. */
-int rn_client_route(struct rn_client *c, const char *node, uint32_t len,
+/* The route to node when its endpoint takes native sends now: 0 and
+ * *out; else -EINVAL (node empty or too long), -EAGAIN (connecting; a
+ * RESOLVE started it when idle), -ENOTCONN, -ENOTSUP, -ENOENT as
+ * rn_client_send() says. */
+int rn_client_route(struct rn_client *c, const char *node,
 		    const struct rn_client_route **out);
 /* Forget node's route (after PEER_REMOVE). */
 void rn_client_route_forget(struct rn_client *c, const char *node,

@@ -152,15 +152,34 @@ check(const struct rn_client *c, const struct rn_client_route *r)
 }
 
 int
-rn_client_route(struct rn_client *c, const char *node, uint32_t len,
+rn_client_route(struct rn_client *c, const char *node,
 		const struct rn_client_route **out)
 {
-	struct rn_client_route *r = &c->routes[route_slot(node, len)];
+	const struct rn_client_route *last = c->last;
+	struct rn_client_route *r;
+	size_t n;
+	uint32_t len;
 	int rc;
 
+	/* The node of the last send: no length, no hash (a send stream
+	 * mostly goes to one node). Equal to a stored name: valid too. */
+	if (last != NULL &&
+	    strncmp(node, last->name, RN_CLIENT_NODE_MAX + 1) == 0) {
+		rc = check(c, last);
+		if (__builtin_expect(rc == 0, 1)) {
+			*out = last;
+			return 0;
+		}
+	}
+	n = strnlen(node, RN_CLIENT_NODE_MAX + 1);
+	if (n == 0 || n > RN_CLIENT_NODE_MAX)
+		return -EINVAL;
+	len = (uint32_t)n;
+	r = &c->routes[route_slot(node, len)];
 	if (route_is(r, node, len)) {
 		rc = check(c, r);
 		if (__builtin_expect(rc == 0, 1)) {
+			c->last = r;
 			*out = r;
 			return 0;
 		}
@@ -168,6 +187,8 @@ rn_client_route(struct rn_client *c, const char *node, uint32_t len,
 			return rc;
 	}
 	/* Not remembered, or changed: look again, in the page first. */
+	if (c->last == r)
+		c->last = NULL;
 	memset(r, 0, sizeof(*r));
 	rc = page_find(c, node, len, r);
 	if (rc == 0)
@@ -187,8 +208,10 @@ rn_client_route(struct rn_client *c, const char *node, uint32_t len,
 	memcpy(r->name, node, len);
 	r->name[len] = '\0';
 	r->name_len = (uint8_t)len;
-	if (rc == 0)
+	if (rc == 0) {
+		c->last = r;
 		*out = r;
+	}
 	return rc;
 }
 
@@ -197,6 +220,9 @@ rn_client_route_forget(struct rn_client *c, const char *node, uint32_t len)
 {
 	struct rn_client_route *r = &c->routes[route_slot(node, len)];
 
-	if (route_is(r, node, len))
+	if (route_is(r, node, len)) {
+		if (c->last == r)
+			c->last = NULL;
 		memset(r, 0, sizeof(*r));
+	}
 }

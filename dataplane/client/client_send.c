@@ -57,22 +57,20 @@ wake_lcore(const struct rn_client *c, uint32_t lcore)
 	}
 }
 
-/* Checks that need no state: the lengths of agent and node, the flags. */
+/* The checks that need no state: agent's length, the flags. The node is
+ * checked by rn_client_route(). */
 static inline int
 check_args(const char *node, const char *agent, uint32_t flags,
-	   uint32_t *node_len, uint32_t *agent_len)
+	   uint32_t *agent_len)
 {
-	size_t n, a;
+	size_t a;
 
 	if (node == NULL || agent == NULL ||
 	    (flags & ~RN_CLIENT_WANT_COMPLETION) != 0)
 		return -EINVAL;
-	n = strnlen(node, RN_CLIENT_NODE_MAX + 1);
 	a = strnlen(agent, RN_CLIENT_AGENT_MAX + 1);
-	if (n == 0 || n > RN_CLIENT_NODE_MAX || a == 0 ||
-	    a > RN_CLIENT_AGENT_MAX)
+	if (a == 0 || a > RN_CLIENT_AGENT_MAX)
 		return -EINVAL;
-	*node_len = (uint32_t)n;
 	*agent_len = (uint32_t)a;
 	return 0;
 }
@@ -84,12 +82,12 @@ rn_client_send_burst(struct rn_client *c, const char *node,
 {
 	const struct rn_client_route *route;
 	struct rn_client_entry e[RN_CLIENT_POLL_MAX];
-	uint32_t node_len, agent_len, pos, room;
+	uint32_t agent_len, pos, room;
 	struct rte_ring *ring;
 	unsigned int fit, done = 0;
 	int rc;
 
-	rc = check_args(node, agent, flags, &node_len, &agent_len);
+	rc = check_args(node, agent, flags, &agent_len);
 	if (rc != 0)
 		return rc;
 	rc = rn_client_alive(c, false);
@@ -110,7 +108,7 @@ rn_client_send_burst(struct rn_client *c, const char *node,
 		return send_bytes(agent_len, out[0].name_len,
 				  out[0].msg_len) > c->buf_size ? -EMSGSIZE :
 		       -EINVAL;
-	rc = rn_client_route(c, node, node_len, &route);
+	rc = rn_client_route(c, node, &route);
 	if (rc != 0)
 		return rc;
 	ring = rn_client_submit_ring(c->region, route->lcore);
