@@ -170,12 +170,22 @@ def test_unknown_node_and_absent_agent():
 
 
 def daemon_usage(daemon):
-    """(RSS in KiB, open descriptors) of a daemon process."""
+    """(RSS in KiB, open descriptors, mappings of client regions) of a
+    daemon process. Regions on hugepages are not in the RSS: their
+    mappings are counted (and the host's free hugepages, by the test)."""
     pid = daemon.proc.pid
     with open(f"/proc/{pid}/status") as f:
         rss = next(int(line.split()[1]) for line in f
                    if line.startswith("VmRSS:"))
-    return rss, len(os.listdir(f"/proc/{pid}/fd"))
+    with open(f"/proc/{pid}/maps") as f:
+        regions = sum("rnotify-client" in line for line in f)
+    return rss, len(os.listdir(f"/proc/{pid}/fd")), regions
+
+
+def free_hugepages():
+    with open("/proc/meminfo") as f:
+        return next(int(line.split()[1]) for line in f
+                    if line.startswith("HugePages_Free:"))
 
 
 KILLS = 100
@@ -229,19 +239,25 @@ def test_kill9_clients_mid_stream():
             victim = None
             if i == 9:
                 baseline = daemon_usage(p.d[0])
+                huge = free_hugepages()
         for t, other in ((a1, b1), (b1, a1)):
             lines, rc = t.answer("stream")
             check_stream(t, lines, rc, [other], 300)
         rounds += 1
-        # The last victims are let go asynchronously: wait for the fds.
-        wait_until("descriptors back",
-                   lambda: daemon_usage(p.d[0])[1] <= baseline[1],
+        # The last victims are let go asynchronously: wait for their
+        # descriptors and regions to go.
+        wait_until("descriptors and regions back",
+                   lambda: (lambda u: u[1] <= baseline[1] and
+                            u[2] <= baseline[2])(daemon_usage(p.d[0])),
                    timeout=20)
-        rss, fds = daemon_usage(p.d[0])
+        rss, fds, regions = daemon_usage(p.d[0])
         note(f"{KILLS} kills, {rounds} rounds of streams; daemon RSS "
              f"{baseline[0]} KiB after 10 kills, {rss} KiB after "
-             f"{KILLS}; fds {baseline[1]} -> {fds}")
+             f"{KILLS}; fds {baseline[1]} -> {fds}; region mappings "
+             f"{baseline[2]} -> {regions}; free hugepages {huge} -> "
+             f"{free_hugepages()}")
         assert rss - baseline[0] <= RSS_SLACK_KIB, (baseline, rss)
+        assert free_hugepages() >= huge, (huge, free_hugepages())
         for t in (a1, b1):
             t.quit()
         sink.kill()
