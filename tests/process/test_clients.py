@@ -238,6 +238,10 @@ def test_kill9_clients_mid_stream():
             victim.proc.wait()
             victim = None
             if i == 9:
+                # Once the victim is let go: a1's region only.
+                wait_until("the 10th victim let go",
+                           lambda: daemon_usage(p.d[0])[2] == 1,
+                           timeout=20)
                 baseline = daemon_usage(p.d[0])
                 huge = free_hugepages()
         for t, other in ((a1, b1), (b1, a1)):
