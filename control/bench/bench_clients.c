@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "bench_clients.h"
+#include "bench_time.h"
 #include "rn_client.h"
 
 #define MAX_SIZES 8
@@ -38,26 +39,17 @@ struct hop {
 	const char *from_agent;
 };
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Send msg on the hop, again while -EAGAIN (ring full, connecting), for
  * up to ms. */
 static int
 hop_send(const struct hop *h, const uint8_t *msg, uint32_t len, uint64_t ms)
 {
-	uint64_t deadline = now_ns() + ms * 1000000ull;
+	uint64_t deadline = rn_bench_now_ns() + ms * 1000000ull;
 	int rc;
 
 	while ((rc = rn_client_send(h->from, h->to_node, h->to_agent, "ping",
 				    4, msg, len, 0, 0)) == -EAGAIN &&
-	       now_ns() < deadline)
+	       rn_bench_now_ns() < deadline)
 		rn_client_wait(h->from, 1);
 	return rc;
 }
@@ -96,14 +88,6 @@ hop_receive(const struct hop *h, const uint8_t *want, uint32_t len,
 	return 0;
 }
 
-static int
-compare_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* One size: WARM_UP + trips round trips A -> B -> A. */
 static int
 measure(const struct hop *ab, const struct hop *ba, uint32_t size,
@@ -116,7 +100,7 @@ measure(const struct hop *ab, const struct hop *ba, uint32_t size,
 	if (rtt == NULL)
 		return -ENOMEM;
 	for (unsigned int i = 0; i < WARM_UP + trips && rc == 0; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = rn_bench_now_ns();
 
 		rc = hop_send(ab, payload, len, 10000);
 		if (rc == 0)
@@ -126,12 +110,12 @@ measure(const struct hop *ab, const struct hop *ba, uint32_t size,
 		if (rc == 0)
 			rc = hop_receive(ba, payload, len, 10000);
 		if (i >= WARM_UP)
-			rtt[i - WARM_UP] = now_ns() - t0;
+			rtt[i - WARM_UP] = rn_bench_now_ns() - t0;
 	}
 	if (rc == 0) {
 		for (unsigned int i = 0; i < trips; i++)
 			sum += rtt[i];
-		qsort(rtt, trips, sizeof(*rtt), compare_u64);
+		qsort(rtt, trips, sizeof(*rtt), rn_bench_compare_u64);
 		printf("| %s | %u | %.1f | %.1f | %.1f |\n", label, size,
 		       rtt[trips / 2] / 1e3, rtt[trips * 99 / 100] / 1e3,
 		       (double)sum / trips / 1e3);

@@ -25,16 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_time.h"
+
 #define WARM_UP 100
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* All of len bytes, or -1 (closed, or an error). */
 static int
@@ -77,14 +70,6 @@ echo(int listen_fd, size_t size)
 		if (io_all(fd, buf, size, false) != 0)
 			return 1;
 	return 0;
-}
-
-static int
-compare_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 int
@@ -142,7 +127,7 @@ main(int argc, char **argv)
 	for (unsigned long i = 0; i < size; i++)
 		buf[i] = (uint8_t)(i * 31u);
 	for (unsigned long i = 0; i < WARM_UP + trips; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = rn_bench_now_ns();
 
 		if (io_all(fd, buf, size, false) != 0 ||
 		    io_all(fd, buf, size, true) != 0) {
@@ -151,13 +136,13 @@ main(int argc, char **argv)
 			return 1;
 		}
 		if (i >= WARM_UP)
-			rtt[i - WARM_UP] = now_ns() - t0;
+			rtt[i - WARM_UP] = rn_bench_now_ns() - t0;
 	}
 	close(fd);
 	waitpid(child, &status, 0);
 	for (unsigned long i = 0; i < trips; i++)
 		sum += rtt[i];
-	qsort(rtt, trips, sizeof(*rtt), compare_u64);
+	qsort(rtt, trips, sizeof(*rtt), rn_bench_compare_u64);
 	printf("tcp %lu bytes: RTT p50 %.1f us, p99 %.1f us, avg %.1f us "
 	       "(%lu round trips)\n", size, rtt[trips / 2] / 1e3,
 	       rtt[trips * 99 / 100] / 1e3, (double)sum / trips / 1e3, trips);

@@ -291,9 +291,14 @@ rn_client_poll(struct rn_client *c, struct rn_client_notification *out,
 	return (int)got;
 }
 
-int
-rn_client_completions(struct rn_client *c, struct rn_client_completion *out,
-		      unsigned int max)
+/*
+ * What rn_client_completions() and rn_client_events() share: take what
+ * the rings hold into c's queues, arm when nothing at all waits, then
+ * move up to max items of the queue q (items of size bytes) to out.
+ */
+static int
+take_queued(struct rn_client *c, struct rn_client_fifo *q, const void *items,
+	    size_t size, void *out, unsigned int max)
 {
 	unsigned int n = 0;
 	int rc = rn_client_alive(c, false);
@@ -301,32 +306,28 @@ rn_client_completions(struct rn_client *c, struct rn_client_completion *out,
 	if (rc != 0)
 		return rc;
 	rn_client_collect(c);
-	if (rn_client_fifo_count(&c->comp_q) == 0 && !rn_client_pending(c) &&
+	if (rn_client_fifo_count(q) == 0 && !rn_client_pending(c) &&
 	    rn_client_arm(c))
 		rn_client_collect(c);
-	while (n < max && rn_client_fifo_count(&c->comp_q) != 0)
-		out[n++] = c->comps[c->comp_q.head++ & c->comp_q.mask];
+	for (; n < max && rn_client_fifo_count(q) != 0; n++)
+		memcpy((uint8_t *)out + n * size,
+		       (const uint8_t *)items + (q->head++ & q->mask) * size,
+		       size);
 	if (n == 0 && rn_client_pending(c))
-		rn_client_keep_readable(c);
+		rn_client_keep_readable(c);   /* the other kinds wait */
 	return (int)n;
+}
+
+int
+rn_client_completions(struct rn_client *c, struct rn_client_completion *out,
+		      unsigned int max)
+{
+	return take_queued(c, &c->comp_q, c->comps, sizeof(*out), out, max);
 }
 
 int
 rn_client_events(struct rn_client *c, struct rn_client_event *out,
 		 unsigned int max)
 {
-	unsigned int n = 0;
-	int rc = rn_client_alive(c, false);
-
-	if (rc != 0)
-		return rc;
-	rn_client_collect(c);
-	if (rn_client_fifo_count(&c->event_q) == 0 && !rn_client_pending(c) &&
-	    rn_client_arm(c))
-		rn_client_collect(c);
-	while (n < max && rn_client_fifo_count(&c->event_q) != 0)
-		out[n++] = c->events[c->event_q.head++ & c->event_q.mask];
-	if (n == 0 && rn_client_pending(c))
-		rn_client_keep_readable(c);
-	return (int)n;
+	return take_queued(c, &c->event_q, c->events, sizeof(*out), out, max);
 }

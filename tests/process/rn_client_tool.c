@@ -109,50 +109,32 @@ cmd_recv(unsigned int want, int timeout_ms)
 	return (int)n;
 }
 
+/* One event (events) or one send report (!events), waiting up to
+ * timeout_ms: printed, 1; or 0. */
 static int
-cmd_event(int timeout_ms)
+cmd_one(bool events, int timeout_ms)
 {
-	struct rn_client_event ev;
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	struct rn_client_completion c;
+	struct rn_client_event ev;
 
 	for (;;) {
-		int k = rn_client_events(C, &ev, 1);
+		int k = events ? rn_client_events(C, &ev, 1) :
+				 rn_client_completions(C, &c, 1);
 		uint64_t t = now_ms();
 
 		if (k < 0)
 			return k;
-		if (k == 1) {
+		if (k == 1 && events)
 			printf("event %u %d %llu %s %s\n", ev.type, ev.status,
 			       (unsigned long long)ev.cookie,
 			       ev.node[0] ? ev.node : "-",
 			       ev.agent[0] ? ev.agent : "-");
-			return 1;
-		}
-		if (t >= deadline)
-			return 0;
-		k = rn_client_wait(C, (int)(deadline - t));
-		if (k < 0)
-			return k;
-	}
-}
-
-static int
-cmd_completion(int timeout_ms)
-{
-	struct rn_client_completion c;
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-
-	for (;;) {
-		int k = rn_client_completions(C, &c, 1);
-		uint64_t t = now_ms();
-
-		if (k < 0)
-			return k;
-		if (k == 1) {
+		else if (k == 1)
 			printf("completion %llu %d\n",
 			       (unsigned long long)c.cookie, c.status);
+		if (k == 1)
 			return 1;
-		}
 		if (t >= deadline)
 			return 0;
 		k = rn_client_wait(C, (int)(deadline - t));
@@ -402,9 +384,9 @@ run(char *line)
 	if (strcmp(a[0], "recv") == 0 && n == 3)
 		return cmd_recv((unsigned int)atoi(a[1]), atoi(a[2]));
 	if (strcmp(a[0], "event") == 0 && n == 2)
-		return cmd_event(atoi(a[1]));
+		return cmd_one(true, atoi(a[1]));
 	if (strcmp(a[0], "completion") == 0 && n == 2)
-		return cmd_completion(atoi(a[1]));
+		return cmd_one(false, atoi(a[1]));
 	if (strcmp(a[0], "wait") == 0 && n == 2)
 		return rn_client_wait(C, atoi(a[1]));
 	if (strcmp(a[0], "fdready") == 0 && n == 2)

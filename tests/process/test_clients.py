@@ -6,6 +6,7 @@ addressing by (node, agent), order per sender, refusals, kill -9 of
 clients in the middle of streams, and a daemon restart under a client.
 Usage: test_clients.py RNOTIFYD   (RN_CLIENT_TOOL names the client tool)"""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -87,6 +88,29 @@ class Tool:
         self.proc.wait()
 
 
+@contextlib.contextmanager
+def pair_with_tools(tag):
+    """A ClientPair and the list of Tools a test attaches to it; on the
+    way out (a failure included) every tool and daemon still running is
+    killed. A test that passes quits its tools and stops the pair itself
+    (stop_clean), which fails unless each exits 0."""
+    p = ClientPair(tag)
+    tools = []
+    try:
+        yield p, tools
+    finally:
+        for t in tools:
+            t.kill()
+        for d in p.d:
+            d.kill()
+
+
+def stop_clean(p, tools):
+    for t in tools:
+        t.quit()
+    p.stop()
+
+
 def check_stream(tool, lines, rc, senders, count):
     """A stream's answer: rc 0, no fault, count from each sender."""
     bad = [line for line in lines if line.startswith("bad")]
@@ -117,35 +141,24 @@ def test_every_notification_reaches_the_agent_it_names():
     of the other node, interleaved at random: each gets exactly what was
     sent to it, from the agent that sent it, in order per sender."""
     rng = seeded_random()
-    p = ClientPair("ad")
-    tools = []
-    try:
-        tools = [Tool(p.a, "agent-a1"), Tool(p.a, "agent-a2"),
-                 Tool(p.b, "agent-b1"),
-                 Tool(p.b, "a-36-character-uuid-like-nixl-agent00")]
+    with pair_with_tools("ad") as (p, tools):
+        tools += [Tool(p.a, "agent-a1"), Tool(p.a, "agent-a2"),
+                  Tool(p.b, "agent-b1"),
+                  Tool(p.b, "a-36-character-uuid-like-nixl-agent00")]
         a, b = tools[:2], tools[2:]
         targets = {t: b for t in a}
         targets.update({t: a for t in b})
         run_streams(tools, targets, 2000, rng.randrange(1 << 31))
-        for t in tools:
-            t.quit()
-        p.stop()
-    finally:
-        for t in tools:
-            t.kill()
-        for d in p.d:
-            d.kill()
+        stop_clean(p, tools)
 
 
 def test_unknown_node_and_absent_agent():
     """A node the daemon does not know: -ENOENT. A notification to an
     agent that is not attached there: a REFUSED event with its cookie and
     the absent agent; nothing is delivered to the others."""
-    p = ClientPair("re")
-    tools = []
-    try:
+    with pair_with_tools("re") as (p, tools):
         a1, b1 = Tool(p.a, "a1"), Tool(p.b, "b1")
-        tools = [a1, b1]
+        tools += [a1, b1]
         assert a1.ask("send no-such-node b1 n m 1 0") == ([], -ENOENT)
         assert a1.ask(f"sendwait {p.b} ghost n m 77") == ([], 0)
         lines, rc = a1.ask("event 10000")
@@ -159,14 +172,7 @@ def test_unknown_node_and_absent_agent():
         lines, rc = b1.ask("recv 1 10000")
         assert rc == 1 and lines == [f"got {p.a} a1 n hello"], lines
         assert b1.ask("recv 1 200") == ([], 0)
-        for t in tools:
-            t.quit()
-        p.stop()
-    finally:
-        for t in tools:
-            t.kill()
-        for d in p.d:
-            d.kill()
+        stop_clean(p, tools)
 
 
 def daemon_usage(daemon):
@@ -197,6 +203,22 @@ KILLS = 100
 RSS_SLACK_KIB = 4096
 
 
+def attach_victim(node):
+    """A Tool attached to node as "victim": the last victim's name is free
+    once every lcore of the daemon let go of it (milliseconds), so an
+    attach that says -EADDRINUSE is tried again, for 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        victim = Tool(node, "victim", expect_attach=False)
+        if victim.first != f"attach-error {-EADDRINUSE}" or \
+                time.monotonic() > deadline:
+            break
+        victim.proc.wait()
+        time.sleep(0.01)
+    assert victim.first == f"attached {node}", victim.first
+    return victim
+
+
 def test_kill9_clients_mid_stream():
     """kill -9 of a client flooding the other node, KILLS times, each
     under the same agent name (free again each time), while two other
@@ -204,11 +226,9 @@ def test_kill9_clients_mid_stream():
     order, and the daemon's descriptors come back to what they were and
     its RSS stays flat."""
     rng = seeded_random()
-    p = ClientPair("k9")
-    tools, victim = [], None
-    try:
+    with pair_with_tools("k9") as (p, tools):
         a1, b1, sink = Tool(p.a, "a1"), Tool(p.b, "b1"), Tool(p.b, "sink")
-        tools = [a1, b1, sink]
+        tools += [a1, b1, sink]
         sink.start("drain 100000")
         baseline = None
         rounds = 0
@@ -222,21 +242,15 @@ def test_kill9_clients_mid_stream():
                 seed = rng.randrange(1 << 31)
                 a1.start(f"stream {b1.me} 300 300 {seed} 120")
                 b1.start(f"stream {a1.me} 300 300 {seed} 120")
-            victim = Tool(p.a, "victim", expect_attach=False)
-            deadline = time.monotonic() + 10
-            while victim.first == f"attach-error {-EADDRINUSE}" and \
-                    time.monotonic() < deadline:
-                # The last one's name is freed once every lcore let go.
-                time.sleep(0.01)
-                victim = Tool(p.a, "victim", expect_attach=False)
-            assert victim.first == f"attached {p.a}", victim.first
+            victim = attach_victim(p.a)
+            tools.append(victim)   # killed on the way out, if need be
             victim.start(f"flood {p.b} sink")
             line = victim.proc.stdout.readline().strip()
             assert line == "flooding", line
             time.sleep(rng.random() * 0.02)
             victim.proc.send_signal(signal.SIGKILL)
             victim.proc.wait()
-            victim = None
+            tools.remove(victim)
             if i == 9:
                 # Once the victim is let go: a1's region only.
                 wait_until("the 10th victim let go",
@@ -262,28 +276,18 @@ def test_kill9_clients_mid_stream():
              f"{free_hugepages()}")
         assert rss - baseline[0] <= RSS_SLACK_KIB, (baseline, rss)
         assert free_hugepages() >= huge, (huge, free_hugepages())
-        for t in (a1, b1):
-            t.quit()
-        sink.kill()
-        p.stop()
-    finally:
-        if victim is not None:
-            victim.kill()
-        for t in tools:
-            t.kill()
-        for d in p.d:
-            d.kill()
+        sink.kill()   # it drains for ever
+        tools.remove(sink)
+        stop_clean(p, tools)
 
 
 def test_daemon_restart():
     """kill -9 of the daemon under an attached client: its next call says
     -ENOTCONN, its fd is readable; once the daemon is back it attaches
     again (same process, same agent) and sends."""
-    p = ClientPair("rs")
-    tools = []
-    try:
+    with pair_with_tools("rs") as (p, tools):
         a1, b1 = Tool(p.a, "a1"), Tool(p.b, "b1")
-        tools = [a1, b1]
+        tools += [a1, b1]
         assert a1.ask(f"sendwait {p.b} b1 n before 1") == ([], 0)
         assert b1.ask("recv 1 10000")[1] == 1
         # Taken, and a poll that finds nothing more clears the fd.
@@ -297,14 +301,7 @@ def test_daemon_restart():
         assert b1.ask(f"sendwait {p.a} a1 n after 2") == ([], 0)
         lines, rc = a1.ask("recv 1 10000")
         assert rc == 1 and lines == [f"got {p.b} b1 n after"], lines
-        for t in tools:
-            t.quit()
-        p.stop()
-    finally:
-        for t in tools:
-            t.kill()
-        for d in p.d:
-            d.kill()
+        stop_clean(p, tools)
 
 
 if __name__ == "__main__":
