@@ -18,6 +18,7 @@ from rntest import Pair, note, run_tests, seeded_random, wait_until
 TOOL = os.environ.get("RN_CLIENT_TOOL", "")
 ENOENT, EADDRINUSE, ENOTCONN = 2, 98, 107
 REFUSED = 5   # RN_CLIENT_EVENT_REFUSED
+DEAD_AFTER_MS = 5000
 
 
 def socket_of(name):
@@ -26,13 +27,17 @@ def socket_of(name):
 
 class ClientPair(Pair):
     """A Pair whose daemons serve clients on a socket in the test's
-    folder."""
+    folder. A peer counts as dead after DEAD_AFTER_MS of silence, not
+    rntest's 300: floods of notifications on two cores can starve a
+    control thread that long, and the streams here must not see their
+    endpoint fail."""
 
     def text(self, i):
         return super().text(i) + \
             f"[client]\nsocket = {socket_of(self.names[i])}\n"
 
     def __init__(self, tag, **node):
+        node.setdefault("dead_after", DEAD_AFTER_MS)
         super().__init__(tag, **node)
         for name in self.names:
             wait_until(f"{name}'s client socket",
