@@ -79,7 +79,8 @@ reply(int fd, uint16_t type, int32_t status, const void *body, uint32_t len,
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	memcpy(buf, &hdr, sizeof(hdr));
-	memcpy(buf + sizeof(hdr), body, len);
+	if (len != 0)
+		memcpy(buf + sizeof(hdr), body, len);
 	if (n_fds != 0) {
 		struct cmsghdr *cm;
 
@@ -300,7 +301,9 @@ lcore_put(uint32_t lcore, struct rn_client_entry e, const void *buf,
 
 	if (rte_ring_free_count(r) == 0)
 		return -ENOBUFS;
-	memcpy(rn_client_recv_buf(F.region, lcore, r->prod.head), buf, len);
+	if (len != 0)
+		memcpy(rn_client_recv_buf(F.region, lcore, r->prod.head), buf,
+		       len);
 	assert_int_equal(rte_ring_enqueue_elem(r, &e, sizeof(e)), 0);
 	rn_client_link_wake(&F.link);
 	return 0;
