@@ -112,10 +112,11 @@ rn_client_wait(struct rn_client *c, int timeout_ms)
 		if (n < 0)
 			return errno == EINTR ? -EINTR : -errno;
 		/* The socket readable: the daemon closed it (it sends
-		 * nothing unasked). */
-		rc = rn_client_alive(c, true);
-		if (rc != 0)
-			return rc;
+		 * nothing unasked). Looked at only then: a syscall. */
+		for (int i = 0; i < n; i++)
+			if (ev[i].data.fd == c->sock &&
+			    (rc = rn_client_alive(c, true)) != 0)
+				return rc;
 		if (rn_client_pending(c))
 			return 1;
 		/* Woken for nothing (a late write we drained around):
