@@ -88,7 +88,10 @@ stash_refused(struct rn_client *c, uint32_t lcore, uint32_t pos,
 	struct rn_client_event *ev =
 		&c->events[c->event_q.tail++ & c->event_q.mask];
 
-	memcpy(ev, rn_client_recv_buf(c->region, lcore, pos), sizeof(*ev));
+	/* Within its own buffer, however small the daemon made them. */
+	memset(ev, 0, sizeof(*ev));
+	memcpy(ev, rn_client_recv_buf(c->region, lcore, pos),
+	       sizeof(*ev) < c->buf_size ? sizeof(*ev) : c->buf_size);
 	ev->type = RN_CLIENT_EVENT_REFUSED;
 	ev->cookie = e->cookie;
 	ev->node[RN_CLIENT_NODE_MAX] = '\0';
