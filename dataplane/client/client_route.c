@@ -27,7 +27,7 @@ struct ep_view {
  * are of one write. with_name: copy the name too (searching), or not
  * (checking a remembered route by its tag, which is new for every peer).
  */
-static void
+static inline void
 ep_read(const struct rn_client_status_ep *ep, struct ep_view *v,
 	bool with_name)
 {
@@ -73,7 +73,7 @@ route_is(const struct rn_client_route *r, const char *node, uint32_t len)
 
 /* The state of a route's endpoint as a send sees it: 0 (native) or the
  * send's error; -ESTALE when the entry is no longer this node's. */
-static int
+static inline int
 state_rc(const struct rn_client *c, const struct ep_view *v, uint32_t tag)
 {
 	if (v->tag != tag || v->tag == 0)
@@ -142,7 +142,7 @@ resolve(struct rn_client *c, const char *node, uint32_t len,
 	return 0;
 }
 
-static int
+static inline int
 check(const struct rn_client *c, const struct rn_client_route *r)
 {
 	struct ep_view v;

@@ -82,7 +82,7 @@ rn_client_send_burst(struct rn_client *c, const char *node,
 {
 	const struct rn_client_route *route;
 	struct rn_client_entry e[RN_CLIENT_POLL_MAX];
-	uint32_t agent_len, pos, room;
+	uint32_t agent_len, pos;
 	struct rte_ring *ring;
 	unsigned int fit, done = 0;
 	int rc;
@@ -113,20 +113,18 @@ rn_client_send_burst(struct rn_client *c, const char *node,
 		return rc;
 	ring = rn_client_submit_ring(c->region, route->lcore);
 	while (done < fit) {
-		unsigned int k = fit - done;
+		unsigned int k = fit - done < RN_CLIENT_POLL_MAX ? fit - done :
+				 RN_CLIENT_POLL_MAX;
 
-		/* We are the ring's only producer: its head is where our
-		 * next entry goes, and a free position's buffer is ours (the
-		 * lcore finishes an entry only after it copied the buffer
-		 * out). */
-		room = rte_ring_free_count(ring);
-		if (k > room)
-			k = room;
-		if (k > RN_CLIENT_POLL_MAX)
-			k = RN_CLIENT_POLL_MAX;
+		/* Take k positions (the producer side of the peek API; we
+		 * are the ring's only producer), write their buffers, then
+		 * their entries: a free position's buffer is ours, since the
+		 * lcore finishes an entry only after it copied its buffer
+		 * out. */
+		k = rte_ring_enqueue_burst_elem_start(ring, k, NULL);
 		if (k == 0)
 			break;
-		pos = ring->prod.head;
+		pos = ring->prod.head - k;
 		for (unsigned int i = 0; i < k; i++) {
 			const struct rn_client_out *o = &out[done + i];
 
@@ -139,7 +137,7 @@ rn_client_send_burst(struct rn_client *c, const char *node,
 				.cookie = o->cookie };
 		}
 		/* Release: the buffers are written before the entries show. */
-		rte_ring_enqueue_bulk_elem(ring, e, sizeof(e[0]), k, NULL);
+		rte_ring_enqueue_elem_finish(ring, e, sizeof(e[0]), k);
 		done += k;
 	}
 	if (done == 0)
