@@ -17,7 +17,7 @@ from rntest import Pair, note, run_tests, seeded_random, wait_until
 
 TOOL = os.environ.get("RN_CLIENT_TOOL", "")
 ENOENT, EADDRINUSE, ENOTCONN = 2, 98, 107
-REFUSED = 5   # RN_CLIENT_EVENT_REFUSED
+PEER_DOWN, PEER_RESTARTED, REFUSED = 1, 3, 5   # enum rn_client_event_type
 DEAD_AFTER_MS = 5000
 
 
@@ -303,6 +303,17 @@ def test_daemon_restart():
         assert b1.ask(f"send {p.a} a1 n m 1 0") == ([], -ENOTCONN)
         assert b1.ask("wait 1000") == ([], -ENOTCONN)
         assert b1.ask("reattach") == ([], 0)
+        # The other node's client heard of it: down, then restarted (a new
+        # incarnation), for node b.
+        seen = []
+        while PEER_RESTARTED not in seen:
+            lines, rc = a1.ask("event 20000")
+            assert rc == 1, f"events so far {seen}: {lines}"
+            ev = lines[0].split()
+            assert ev[4] == p.b, lines
+            seen.append(int(ev[1]))
+        assert seen[0] == PEER_DOWN, seen
+        note(f"a1's events for {p.b}: {seen}")
         assert b1.ask(f"sendwait {p.a} a1 n after 2") == ([], 0)
         lines, rc = a1.ask("recv 1 10000")
         assert rc == 1 and lines == [f"got {p.b} b1 n after"], lines
