@@ -14,11 +14,14 @@
 #include "rn_nic.h"
 
 /*
- * Limits of the device and its wire. A message travels as one frame, so
- * the largest message is also the largest frame payload a connection may
- * announce; a larger one closes the connection before anything is
- * allocated. The project's largest message is a notification slot
- * (64 KiB); ConnectX allows 1 GiB.
+ * Limits of the device and its wire. A message travels as one frame: the
+ * sim's path MTU is its largest message, so RN_SIM_MAX_MSG bounds every
+ * frame's payload, and frames that carry no data (ACK, NAK, RNR NAK) carry
+ * none. A header that announces more closes the connection before
+ * anything is allocated. The project's largest message is a notification
+ * slot (64 KiB) today; transfers are cut into messages of at most this
+ * (ConnectX allows 1 GiB). The one constant: raise it here, and the wire's
+ * bound follows.
  */
 #define RN_SIM_MAX_MSG (1u << 20)             /* the sim's max_msg_sz */
 /* Inbound connections no QP has taken a frame from yet (strangers, or a
@@ -27,6 +30,18 @@
 /* An accepted connection sends its HELLO by then, or is closed; as the
  * control port's default connect_timeout_ms. */
 #define RN_SIM_WIRE_HELLO_TIMEOUT_MS 1000
+/*
+ * Who may connect: a HELLO names the caller's device and a token, and is
+ * taken only when a QP of this device is connected (RTR or RTS) to that
+ * device with that token (struct rn_nic_addr's token, which the control
+ * plane derives per endpoint in its authenticated handshake). Frames then
+ * reach only the QPs of that endpoint; a connection whose token no
+ * connected QP has any longer (the endpoint closed) is closed within
+ * RN_SIM_WIRE_SWEEP_MS. Refused connections are logged at most
+ * RN_SIM_WIRE_REFUSALS_LOGGED_PER_S a second, with a count of the rest.
+ */
+#define RN_SIM_WIRE_SWEEP_MS 100
+#define RN_SIM_WIRE_REFUSALS_LOGGED_PER_S 10
 
 struct rn_sim_stats {
 	uint64_t frames_sent;
@@ -40,7 +55,10 @@ struct rn_sim_stats {
 	uint64_t cq_overruns;
 	/* Inbound wire connections closed: */
 	uint64_t wires_bad_hello;     /* first frame not a well-formed HELLO */
-	uint64_t wires_oversize;      /* a frame announced over RN_SIM_MAX_MSG */
+	uint64_t wires_bad_token;     /* HELLO for no connected QP */
+	uint64_t wires_stale;         /* no connected QP has its token now */
+	uint64_t wires_oversize;      /* a frame announced more than its type
+				       * carries (RN_SIM_MAX_MSG at most) */
 	uint64_t wires_hello_timeout; /* no HELLO within the deadline */
 	uint64_t wires_evicted;       /* oldest unmatched, to make room */
 };
