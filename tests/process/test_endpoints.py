@@ -183,7 +183,7 @@ def test_simultaneous_connect_leaves_one_endpoint():
         d = Daemon(name, text=node_text(
             name, free_port(), [(peer_name, "127.0.0.1", fake.port)],
             nic=SLOW_QPS, dead_after=FAKE_PEER_DEAD_AFTER_MS,
-            connect_timeout=10000))
+            connect_timeout=10000, secret=None))   # we play HELLO only
         try:
             d.wait_running()
             port = status(name)["control_port"]
@@ -314,7 +314,7 @@ def test_endpoint_churn_leaks_nothing():
     # about.
     d = Daemon(name, text=node_text(name, 0, [], nic=SLOW_QPS,
                                     dead_after=FAKE_PEER_DEAD_AFTER_MS,
-                                    connect_timeout=10000))
+                                    connect_timeout=10000, secret=None))
     try:
         d.wait_running()
         port = status(name)["control_port"]
