@@ -11,6 +11,7 @@ Prints TAP. Usage: test_strangers.py RNOTIFYD"""
 import os
 import re
 import secrets
+import shutil
 import socket
 import struct
 import subprocess
@@ -372,6 +373,35 @@ def test_bad_secret_files_are_refused():
                            capture_output=True, text=True, timeout=30)
         assert p.returncode != 0, (keys, p.stdout)
         assert error in p.stderr, (keys, p.stderr)
+
+
+def test_examples_name_the_secret_setup_writes():
+    """Every example configuration names ~/.config/rnotify/secret, the file
+    scripts/setup.sh writes, in the home of whoever runs the daemon: with
+    it there (mode 0600), --check-config passes; without it, it fails
+    naming the file it looked for."""
+    examples = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            "..", "..", "config", "examples")
+    home = os.path.join(TMP, "home")
+    key_dir = os.path.join(home, ".config", "rnotify")
+    env = dict(os.environ, HOME=home)
+    for example in ("rnotifyd.ini", "pair-a.ini", "pair-b.ini"):
+        path = os.path.join(examples, example)
+        with open(path) as f:
+            assert "secret_file = ~/.config/rnotify/secret\n" in f.read()
+        if os.path.exists(key_dir):
+            shutil.rmtree(key_dir)
+        p = subprocess.run([RNOTIFYD, "--check-config", path], env=env,
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode != 0, (example, p.stdout)
+        assert f"{key_dir}/secret': No such file" in p.stderr, p.stderr
+        os.makedirs(key_dir)
+        # As scripts/setup.sh does it.
+        subprocess.run(["bash", "-c", "umask 077 && openssl rand -hex 32 > "
+                        f"{key_dir}/secret"], check=True)
+        p = subprocess.run([RNOTIFYD, "--check-config", path], env=env,
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, (example, p.stderr)
 
 
 def test_unproven_callee_cannot_close_or_refuse_our_call():
