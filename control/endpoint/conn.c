@@ -28,6 +28,7 @@
 #define READS_PER_EVENT 16   /* then let other connections have a turn */
 
 static void conn_io(struct rn_control *ctl, void *arg, uint32_t events);
+static void readable(struct rn_conn *c);
 
 void
 rn_conn_enter(struct rn_conn *c, enum rn_conn_phase phase)
@@ -208,10 +209,15 @@ rn_conn_accepted(struct rn_conn_pool *pool, int fd, const struct sockaddr *sa,
 	}
 	evict_pending(pool);
 	c = conn_new(pool, fd, false, peer, sa);
-	if (c != NULL) {
-		c->accepted_ms = rn_now_ms();
-		rn_conn_enter(c, RN_CONN_WAIT_HELLO);
-	}
+	if (c == NULL)
+		return NULL;
+	c->accepted_ms = rn_now_ms();
+	rn_conn_enter(c, RN_CONN_WAIT_HELLO);
+	/* A caller sends its first frame with its connect: often it is in
+	 * already. Taken now, a HELLO (or a CHALLENGE answered) moves the
+	 * connection on before the next accept counts what is pending, so
+	 * a burst of callers from one address is not judged a flood. */
+	readable(c);
 	return c;
 }
 

@@ -119,9 +119,10 @@ struct rn_conn {
  * (not a numeric address), -ENOMEM or -errno of socket() or connect(). */
 int rn_conn_connect(struct rn_conn_pool *pool, const char *address,
 		    uint16_t port, struct rn_conn **out);
-/* Take an accepted fd; NULL (fd closed) when out of memory, or when the
- * caller's address has its RN_CONN_MAX_PENDING_PER_ADDRESS handshakes in
- * progress already (one rate-limited log line says so). */
+/* Take an accepted fd, and read what it sent already (the layer above
+ * hears of it, and may close it). NULL (fd closed) when out of memory, or
+ * when the caller's address has its RN_CONN_MAX_PENDING_PER_ADDRESS
+ * handshakes in progress already (one rate-limited log line says so). */
 struct rn_conn *rn_conn_accepted(struct rn_conn_pool *pool, int fd,
 				 const struct sockaddr *sa, socklen_t len);
 /* Queue a frame; a queue over RN_CONN_TX_MAX fails the connection. */

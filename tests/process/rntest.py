@@ -47,8 +47,17 @@ def _secret_file():
 
 # Every config written here names it unless told otherwise (secret=None:
 # a node whose callers need not prove anything, for fake peers that speak
-# the protocol without the challenge exchange).
+# the protocol without the challenge exchange). With it comes
+# accept_unknown = true: a caller that proves the secret under a name the
+# node does not configure gets an endpoint, as without a secret, which the
+# hubs of the tests rely on (test_strangers.py says otherwise where it
+# tests the names).
 SECRET_FILE, SECRET_KEY = _secret_file()
+
+
+def secret_keys(path):
+    """The [control] keys of a node with the secret in path."""
+    return f"secret_file = {path}\naccept_unknown = true\n"
 
 
 def unique(tag):
@@ -69,10 +78,10 @@ def config(name, extra="", secret=SECRET_FILE):
     control = "" if "[control]" in extra else "[control]\nport = 0\n"
     if secret is not None:
         if "[control]\n" in extra:
-            extra = extra.replace("[control]\n",
-                                  f"[control]\nsecret_file = {secret}\n", 1)
+            extra = extra.replace("[control]\n", "[control]\n" +
+                                  secret_keys(secret), 1)
         else:
-            control += f"secret_file = {secret}\n"
+            control += secret_keys(secret)
     notify = "" if "[notify]" in extra else \
         "[notify]\nslots = 16\nslot_size = 4096\n"
     return write_config(name, f"[dataplane]\nname = {name}\nmemory_mb = 32\n"
@@ -99,7 +108,7 @@ def node_text(name, port, peers, listen="127.0.0.1", nic="",
             f"connect_timeout_ms = {connect_timeout}\n"
             f"reconnect_min_ms = 20\nreconnect_max_ms = 200\n")
     if secret is not None:
-        text += f"secret_file = {secret}\n"
+        text += secret_keys(secret)
     for peer, address, peer_port in peers:
         text += (f"[peer {peer}]\naddress = {address}\nport = {peer_port}\n"
                  f"connect = {connect}\n")
@@ -160,6 +169,15 @@ def endpoints(name):
             return out
         assert e["next"] > start, e
         start = e["next"]
+
+
+def rss_kib(pid):
+    """A process's resident memory, in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
 
 
 def lcore_counters(name):

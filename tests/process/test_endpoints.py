@@ -16,8 +16,9 @@ import subprocess
 import rnproto
 from rntest import (DEAD_AFTER_MS, FAKE_PEER_DEAD_AFTER_MS, NOTIFY, SLOW_QPS,
                     Daemon, Pair, endpoint, endpoints, free_port,
-                    lcore_counters, node_text, run_tests, skip_unless, status,
-                    stop_all, unique, wait_connected, wait_until)
+                    lcore_counters, node_text, rss_kib, run_tests,
+                    skip_unless, status, stop_all, unique, wait_connected,
+                    wait_until)
 
 # How late the declaration may come: one tick (half a heartbeat), plus
 # scheduling on a busy 2-core machine. The daemon measures the silence
@@ -248,7 +249,8 @@ def test_mute_peer_does_not_stall_the_others():
         e = wait_until("the mute peer given up on", lambda: (
             lambda e: e if "timed out" in e["last_error"] else None)(
             endpoint(p_name, "mute")))
-        assert "waiting for ACCEPT timed out" in e["last_error"], e
+        # With the tests' secret, our call waits for its ANSWER first.
+        assert "waiting for ANSWER timed out" in e["last_error"], e
         assert endpoint(p_name, good)["state"] == "connected"
     finally:
         for c in held:
@@ -293,14 +295,6 @@ def test_bad_frames_close_only_their_connection():
 
 def fd_count(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 CHURN_CYCLES = 1000

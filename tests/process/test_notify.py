@@ -1450,7 +1450,7 @@ def test_offer_to_notifications_off_is_refused():
     off = unique("no")
     d = Daemon(off, text=node_text(off, 0, [], notify=notify_cfg(
         "enabled = false\n"), dead_after=FAKE_PEER_DEAD_AFTER_MS,
-        connect_timeout=10000))
+        connect_timeout=10000, secret=None))   # fake peers: no challenge
     try:
         d.wait_running()
         s, caps = call(status(off)["control_port"], "asker")
@@ -1475,7 +1475,8 @@ def test_crossing_offers_the_first_name_goes_on():
         d = Daemon(hub, text=node_text(
             hub, 0, [], nic=SLOW_QPS,
             notify=notify_cfg("endpoints_per_lcore = 1\n"),
-            dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000))
+            dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000,
+            secret=None))   # fake peers: no challenge
         held = []
         try:
             d.wait_running()

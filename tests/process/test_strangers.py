@@ -20,9 +20,10 @@ import time
 import rnproto
 from rntest import (FAKE_PEER_DEAD_AFTER_MS, RNOTIFYD, SECRET_FILE, SLOW_QPS,
                     TMP, Daemon, endpoint, endpoints, free_port,
-                    lcore_counters, node_text, run_tests, seeded_random,
-                    status, stop_all, unique, wait_connected, wait_until,
-                    write_config)
+                    lcore_counters, node_text, rss_kib, run_tests,
+                    seeded_random,
+                    secret_keys, status, stop_all, unique, wait_connected,
+                    wait_until, write_config)
 
 DATA_QP = [(rnproto.QP_DATA, 0x100, 0)]
 
@@ -40,8 +41,9 @@ def secret_file(tag, mode=0o600):
 
 def with_secret(text, path, more=""):
     """node_text() with [control] secret_file = path (and more keys) in
-    place of the tests' secret."""
-    line = f"secret_file = {SECRET_FILE}\n"
+    place of the tests' secret and its accept_unknown = true: here the
+    names are under test."""
+    line = secret_keys(SECRET_FILE)
     assert line in text, text
     return text.replace(line, f"secret_file = {path}\n{more}", 1)
 
@@ -105,13 +107,6 @@ def listener(host, port=0):
     s.listen(64)
     return s
 
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def expect_refusal(sock, code):
