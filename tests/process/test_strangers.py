@@ -660,8 +660,8 @@ def flood(port, sources, each, stop, opened):
 # A configured peer that restarts is connected again this soon, flood or
 # not (a handshake takes milliseconds; this leaves room for a loaded
 # machine). Without the caps, it waits for the strangers' handshake
-# budget (10 s here) to run out.
-RECONNECT_BOUND_S = 5
+# budget (10 s here) to run out: 9 s and more.
+RECONNECT_BOUND_S = 6
 
 
 def test_hello_flood_while_a_peer_reconnects():
@@ -708,20 +708,22 @@ def test_hello_flood_while_a_peer_reconnects():
                    lambda: len(opened[1]) == len(sources) * each)
         time.sleep(0.5)   # their handshakes under way
         da.kill()
-        t0 = time.monotonic()
+        killed = time.monotonic()
         da = Daemon(a, text=with_secret(
             node_text(a, pa, [(b, "127.0.0.1", pb)]), path))
         da.wait_running()
+        t0 = time.monotonic()   # a calls b from now on
         wait_until("a connected again through the flood", lambda: (
             lambda e: e["state"] == "connected" and e["generation"] > gen)(
                 endpoint(b, a)), timeout=RECONNECT_BOUND_S)
-        took = time.monotonic() - t0
+        took = time.monotonic() - killed
         assert lcore_counters(b) == qps, (lcore_counters(b), qps)
         seconds = time.monotonic() - t0 + 1
         stop.set()
         flooder.join()
         lines = db.stderr().count("\n") - lines_before
-        print(f"# peer back in {took:.2f} s under a flood of {opened[0]} "
+        print(f"# peer back {took:.2f} s after its kill (start-up "
+              f"included) under a flood of {opened[0]} "
               f"connections from {len(sources)} addresses, {each} at once "
               f"from each; callee logged {lines} lines")
         assert lines <= 10 * (int(seconds) + 4) + 20, lines
