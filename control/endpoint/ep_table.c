@@ -292,16 +292,18 @@ page_write(struct rn_plane *pl, const struct rn_endpoint *ep,
 	RTE_BUILD_BUG_ON(sizeof(rte_seqcount_t) != sizeof(e->seq));
 	RTE_BUILD_BUG_ON(RN_CLIENT_STATUS_ENDPOINTS != RN_MAX_ENDPOINTS);
 	RTE_BUILD_BUG_ON(RN_CLIENT_NODE_MAX + 1 != RN_EP_NAME_SIZE);
-	if (e->tag == ep->tag && e->state == state && e->lcore == ep->lcore &&
-	    strncmp(e->name, name, sizeof(e->name)) == 0)
-		return;   /* what clients see is unchanged */
-	rte_seqcount_write_begin(seq);
-	e->tag = ep->tag;
-	e->lcore = (uint16_t)ep->lcore;
-	e->state = state;
-	memset(e->name, 0, sizeof(e->name));
-	memcpy(e->name, name, strnlen(name, sizeof(e->name) - 1));
-	rte_seqcount_write_end(seq);
+	/* Written only when what clients see changed: a seq that moves
+	 * means a change. */
+	if (e->tag != ep->tag || e->state != state || e->lcore != ep->lcore ||
+	    strncmp(e->name, name, sizeof(e->name)) != 0) {
+		rte_seqcount_write_begin(seq);
+		e->tag = ep->tag;
+		e->lcore = (uint16_t)ep->lcore;
+		e->state = state;
+		memset(e->name, 0, sizeof(e->name));
+		memcpy(e->name, name, strnlen(name, sizeof(e->name) - 1));
+		rte_seqcount_write_end(seq);
+	}
 	if (ep->tag != 0 && ep->index >= pl->page_n)
 		pl->page_n = ep->index + 1;
 	while (pl->page_n > 0 && page->ep[pl->page_n - 1].tag == 0)

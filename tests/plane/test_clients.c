@@ -677,7 +677,7 @@ test_remove_connected(void **state)
 	struct rn_ph_plane *h = f->h;
 	struct rn_client_status_ep e;
 	struct rn_ep_info info;
-	uint32_t tag, closes;
+	uint32_t tag, closes, seq;
 
 	assert_int_equal(peer_add(f, H_PEER_NAME, "127.0.0.1", 9), 0);
 	rn_ph_peer_connect(h, CAPS, true);   /* it calls us */
@@ -715,6 +715,23 @@ test_remove_connected(void **state)
 	rn_ph_peer_connect(h, CAPS, true);
 	assert_int_equal(__atomic_load_n(&h->last_peer_tag, __ATOMIC_ACQUIRE),
 			 info.tag);
+	assert_int_equal(page_n(f), 2);
+
+	/* The page handed over again: no entry a client sees is rewritten,
+	 * and n_endpoints still follows the table when one below the
+	 * highest changes. */
+	assert_int_equal(peer_add(f, "other", "127.0.0.1", 10), 0);
+	assert_int_equal(page_n(f), 3);
+	seq = f->page->ep[1].seq;
+	rn_ph_call(h, set_clients, f);
+	assert_int_equal(page_n(f), 3);
+	assert_int_equal(f->page->ep[1].seq, seq);
+	rn_ph_peer_close(h);   /* a peer we call that closed: idle */
+	wait_page(f, 1, RN_CLIENT_EP_IDLE, &e);
+	assert_true(e.seq > seq);
+	assert_int_equal(page_n(f), 3);
+	assert_int_equal(peer_remove(f, "other"), 0);
+	wait_page(f, 2, RN_CLIENT_EP_FREE, &e);
 	assert_int_equal(page_n(f), 2);
 }
 
