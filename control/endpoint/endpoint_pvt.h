@@ -205,7 +205,7 @@ void rn_ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
 /* Tell the clients' observer event (enum rn_client_event_type) of ep. */
 void rn_ep_tell(struct rn_plane *pl, struct rn_endpoint *ep, int event);
 /* Close ep on purpose (shutdown, removal): CLOSE to the peer, its
- * connections closed, QPs retired; closed it stays. */
+ * connection closed, QPs retired, no retry; closed it stays. */
 void rn_ep_close(struct rn_plane *pl, struct rn_endpoint *ep, const char *why);
 /* Start our own call to a configured peer (or loop back to this node). */
 void rn_ep_connect(struct rn_plane *pl, struct rn_endpoint *ep);
