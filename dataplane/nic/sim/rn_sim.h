@@ -45,6 +45,20 @@ struct rn_sim_stats {
 	uint64_t wires_evicted;       /* oldest unmatched, to make room */
 };
 
+/*
+ * One QP's counters (rn_sim_qp_stats()): the READ limits and the
+ * hold-back fault at work. Counted from the QP's creation.
+ */
+struct rn_sim_qp_stats {
+	uint32_t reads_outstanding;     /* READs sent, response not yet in */
+	uint32_t reads_outstanding_max; /* the most at once */
+	uint64_t read_waits;            /* the requester waited: max_rd_atomic */
+	uint64_t fence_waits;           /* a fenced WQE waited for READs */
+	uint64_t reads_refused;         /* responder: over max_dest_rd_atomic */
+	uint64_t frames_held;           /* requests held back by the fault */
+	uint32_t frames_held_now;       /* of which not yet released */
+};
+
 /* Break every wire to remote and refuse new ones until restored. */
 int rn_sim_wire_cut(struct rn_nic *nic, const struct rn_nic_addr *remote);
 int rn_sim_wire_restore(struct rn_nic *nic, const struct rn_nic_addr *remote);
@@ -52,6 +66,23 @@ int rn_sim_wire_restore(struct rn_nic *nic, const struct rn_nic_addr *remote);
 /* Hold every frame sent to remote for delay_us (0: no delay). */
 int rn_sim_wire_delay(struct rn_nic *nic, const struct rn_nic_addr *remote,
 		      uint32_t delay_us);
+
+/*
+ * The ordering fault: qp's request frames (SEND, WRITE, READ requests,
+ * resends too) are held back on the QP, in order, while every other QP's
+ * go on; replies it makes as responder are not held. rn_sim_qp_hold()
+ * holds them until rn_sim_qp_release(), which lets them go in order on the
+ * next progress; rn_sim_qp_delay() holds each for delay_us from the moment
+ * it was made (0: off). The QP still runs its ACK timer: a hold longer
+ * than its timeout makes it resend (the resends held too), and one longer
+ * than all its retries fails it, TRANSPORT_RETRY_EXC. A QP that leaves RTS
+ * drops what it held. Owning lcore only. Returns 0, or -EINVAL for a QP
+ * not of the sim.
+ */
+int rn_sim_qp_hold(struct rn_qp *qp);
+int rn_sim_qp_delay(struct rn_qp *qp, uint32_t delay_us);
+int rn_sim_qp_release(struct rn_qp *qp);
+void rn_sim_qp_stats(const struct rn_qp *qp, struct rn_sim_qp_stats *out);
 
 /* A local fault: qp enters ERR and flushes its outstanding WQEs. */
 int rn_sim_qp_fail(struct rn_nic *nic, struct rn_qp *qp);

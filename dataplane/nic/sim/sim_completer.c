@@ -116,9 +116,14 @@ receive_read_resp(struct sim_qp *sqp, const struct sim_frame_hdr *h,
 	if (f->psn != h->psn || f->opcode != MLX5_OPCODE_RDMA_READ)
 		return;   /* a duplicate response to a resent READ */
 	rn_sim_wqe_parse(sqp, f->bb, &w);
+	/* Its memory may have gone since the READ went out: checked again. */
 	if (rn_sim_wqe_gather(sqp, &w, NULL, &capacity,
 			      RN_ACCESS_LOCAL_WRITE) != 0) {
 		rn_sim_completer_fail(sqp, 0, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+		return;
+	}
+	if (h->length != capacity) {   /* not what was asked */
+		rn_sim_completer_fail(sqp, 0, MLX5_CQE_SYNDROME_BAD_RESP_ERR);
 		return;
 	}
 	rn_sim_wqe_scatter(sqp, &w, data, h->length);
@@ -188,7 +193,10 @@ rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 void
 rn_sim_completer_timeout(struct sim_qp *sqp)
 {
-	if (sqp->state != RN_QP_RTS || sqp->req_state != SIM_REQ_SEND ||
+	/* A requester waiting for READs waits for this very timer too. */
+	if (sqp->state != RN_QP_RTS ||
+	    (sqp->req_state != SIM_REQ_SEND &&
+	     sqp->req_state != SIM_REQ_WAIT_READS) ||
 	    sqp->inflight_count == 0 || sqp->conn.timeout == 0 ||
 	    sqp->ctx->now_ns < sqp->deadline_ns)
 		return;

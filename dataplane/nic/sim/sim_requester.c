@@ -4,13 +4,103 @@
  * each a request frame with the next PSN, and keeps them in flight for the
  * completer. Told by the completer (enum sim_req_state), it waits out an
  * RNR NAK and goes back N: every WQE in flight is executed again, with the
- * same PSNs. A WQE it cannot execute the first time completes in error here.
+ * same PSNs. It starts no READ past max_rd_atomic and no fenced WQE behind
+ * READs: it waits (WAIT_READS), as hardware does. A WQE it cannot execute
+ * the first time completes in error here. Under the hold-back fault its
+ * frames wait on the QP (enum sim_hold).
  */
 #include <rte_byteorder.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim_wqe_pvt.h"
+
+static const char *const req_state_names[] = {
+	[SIM_REQ_SEND] = "SEND", [SIM_REQ_RNR_WAIT] = "RNR_WAIT",
+	[SIM_REQ_RESEND] = "RESEND", [SIM_REQ_WAIT_READS] = "WAIT_READS",
+};
+
+const char *
+rn_sim_req_state_name(enum sim_req_state state)
+{
+	return req_state_names[state];
+}
+
+static const char *const hold_names[] = {
+	[SIM_HOLD_OFF] = "OFF", [SIM_HOLD_DELAY] = "DELAY",
+	[SIM_HOLD_ALL] = "ALL",
+};
+
+const char *
+rn_sim_hold_name(enum sim_hold hold)
+{
+	return hold_names[hold];
+}
+
+/* Queue a request frame on the QP under the hold-back fault. */
+static void
+hold_frame(struct sim_qp *sqp, const struct sim_frame_hdr *h,
+	   const void *payload)
+{
+	size_t plen = payload != NULL ? h->length : 0;
+	struct sim_held_frame *f = malloc(sizeof(*f) + plen);
+
+	if (f == NULL)
+		return;   /* lost, as on a wire: the retries recover */
+	f->due_ns = sqp->hold == SIM_HOLD_DELAY ?
+		    sqp->ctx->now_ns + sqp->hold_delay_ns : UINT64_MAX;
+	f->next = NULL;
+	f->h = *h;
+	if (plen > 0)
+		memcpy(f->payload, payload, plen);
+	if (sqp->held_tail != NULL)
+		sqp->held_tail->next = f;
+	else
+		sqp->held = f;
+	sqp->held_tail = f;
+	sqp->stats.frames_held++;
+	sqp->stats.frames_held_now++;
+}
+
+/* Send a request frame: to the wire, or behind those held back. */
+static void
+transmit(struct sim_qp *sqp, const struct sim_frame_hdr *h,
+	 const void *payload)
+{
+	if (likely(sqp->hold == SIM_HOLD_OFF && sqp->held == NULL))
+		rn_sim_wire_send(sqp->ctx, &sqp->remote, h, payload);
+	else
+		hold_frame(sqp, h, payload);
+}
+
+/* Let the held frames that are due go, oldest first. */
+static void
+release_due(struct sim_qp *sqp)
+{
+	while (sqp->held != NULL && sqp->held->due_ns <= sqp->ctx->now_ns) {
+		struct sim_held_frame *f = sqp->held;
+
+		rn_sim_wire_send(sqp->ctx, &sqp->remote, &f->h,
+				 f->h.length != 0 ? f->payload : NULL);
+		sqp->held = f->next;
+		if (sqp->held == NULL)
+			sqp->held_tail = NULL;
+		sqp->stats.frames_held_now--;
+		free(f);
+	}
+}
+
+void
+rn_sim_requester_hold(struct sim_qp *sqp, enum sim_hold hold,
+		      uint64_t delay_ns)
+{
+	sqp->hold = hold;
+	sqp->hold_delay_ns = delay_ns;
+	if (hold == SIM_HOLD_OFF)
+		for (struct sim_held_frame *f = sqp->held; f != NULL;
+		     f = f->next)
+			f->due_ns = 0;
+}
 
 /* Make room in ctx->scratch for len bytes. */
 static uint8_t *
@@ -74,7 +164,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn)
 	}
 	if (rc != 0)
 		return rc;
-	rn_sim_wire_send(ctx, &sqp->remote, &h, payload);
+	transmit(sqp, &h, payload);
 	return 0;
 }
 
@@ -117,6 +207,31 @@ resend_all(struct sim_qp *sqp)
 	rn_sim_ack_timer_start(sqp);
 }
 
+/*
+ * May w start now? A READ waits while max_rd_atomic READs are out, a
+ * fenced WQE while any is (the completer retires them). Else the
+ * requester enters WAIT_READS, counted once per wait.
+ */
+static bool
+may_start(struct sim_qp *sqp, const struct sim_wqe *w)
+{
+	uint32_t below;
+
+	if (w->fence && sqp->reads_out > 0) {
+		below = 1;
+		sqp->stats.fence_waits++;
+	} else if (w->opcode == MLX5_OPCODE_RDMA_READ &&
+		   sqp->reads_out >= sqp->max_rd_atomic) {
+		below = sqp->max_rd_atomic;
+		sqp->stats.read_waits++;
+	} else {
+		return true;
+	}
+	sqp->wait_reads_below = below;
+	sqp->req_state = SIM_REQ_WAIT_READS;
+	return false;
+}
+
 /* Execute the WQEs the doorbell record passed, up to SIM_EXEC_BUDGET. */
 static unsigned int
 send_new(struct sim_qp *sqp)
@@ -131,6 +246,8 @@ send_new(struct sim_qp *sqp)
 		struct sim_wqe w;
 		int rc = rn_sim_wqe_parse(sqp, sqp->sq_next, &w);
 
+		if (rc == 0 && !may_start(sqp, &w))
+			return done;
 		if (rc == 0)
 			rc = execute(sqp, &w, sqp->next_psn);
 		if (rc != 0) {
@@ -145,6 +262,9 @@ send_new(struct sim_qp *sqp)
 					       .opcode = w.opcode,
 					       .signaled = w.signaled };
 		sqp->inflight_count++;
+		if (w.opcode == MLX5_OPCODE_RDMA_READ &&
+		    ++sqp->reads_out > sqp->stats.reads_outstanding_max)
+			sqp->stats.reads_outstanding_max = sqp->reads_out;
 		sqp->next_psn = (sqp->next_psn + 1) & 0xffffff;
 		sqp->sq_next += w.nbb;
 		done++;
@@ -159,8 +279,15 @@ rn_sim_requester_run(struct sim_qp *sqp)
 		return rn_sim_qp_flush_new(sqp);
 	if (sqp->state != RN_QP_RTS)
 		return 0;
+	if (unlikely(sqp->held != NULL))
+		release_due(sqp);
 	for (;;) {
 		switch (sqp->req_state) {
+		case SIM_REQ_WAIT_READS:
+			if (sqp->reads_out >= sqp->wait_reads_below)
+				return 0;
+			sqp->req_state = SIM_REQ_SEND;
+			break;
 		case SIM_REQ_RNR_WAIT:
 			if (sqp->ctx->now_ns < sqp->rnr_resume_ns)
 				return 0;

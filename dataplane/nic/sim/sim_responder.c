@@ -5,6 +5,18 @@
  * as the wire would drop it: the requester's retries then run out. Behind
  * the expected PSN it is a duplicate (acknowledged again, READs re-read);
  * ahead of it, dropped until the requester goes back.
+ *
+ * Checks, in the order of rxe's responder (and IBA 9.7.5.2), each failure
+ * a class C error: the NAK goes back, the QP enters ERR:
+ *   1. the QP grants the operation (RTR access): else NAK invalid request
+ *      (REMOTE_INVAL_REQ at the requester);
+ *   2. resources: a receive WQE for SEND and WRITE_IMM (else RNR NAK,
+ *      nothing done), a READ resource, max_dest_rd_atomic of them (else
+ *      NAK invalid request);
+ *   3. the rkey names a live registration that grants the access and
+ *      holds [raddr, raddr + length): else NAK remote access error
+ *      (REMOTE_ACCESS); a WRITE_IMM's receive WQE then completes with
+ *      LOCAL_ACCESS, as a ConnectX reports it.
  */
 #include <rte_byteorder.h>
 #include <string.h>
@@ -123,15 +135,24 @@ execute_send(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	reply(ctx, wire, sqp, SIM_FRAME_ACK, h->psn, 0, NULL, 0);
 }
 
+/* Check 3: the rkey grants access to the dma_len bytes at raddr. */
+static bool
+rkey_grants(struct sim_ctx *ctx, const struct sim_frame_hdr *h,
+	    uint32_t access)
+{
+	return rn_sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len, access) !=
+	       NULL;
+}
+
 static void
 execute_write(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	      const struct sim_frame_hdr *h, const uint8_t *payload)
 {
-	if (rn_sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
-			    RN_ACCESS_REMOTE_WRITE) == NULL ||
-	    !(sqp->conn.access & RN_ACCESS_REMOTE_WRITE)) {
-		fail(ctx, wire, sqp, h->psn, 0, false,
-		     MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	bool imm = h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
+
+	if (!rkey_grants(ctx, h, RN_ACCESS_REMOTE_WRITE)) {
+		fail(ctx, wire, sqp, h->psn, MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR,
+		     imm, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 		return;
 	}
 	memcpy((void *)(uintptr_t)h->raddr, payload, h->dma_len);
@@ -141,29 +162,60 @@ execute_write(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	reply(ctx, wire, sqp, SIM_FRAME_ACK, h->psn, 0, NULL, 0);
 }
 
-static bool
-read_allowed(struct sim_ctx *ctx, const struct sim_qp *sqp,
-	     const struct sim_frame_hdr *h)
-{
-	return rn_sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
-			       RN_ACCESS_REMOTE_READ) != NULL &&
-	       (sqp->conn.access & RN_ACCESS_REMOTE_READ);
-}
-
+/*
+ * A READ: its response is made at once, and holds one of the QP's
+ * max_dest_rd_atomic READ resources until it is handed to the wire at the
+ * end of this progress (rn_sim_responder_sent()). A requester that keeps
+ * within its max_rd_atomic, no more than this, never finds them taken:
+ * it starts a READ only once an earlier response reached it. A duplicate
+ * (a resent READ) re-reads in the resource it had.
+ */
 static void
 execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	     const struct sim_frame_hdr *h, bool duplicate)
 {
-	if (!read_allowed(ctx, sqp, h)) {
+	if (!duplicate && sqp->resp_reads >= sqp->max_dest_rd_atomic) {
+		sqp->stats.reads_refused++;
+		fail(ctx, wire, sqp, h->psn, 0, false,
+		     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+		return;
+	}
+	if (!rkey_grants(ctx, h, RN_ACCESS_REMOTE_READ)) {
 		if (!duplicate)
 			fail(ctx, wire, sqp, h->psn, 0, false,
 			     MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 		return;
 	}
-	if (!duplicate)
+	if (!duplicate) {
 		sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
+		sqp->resp_reads++;
+	}
 	reply(ctx, wire, sqp, SIM_FRAME_READ_RESP, h->psn, 0,
 	      (const void *)(uintptr_t)h->raddr, h->dma_len);
+}
+
+void
+rn_sim_responder_sent(struct sim_qp *sqp)
+{
+	sqp->resp_reads = 0;
+}
+
+/* Check 1: may the peer ask this QP for opcode at all (RTR access)? */
+static bool
+qp_grants(const struct sim_qp *sqp, uint8_t opcode)
+{
+	switch (opcode) {
+	case MLX5_OPCODE_RDMA_WRITE:
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+		return (sqp->conn.access & RN_ACCESS_REMOTE_WRITE) != 0;
+	case MLX5_OPCODE_RDMA_READ:
+		return (sqp->conn.access & RN_ACCESS_REMOTE_READ) != 0;
+	case MLX5_OPCODE_SEND:
+	case MLX5_OPCODE_SEND_IMM:
+		return true;
+	default:
+		return false;   /* not an opcode this device executes */
+	}
 }
 
 /* A request from sqp's peer, well formed: execute it in PSN order. */
@@ -188,6 +240,11 @@ execute_request(struct sim_ctx *ctx, struct sim_wire *wire,
 			      (sqp->expected_psn - 1) & 0xffffff, 0, NULL, 0);
 		return;
 	}
+	if (!qp_grants(sqp, h->opcode)) {
+		fail(ctx, wire, sqp, h->psn, 0, false,
+		     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+		return;
+	}
 	switch (h->opcode) {
 	case MLX5_OPCODE_SEND:
 	case MLX5_OPCODE_SEND_IMM:
@@ -207,12 +264,9 @@ execute_request(struct sim_ctx *ctx, struct sim_wire *wire,
 	case MLX5_OPCODE_RDMA_WRITE:
 		execute_write(ctx, wire, sqp, h, payload);
 		return;
-	case MLX5_OPCODE_RDMA_READ:
+	default:   /* READ: qp_grants() knows no other */
 		execute_read(ctx, wire, sqp, h, false);
 		return;
-	default:
-		fail(ctx, wire, sqp, h->psn, 0, false,
-		     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
 	}
 }
 

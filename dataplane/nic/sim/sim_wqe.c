@@ -40,6 +40,8 @@ rn_sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w)
 	w->ds = qpn_ds & 0x3f;
 	w->nbb = rn_sim_wqe_bbs(w->ds);
 	w->signaled = (ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) != 0;
+	/* Bits 7:5, the fence mode: any fence waits for the READs before. */
+	w->fence = (ctrl->fm_ce_se & 0xe0) != 0;
 	w->imm = ctrl->imm;
 	min_ds = opcode_min_ds(w->opcode);
 	if (((opmod_idx_opcode >> 8) & 0xffff) != (bb & 0xffff) ||

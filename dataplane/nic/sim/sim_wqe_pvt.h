@@ -15,6 +15,7 @@ struct sim_wqe {
 	uint32_t ds;
 	uint32_t nbb;
 	bool signaled;
+	bool fence;                /* wait for earlier READs to complete */
 	uint32_t imm;
 	uint64_t raddr;
 	uint32_t rkey;
