@@ -88,8 +88,9 @@ struct sim_inflight {
  * The completer moves it out of SEND: an RNR NAK to RNR_WAIT, an ACK timeout
  * to RESEND; the requester moves it back once it has resent. The requester
  * itself enters WAIT_READS when the next WQE may not start yet (a READ
- * over max_rd_atomic, or a fenced WQE behind READs, IBA 9.4.4 and
- * 10.8.3.3), and leaves it once the completer retired enough READs.
+ * over max_rd_atomic, or a fenced WQE behind READs: hardware waits for
+ * both, as qib's requester does), and leaves it once the completer
+ * retired enough READs.
  */
 enum sim_req_state {
 	SIM_REQ_SEND,             /* execute WQEs as the doorbell passes them */

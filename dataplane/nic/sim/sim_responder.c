@@ -6,8 +6,8 @@
  * the expected PSN it is a duplicate (acknowledged again, READs re-read);
  * ahead of it, dropped until the requester goes back.
  *
- * Checks, in the order of rxe's responder (and IBA 9.7.5.2), each failure
- * a class C error: the NAK goes back, the QP enters ERR:
+ * Checks, in the order of rxe's responder (rxe_resp.c), each failure a
+ * class C error there: the NAK goes back, the QP enters ERR:
  *   1. the QP grants the operation (RTR access): else NAK invalid request
  *      (REMOTE_INVAL_REQ at the requester);
  *   2. resources: a receive WQE for SEND and WRITE_IMM (else RNR NAK,
