@@ -588,6 +588,157 @@ test_fence_waits_for_reads(void **state)
 	assert_true(st.fence_waits >= 1);
 }
 
+/* Both QPs connected again with path MTU mtu (an IBV_MTU_* value), a
+ * 1 ms ACK timeout and every retry. */
+static void
+reconnect_mtu(struct pair *p, uint8_t mtu, uint8_t timeout)
+{
+	struct end_info ia = { .addr = p->a.addr, .qpn = p->a.qp.qpn };
+	struct end_info ib = { .addr = p->b.addr, .qpn = p->b.qp.qpn };
+	struct rn_qp_connect ca = rn_harness_connect_params(&ib);
+	struct rn_qp_connect cb = rn_harness_connect_params(&ia);
+
+	ca.remote.mtu = cb.remote.mtu = mtu;
+	ca.timeout = cb.timeout = timeout;
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RESET,
+					  NULL), 0);
+	assert_int_equal(rn_nic_qp_modify(p->b.nic, &p->b.qp, RN_QP_RESET,
+					  NULL), 0);
+	assert_int_equal(rn_harness_connect(&p->a, &ca), 0);
+	assert_int_equal(rn_harness_connect(&p->b, &cb), 0);
+}
+
+/*
+ * Messages go as packets of the path MTU, one frame and one PSN each: a
+ * WRITE, a READ's response, a SEND into a receive WQE of several
+ * segments, and a WRITE_IMM, at a 256-byte MTU and odd sizes, arrive
+ * byte exact, in as many frames as packets.
+ */
+static void
+test_packets_of_the_path_mtu(void **state)
+{
+	static const uint32_t sizes[] = { 1, 255, 256, 257, 4097, 65535 };
+	struct pair *p = *state;
+	struct rn_sim_stats before, after;
+	struct rn_wc wc;
+
+	rng = rn_test_seed("test_packets_of_the_path_mtu", 1807) | 1;
+	reconnect_mtu(p, IBV_MTU_256, 18);
+	for (unsigned int i = 0; i < RTE_DIM(sizes); i++) {
+		uint32_t len = sizes[i];
+
+		rn_sim_stats(p->a.nic, &before);
+		write_then_read_back(p, 3 * i, 7 * i, len, 10 * i);
+		rn_sim_stats(p->a.nic, &after);
+		/* WRITE packets and the READ request went out. */
+		assert_int_equal(after.frames_sent - before.frames_sent,
+				 (len + 255) / 256 + 1);
+	}
+	/* A SEND of 1000 bytes into four segments of 300, 300, 300, 100. */
+	{
+		struct rn_sge r[4];
+		struct rn_sge s = { (uintptr_t)p->abuf, 1000, p->amr.lkey };
+		struct rn_wr wr = { .wr_id = 90, .sg_list = &s, .num_sge = 1,
+				    .opcode = RN_WR_SEND_IMM,
+				    .imm = htobe32(4), .flags = RN_WR_SIGNALED };
+
+		for (int i = 0; i < 4; i++)
+			r[i] = (struct rn_sge){
+				(uintptr_t)p->bbuf + MIB + 1000 * i,
+				i == 3 ? 100 : 300, p->bmr.lkey };
+		random_bytes(p->abuf, 1000);
+		assert_int_equal(rn_rq_post(&p->b.qp.rq, r, 4, 91), 0);
+		rn_rq_ring_doorbell(&p->b.qp.rq);
+		assert_int_equal(rn_harness_post(&p->a, &wr), 0);
+		wc = expect_wc(p, &p->b, RN_WC_RECV_IMM, 0, 91);
+		assert_int_equal(wc.byte_len, 1000);
+		assert_int_equal(wc.imm, htobe32(4));
+		for (int i = 0; i < 4; i++)
+			assert_memory_equal(p->bbuf + MIB + 1000 * i,
+					    p->abuf + 300 * i,
+					    i == 3 ? 100 : 300);
+		expect_wc(p, &p->a, RN_WC_SEND, 0, 90);
+	}
+	/* A WRITE_IMM of 10,000 bytes: one receive CQE, at its last packet. */
+	{
+		struct rn_sge s = { (uintptr_t)p->abuf, 10000, p->amr.lkey };
+
+		random_bytes(p->abuf, 10000);
+		assert_int_equal(rn_harness_post_recv(&p->b, NULL, 0,
+						      p->bmr.lkey, 92), 0);
+		assert_int_equal(rn_sq_post_rdma(&p->a.qp.sq, RN_WR_WRITE_IMM, &s,
+						 (uintptr_t)p->bbuf + 2 * MIB,
+						 p->bmr.rkey, htobe32(6),
+						 RN_WR_SIGNALED, 93), 0);
+		rn_sq_ring_doorbell(&p->a.qp.sq);
+		wc = expect_wc(p, &p->b, RN_WC_RECV_WRITE_IMM, 0, 92);
+		assert_int_equal(wc.byte_len, 10000);
+		assert_memory_equal(p->bbuf + 2 * MIB, p->abuf, 10000);
+		expect_wc(p, &p->a, RN_WC_WRITE, 0, 93);
+		expect_no_wc(p, &p->b, 10);
+	}
+}
+
+/*
+ * Go-back-N across packets: a delayed wire and a 1 ms ACK timeout make
+ * the requester resend multi-packet WRITEs, WRITE_IMMs and READs while
+ * their first packets are still on the way. Every byte lands once, every
+ * message completes once.
+ */
+static void
+test_resent_packets_land_once(void **state)
+{
+	struct pair *p = *state;
+	struct rn_sim_stats stats;
+	struct rn_wc wc[8];
+	unsigned int got = 0, recvs = 0;
+
+	rng = rn_test_seed("test_resent_packets_land_once", 1808) | 1;
+	reconnect_mtu(p, IBV_MTU_1024, 8);   /* 1 ms, 7 retries */
+	assert_int_equal(rn_sim_wire_delay(p->a.nic, &p->b.addr, 3000), 0);
+	random_bytes(p->abuf, 3 * 20000);
+	random_bytes(p->bbuf + MIB, 20000);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(rn_harness_post_recv(&p->b, NULL, 0,
+						      p->bmr.lkey, 50 + i), 0);
+	post_rdma(&p->a, RN_WR_WRITE, p->abuf, 20000, p->amr.lkey,
+		  (uintptr_t)p->bbuf, p->bmr.rkey, RN_WR_SIGNALED, 1);
+	{
+		struct rn_sge s = { (uintptr_t)p->abuf + 20000, 20000,
+				    p->amr.lkey };
+
+		assert_int_equal(rn_sq_post_rdma(&p->a.qp.sq, RN_WR_WRITE_IMM, &s,
+						 (uintptr_t)p->bbuf + 20000,
+						 p->bmr.rkey, htobe32(9),
+						 RN_WR_SIGNALED, 2), 0);
+	}
+	post_rdma(&p->a, RN_WR_READ, p->abuf + READ_AT, 20000, p->amr.lkey,
+		  (uintptr_t)p->bbuf + MIB, p->bmr.rkey, RN_WR_SIGNALED, 3);
+	while (got < 3) {
+		unsigned int n = rn_harness_wait(p->ends, &p->a, wc + got,
+						 3 - got, WAIT_MS);
+
+		if (n == 0)
+			fail_msg("the requester's WQEs did not complete");
+		got += n;
+	}
+	for (unsigned int i = 0; i < 3; i++) {
+		print_wc(&wc[i]);
+		assert_int_equal(wc[i].status, 0);
+		assert_int_equal(wc[i].wr_id, i + 1);
+	}
+	assert_memory_equal(p->bbuf, p->abuf, 40000);
+	assert_memory_equal(p->abuf + READ_AT, p->bbuf + MIB, 20000);
+	recvs = rn_harness_wait(p->ends, &p->b, wc, 2, 50);
+	assert_int_equal(recvs, 1);   /* the WRITE_IMM's, once */
+	assert_int_equal(wc[0].wr_id, 50);
+	assert_int_equal(wc[0].imm, htobe32(9));
+	rn_sim_stats(p->a.nic, &stats);
+	print_message("# %lu resends\n", (unsigned long)stats.retransmits);
+	assert_true(stats.retransmits > 0);
+	assert_int_equal(rn_sim_wire_delay(p->a.nic, &p->b.addr, 0), 0);
+}
+
 /* A second connected QP on each end, on the ends' CQs. */
 static void
 second_qps(struct pair *p, struct rn_qp *qa, struct rn_qp *qb)
@@ -681,13 +832,13 @@ test_hold_back_delays_one_qp_only(void **state)
 	assert_int_equal(wc[0].wr_id, 2);
 	expect_no_wc(p, &p->a, 50);
 	rn_sim_qp_stats(&p->a.qp, &st);
-	assert_int_equal(st.frames_held_now, 1);
+	assert_int_equal(st.frames_held_now, 65536 / 4096);   /* its packets */
 	assert_int_equal(dst[0] | dst[65535], 0);
 	assert_int_equal(rn_sim_qp_release(&p->a.qp), 0);
 	expect_wc(p, &p->a, RN_WC_WRITE, 0, 1);
 	assert_memory_equal(dst, p->abuf, 65536);
 	rn_sim_qp_stats(&p->a.qp, &st);
-	assert_int_equal(st.frames_held, 1);
+	assert_int_equal(st.frames_held, 65536 / 4096);
 	assert_int_equal(st.frames_held_now, 0);
 
 	/* Delayed by 50 ms. */
@@ -754,6 +905,8 @@ main(void)
 		PAIR_TEST(test_max_rd_atomic_one),
 		PAIR_TEST(test_max_dest_rd_atomic_refuses_more),
 		PAIR_TEST(test_fence_waits_for_reads),
+		PAIR_TEST(test_packets_of_the_path_mtu),
+		PAIR_TEST(test_resent_packets_land_once),
 		PAIR_TEST(test_hold_back_delays_one_qp_only),
 		PAIR_TEST(test_hold_back_dropped_on_error),
 	};

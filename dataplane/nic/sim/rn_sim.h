@@ -14,13 +14,15 @@
 #include "rn_nic.h"
 
 /*
- * Limits of the device and its wire. A message travels as one frame, so
- * the largest message is also the largest frame payload a connection may
- * announce; a larger one closes the connection before anything is
- * allocated. The project's largest message is a notification slot
- * (64 KiB); ConnectX allows 1 GiB.
+ * Limits of the device and its wire. A message travels as packets of the
+ * path MTU (at most RN_SIM_MTU bytes, the device port's), one frame and
+ * one PSN each, as on IB; a message is at most RN_SIM_MAX_MSG (larger:
+ * LOCAL_LENGTH), and no frame a connection announces may be larger: it
+ * closes before anything is allocated. The project's largest message is
+ * a notification slot (64 KiB); ConnectX allows 1 GiB.
  */
 #define RN_SIM_MAX_MSG (1u << 20)             /* the sim's max_msg_sz */
+#define RN_SIM_MTU 4096                       /* its port's MTU, bytes */
 /* Inbound connections no QP has taken a frame from yet (strangers, or a
  * peer whose QP is not ready): the oldest is closed to make room. */
 #define RN_SIM_WIRE_MAX_UNMATCHED 32

@@ -88,7 +88,8 @@ sim_query_addr(struct rn_nic *nic, struct rn_nic_addr *out)
 	memcpy(&out->gid[12], &ctx->self.ip, sizeof(ctx->self.ip));
 	out->lid = ctx->self.port;
 	out->port = 1;
-	out->mtu = IBV_MTU_4096;
+	out->mtu = IBV_MTU_4096;   /* RN_SIM_MTU */
+	RTE_BUILD_BUG_ON(RN_SIM_MTU != 4096);
 	return 0;
 }
 

@@ -78,9 +78,36 @@ struct sim_cq {
 /* A WQE sent and not yet acknowledged. */
 struct sim_inflight {
 	uint32_t bb;              /* its first BB, free running */
-	uint32_t psn;
+	uint32_t psn;             /* of its first packet */
+	uint32_t last_psn;        /* of its last (a READ: last response) */
 	uint8_t opcode;
 	bool signaled;
+};
+
+/*
+ * Packets of a message of len bytes at path MTU mtu: each a frame with
+ * its own PSN, all full but the last; at least one (an empty message). A
+ * READ request is one frame and its response these packets, each taking
+ * one of the READ's PSNs, as on IB.
+ */
+static inline uint32_t
+rn_sim_packets(uint32_t len, uint32_t mtu)
+{
+	return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
+/*
+ * The responder's message in progress: the first packet of a request
+ * longer than one was checked and executed; the rest must continue it,
+ * PSN after PSN, each placed at offset.
+ */
+struct sim_rx_msg {
+	bool active;
+	uint8_t opcode;
+	uint32_t offset;          /* bytes placed so far */
+	uint32_t dma_len;         /* the message's */
+	uint64_t raddr;
+	uint32_t rkey;
 };
 
 /*
@@ -143,6 +170,7 @@ struct sim_qp {
 
 	struct rn_qp_connect conn;
 	struct sim_addr remote;
+	uint32_t mtu;             /* path MTU in bytes (RTR): packet payload */
 
 	/* Requester and completer: WQEs in flight, oldest first. */
 	struct sim_inflight *inflight;
@@ -153,6 +181,8 @@ struct sim_qp {
 	uint8_t retries_left;
 	uint8_t rnr_left;
 	uint64_t rnr_resume_ns;
+	uint32_t rd_resp_pkts;    /* of the oldest READ: response packets */
+	uint32_t rd_resp_bytes;   /* and bytes scattered so far */
 	uint8_t max_rd_atomic;    /* READs out at most (RTS) */
 	uint32_t reads_out;       /* READs in flight, response not yet in */
 	uint32_t wait_reads_below;/* WAIT_READS: until reads_out is below */
@@ -162,6 +192,7 @@ struct sim_qp {
 
 	/* Responder. */
 	uint32_t expected_psn;
+	struct sim_rx_msg rx;
 	uint8_t max_dest_rd_atomic;  /* READs it takes at once (RTR) */
 	uint32_t resp_reads;      /* READ responses not yet on the wire */
 

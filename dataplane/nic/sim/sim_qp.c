@@ -167,9 +167,25 @@ reset(struct sim_qp *sqp)
 	sqp->inflight_head = sqp->inflight_count = 0;
 	sqp->reads_out = 0;
 	sqp->resp_reads = 0;
+	sqp->rd_resp_pkts = sqp->rd_resp_bytes = 0;
+	sqp->rx.active = false;
 	sqp->req_state = SIM_REQ_SEND;
 	sqp->deadline_ns = 0;
 	rn_sim_qp_drop_held(sqp);
+}
+
+/* The path MTU in bytes: the peer's port's (IBV_MTU_256 = 1 ..
+ * IBV_MTU_4096 = 5), no more than this device's, RN_SIM_MTU. Both ends
+ * must use the same: the responder makes a READ's response packets by
+ * its own, the requester counts their PSNs by its own (as on IB, where
+ * RTR sets one path MTU for both). */
+static uint32_t
+path_mtu(uint8_t remote)
+{
+	uint32_t mtu = remote >= IBV_MTU_256 && remote <= IBV_MTU_4096 ?
+		       128u << remote : RN_SIM_MTU;
+
+	return RTE_MIN(mtu, (uint32_t)RN_SIM_MTU);
 }
 
 /* READs outstanding: what the connection asks (0: the most the device
@@ -201,6 +217,7 @@ rn_sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp, enum rn_qp_state state
 		rn_sim_addr_from_nic(&conn->remote, &sqp->remote);
 		sqp->expected_psn = conn->remote_psn & 0xffffff;
 		sqp->max_dest_rd_atomic = rd_atomic(conn->max_dest_rd_atomic);
+		sqp->mtu = path_mtu(conn->remote.mtu);
 		break;
 	case RN_QP_RTS:
 		if (sqp->state == RN_QP_RTS) {

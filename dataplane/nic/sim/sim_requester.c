@@ -117,9 +117,15 @@ scratch(struct sim_ctx *ctx, size_t len)
 	return ctx->scratch;
 }
 
-/* Send the request for w with psn. Returns 0 or a local syndrome. */
+/*
+ * Send the request for w from psn on: one frame per packet of the path
+ * MTU, each with the next PSN (a READ: one frame, its response's packets
+ * taking the PSNs). *npsn: the PSNs it takes. Returns 0 or a local
+ * syndrome.
+ */
 static int
-execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn)
+execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn,
+	uint32_t *npsn)
 {
 	struct sim_ctx *ctx = sqp->ctx;
 	struct sim_frame_hdr h = {
@@ -151,7 +157,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn)
 		if (payload == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 		rn_sim_wqe_copy(sqp, w->bb, w->first_data * 16 + 4, payload, total);
-		h.length = h.dma_len = total;
+		h.dma_len = total;
 		rc = 0;
 	} else {
 		rc = rn_sim_wqe_gather(sqp, w, NULL, &total, 0);
@@ -160,11 +166,22 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn)
 			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 		if (rc == 0)
 			rc = rn_sim_wqe_gather(sqp, w, payload, &total, 0);
-		h.length = h.dma_len = total;
+		h.dma_len = total;
 	}
 	if (rc != 0)
 		return rc;
-	transmit(sqp, &h, payload);
+	*npsn = rn_sim_packets(total, sqp->mtu);
+	if (w->opcode == MLX5_OPCODE_RDMA_READ) {
+		transmit(sqp, &h, NULL);
+		return 0;
+	}
+	/* Every packet names the message (opcode, raddr, rkey, dma_len):
+	 * the responder places each at the bytes its predecessors took. */
+	for (uint32_t k = 0, off = 0; k < *npsn; k++, off += sqp->mtu) {
+		h.psn = (psn + k) & 0xffffff;
+		h.length = RTE_MIN(sqp->mtu, total - off);
+		transmit(sqp, &h, payload + off);
+	}
 	return 0;
 }
 
@@ -193,10 +210,11 @@ resend_all(struct sim_qp *sqp)
 	for (uint32_t i = 0; i < sqp->inflight_count; i++) {
 		struct sim_inflight *f = rn_sim_inflight_at(sqp, i);
 		struct sim_wqe w;
+		uint32_t npsn;
 		int rc = rn_sim_wqe_parse(sqp, f->bb, &w);
 
 		if (rc == 0)
-			rc = execute(sqp, &w, f->psn);
+			rc = execute(sqp, &w, f->psn, &npsn);
 		if (rc != 0) {
 			/* Its memory went away since the first try. */
 			rn_sim_completer_fail(sqp, i, (uint8_t)rc);
@@ -244,12 +262,13 @@ send_new(struct sim_qp *sqp)
 						__ATOMIC_ACQUIRE)) & 0xffff;
 	while (((head - sqp->sq_next) & 0xffff) != 0 && done < SIM_EXEC_BUDGET) {
 		struct sim_wqe w;
+		uint32_t npsn = 1;
 		int rc = rn_sim_wqe_parse(sqp, sqp->sq_next, &w);
 
 		if (rc == 0 && !may_start(sqp, &w))
 			return done;
 		if (rc == 0)
-			rc = execute(sqp, &w, sqp->next_psn);
+			rc = execute(sqp, &w, sqp->next_psn, &npsn);
 		if (rc != 0) {
 			fail_unsent(sqp, &w, (uint8_t)rc);
 			return done + 1;
@@ -259,13 +278,15 @@ send_new(struct sim_qp *sqp)
 		*rn_sim_inflight_at(sqp, sqp->inflight_count) =
 			(struct sim_inflight){ .bb = sqp->sq_next,
 					       .psn = sqp->next_psn,
+					       .last_psn = (sqp->next_psn + npsn -
+							    1) & 0xffffff,
 					       .opcode = w.opcode,
 					       .signaled = w.signaled };
 		sqp->inflight_count++;
 		if (w.opcode == MLX5_OPCODE_RDMA_READ &&
 		    ++sqp->reads_out > sqp->stats.reads_outstanding_max)
 			sqp->stats.reads_outstanding_max = sqp->reads_out;
-		sqp->next_psn = (sqp->next_psn + 1) & 0xffffff;
+		sqp->next_psn = (sqp->next_psn + npsn) & 0xffffff;
 		sqp->sq_next += w.nbb;
 		done++;
 	}
