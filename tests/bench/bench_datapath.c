@@ -36,7 +36,8 @@ NOINLINE void
 bench_post_write(struct rn_sq *sq, const struct rn_sge *sge, uint64_t raddr,
 		 uint32_t rkey)
 {
-	rn_sq_post_rdma(sq, RN_WR_WRITE, sge, raddr, rkey, 0, RN_WR_SIGNALED, 0);
+	rn_sq_post_rdma(sq, RN_WR_WRITE, sge, raddr, rkey, 0, RN_WR_SIGNALED,
+			0);
 	rn_sq_ring_doorbell(sq);
 }
 
@@ -47,8 +48,9 @@ bench_post_write_burst(struct rn_sq *sq, const struct rn_sge *sge,
 		       uint64_t raddr, uint32_t rkey)
 {
 	for (int j = 0; j < BURST; j++)
-		rn_sq_post_rdma(sq, RN_WR_WRITE, &sge[j], raddr + sge[j].length * j,
-				rkey, 0, j == BURST - 1 ? RN_WR_SIGNALED : 0,
+		rn_sq_post_rdma(sq, RN_WR_WRITE, &sge[j],
+				raddr + (uint64_t)sge[j].length * j, rkey, 0,
+				j == BURST - 1 ? RN_WR_SIGNALED : 0,
 				(uint64_t)j);
 	rn_sq_ring_doorbell(sq);
 }
@@ -132,8 +134,9 @@ main(void)
 	    rn_harness_open(&b, NULL, 256, NULL) != 0 ||
 	    a.nic->ops->mr_reg(a.nic, abuf, sizeof(abuf), RN_ACCESS_LOCAL_WRITE,
 			       &amr) != 0 ||
-	    b.nic->ops->mr_reg(b.nic, bbuf, sizeof(bbuf), RN_ACCESS_LOCAL_WRITE |
-			       RN_ACCESS_REMOTE_WRITE, &bmr) != 0) {
+	    b.nic->ops->mr_reg(b.nic, bbuf, sizeof(bbuf),
+			       RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE,
+			       &bmr) != 0) {
 		fprintf(stderr, "bench: cannot open the sim devices\n");
 		return 1;
 	}
@@ -190,8 +193,8 @@ main(void)
 		struct rn_wc wc;
 
 		for (int j = 0; j < BURST; j++)
-			chunks[j] = (struct rn_sge){ (uintptr_t)abuf + 4096u * j,
-						     4096, amr.lkey };
+			chunks[j] = (struct rn_sge){
+				(uintptr_t)abuf + 4096u * j, 4096, amr.lkey };
 		bench_post_write_burst(&a.qp.sq, chunks, (uintptr_t)bbuf,
 				       bmr.rkey);
 		await_cqes(ends, &a.cq, 1);

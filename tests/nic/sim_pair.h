@@ -67,8 +67,8 @@ static inline void
 print_wc(const struct rn_wc *wc)
 {
 	print_message("# wc: wr_id %lu qpn 0x%x opcode %u status 0x%x len %u\n",
-		      (unsigned long)wc->wr_id, wc->qp->qpn, wc->opcode, wc->status,
-		      wc->byte_len);
+		      (unsigned long)wc->wr_id, wc->qp->qpn, wc->opcode,
+		      wc->status, wc->byte_len);
 }
 
 /* Wait for one completion on e and check what matters. */

@@ -197,7 +197,8 @@ test_bad_rkey_fails_and_flushes(void **state)
 		  (uintptr_t)p->bbuf, p->bmr.rkey, RN_WR_SIGNALED, 2);
 	post_rdma(&p->a, RN_WR_READ, p->abuf + READ_AT, 64, p->amr.lkey,
 		  (uintptr_t)p->bbuf, p->bmr.rkey, 0, 3);
-	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 1);
+	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR,
+		  1);
 	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 2);
 	expect_wc(p, &p->a, RN_WC_READ, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 3);
 	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
@@ -255,13 +256,15 @@ test_out_of_bounds(void **state)
 	assert_int_equal(rn_nic_mr_reg(p->b.nic, base, 4096, all_access,
 				       &small), 0);
 	for (unsigned int i = 0; i < RTE_DIM(cases); i++) {
-		print_message("# case %u: opcode 0x%x at region %+ld, %u bytes\n",
-			      i, cases[i].opcode,
+		uint8_t *local = p->abuf +
+				 (cases[i].opcode == RN_WR_READ ? READ_AT : 0);
+
+		print_message("# case %u: opcode 0x%x at region %+ld, "
+			      "%u bytes\n", i, cases[i].opcode,
 			      (long)(cases[i].raddr - (uintptr_t)base),
 			      cases[i].len);
-		post_rdma(&p->a, cases[i].opcode,
-			  p->abuf + (cases[i].opcode == RN_WR_READ ? READ_AT : 0),
-			  cases[i].len, p->amr.lkey, cases[i].raddr, small.rkey,
+		post_rdma(&p->a, cases[i].opcode, local, cases[i].len,
+			  p->amr.lkey, cases[i].raddr, small.rkey,
 			  RN_WR_SIGNALED, i);
 		expect_wc(p, &p->a, cases[i].opcode == RN_WR_READ ? RN_WC_READ :
 								   RN_WC_WRITE,
@@ -303,7 +306,8 @@ test_missing_access(void **state)
 	/* What each does not. */
 	post_rdma(&p->a, RN_WR_WRITE, p->abuf, 16, p->amr.lkey, (uintptr_t)r,
 		  ro.rkey, RN_WR_SIGNALED, 3);
-	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 3);
+	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR,
+		  3);
 	reconnect(p, 0, 0, all_access);
 	post_rdma(&p->a, RN_WR_READ, p->abuf + READ_AT, 16, p->amr.lkey,
 		  (uintptr_t)w, wo.rkey, RN_WR_SIGNALED, 4);
@@ -391,7 +395,8 @@ test_message_over_the_frame_bound(void **state)
 	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, 1);
 	reconnect(p, 0, 0, all_access);
 	post_rdma(&p->a, RN_WR_READ, p->abuf + READ_AT, RN_SIM_MAX_MSG + 1,
-		  p->amr.lkey, (uintptr_t)p->bbuf, p->bmr.rkey, RN_WR_SIGNALED, 2);
+		  p->amr.lkey, (uintptr_t)p->bbuf, p->bmr.rkey, RN_WR_SIGNALED,
+		  2);
 	expect_wc(p, &p->a, RN_WC_READ, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, 2);
 	assert_int_equal(rn_sim_qp_state(&p->b.qp), RN_QP_RTS);
 }
@@ -441,13 +446,14 @@ test_write_imm(void **state)
 
 		assert_int_equal(rn_sq_post_rdma(&p->a.qp.sq, RN_WR_WRITE_IMM,
 						 &sge, (uintptr_t)p->bbuf,
-						 p->bmr.rkey + 0x100, htobe32(1),
-						 0, 8), 0);
+						 p->bmr.rkey + 0x100,
+						 htobe32(1), 0, 8), 0);
 		rn_sq_ring_doorbell(&p->a.qp.sq);
 	}
 	expect_wc(p, &p->b, RN_WC_RECV, MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR, 71);
 	expect_wc(p, &p->b, RN_WC_RECV, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 72);
-	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 8);
+	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR,
+		  8);
 }
 
 /* A WRITE_IMM finds no receive WQE: RNR, nothing placed, then delivered
@@ -545,8 +551,9 @@ test_max_dest_rd_atomic_refuses_more(void **state)
 				      p->amr.lkey };
 
 		assert_int_equal(rn_sq_post_rdma(&p->a.qp.sq, RN_WR_READ, &sge,
-						 (uintptr_t)p->bbuf, p->bmr.rkey,
-						 0, RN_WR_SIGNALED, i), 0);
+						 (uintptr_t)p->bbuf,
+						 p->bmr.rkey, 0,
+						 RN_WR_SIGNALED, i), 0);
 	}
 	rn_sq_ring_doorbell(&p->a.qp.sq);
 	expect_wc(p, &p->a, RN_WC_READ, 0, 0);
@@ -640,7 +647,8 @@ test_packets_of_the_path_mtu(void **state)
 		struct rn_sge s = { (uintptr_t)p->abuf, 1000, p->amr.lkey };
 		struct rn_wr wr = { .wr_id = 90, .sg_list = &s, .num_sge = 1,
 				    .opcode = RN_WR_SEND_IMM,
-				    .imm = htobe32(4), .flags = RN_WR_SIGNALED };
+				    .imm = htobe32(4),
+				    .flags = RN_WR_SIGNALED };
 
 		for (int i = 0; i < 4; i++)
 			r[i] = (struct rn_sge){
@@ -666,7 +674,8 @@ test_packets_of_the_path_mtu(void **state)
 		random_bytes(p->abuf, 10000);
 		assert_int_equal(rn_harness_post_recv(&p->b, NULL, 0,
 						      p->bmr.lkey, 92), 0);
-		assert_int_equal(rn_sq_post_rdma(&p->a.qp.sq, RN_WR_WRITE_IMM, &s,
+		assert_int_equal(rn_sq_post_rdma(&p->a.qp.sq,
+						 RN_WR_WRITE_IMM, &s,
 						 (uintptr_t)p->bbuf + 2 * MIB,
 						 p->bmr.rkey, htobe32(6),
 						 RN_WR_SIGNALED, 93), 0);
@@ -707,7 +716,8 @@ test_resent_packets_land_once(void **state)
 		struct rn_sge s = { (uintptr_t)p->abuf + 20000, 20000,
 				    p->amr.lkey };
 
-		assert_int_equal(rn_sq_post_rdma(&p->a.qp.sq, RN_WR_WRITE_IMM, &s,
+		assert_int_equal(rn_sq_post_rdma(&p->a.qp.sq,
+						 RN_WR_WRITE_IMM, &s,
 						 (uintptr_t)p->bbuf + 20000,
 						 p->bmr.rkey, htobe32(9),
 						 RN_WR_SIGNALED, 2), 0);
@@ -795,7 +805,8 @@ expect_note_first(struct pair *p, struct rn_qp *qb, uint64_t wr_id,
 	/* The data WRITE, posted before it on the held QP, has not landed. */
 	for (uint32_t i = 0; i < len; i++)
 		if (dst[i] != 0)
-			fail_msg("byte %u of the WRITE landed before the note", i);
+			fail_msg("byte %u of the WRITE landed before the "
+				 "note", i);
 }
 
 /*
@@ -887,7 +898,8 @@ test_hold_back_dropped_on_error(void **state)
 	assert_int_equal(p->bbuf[0], 0);
 }
 
-#define PAIR_TEST(f) cmocka_unit_test_setup_teardown(f, pair_setup, pair_teardown)
+#define PAIR_TEST(f) \
+	cmocka_unit_test_setup_teardown(f, pair_setup, pair_teardown)
 
 int
 main(void)

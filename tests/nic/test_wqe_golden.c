@@ -129,7 +129,8 @@ ref_post(uint32_t pi, const struct rn_wr *wr)
 		ds++;
 	}
 	if ((wr->flags & RN_WR_INLINE) && wr->num_sge != 0) {
-		struct mlx5_wqe_inl_data_seg *inl = (void *)ref_at(off + ds * 16);
+		struct mlx5_wqe_inl_data_seg *inl =
+			(void *)ref_at(off + ds * 16);
 		uint32_t at = off + ds * 16 + 4, total = 0;
 
 		for (uint32_t i = 0; i < wr->num_sge; i++) {
@@ -188,7 +189,8 @@ random_wr(struct rn_wr *wr, struct rn_sge *sge)
 		} else {
 			/* A sixth empty (left out), some near 2^32. */
 			uint32_t len = next() % 6 == 0 ? 0 :
-				       next() % 3 == 0 ? next() : next() % 65537;
+				       next() % 3 == 0 ? next() :
+				       next() % 65537;
 
 			sge[i] = (struct rn_sge){ next64(), len, next() };
 		}
@@ -258,7 +260,8 @@ check_one(uint32_t sample, uint64_t *lean_checked)
 						 wr.flags, wr.wr_id), 0);
 		if (memcmp(ring, golden, RING_BYTES) != 0) {
 			dump_mismatch(&wr, pi, sample);
-			fail_msg("sample %u: rn_sq_post_rdma() differs", sample);
+			fail_msg("sample %u: rn_sq_post_rdma() differs",
+				 sample);
 		}
 		assert_int_equal(sq.pi, pi + 1);
 		assert_int_equal(wqe_ends[pi % RING_BBS], pi + 1);
@@ -341,17 +344,18 @@ test_rdma_selective_signalling(void **state)
 
 	(void)state;
 	for (uint32_t i = 0; i < RING_BBS / 2; i++) {
+		uint8_t flags = i == 3 ? RN_WR_SIGNALED : 0;
+
 		assert_int_equal(rn_sq_post_rdma(&sq, RN_WR_WRITE, &sge, 0x2000,
-						 2, 0, i == 3 ? RN_WR_SIGNALED : 0,
-						 i), 0);
+						 2, 0, flags, i), 0);
 		assert_int_equal(((const struct mlx5_wqe_ctrl_seg *)
 				  (ring + i * 64))->fm_ce_se,
 				 i == 3 ? MLX5_WQE_CTRL_CQ_UPDATE : 0);
 	}
 	/* 4 unsignalled since WQE 3: the 9th BB over half forces one. */
 	for (uint32_t i = RING_BBS / 2; i < RING_BBS / 2 + 5; i++)
-		assert_int_equal(rn_sq_post_rdma(&sq, RN_WR_READ, &sge, 0x2000, 2,
-						 0, 0, i), 0);
+		assert_int_equal(rn_sq_post_rdma(&sq, RN_WR_READ, &sge, 0x2000,
+						 2, 0, 0, i), 0);
 	assert_int_equal(((const struct mlx5_wqe_ctrl_seg *)
 			  (ring + 12 * 64))->fm_ce_se, MLX5_WQE_CTRL_CQ_UPDATE);
 	assert_int_equal(((const struct mlx5_wqe_ctrl_seg *)

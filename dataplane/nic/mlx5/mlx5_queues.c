@@ -181,7 +181,8 @@ to_rts(struct mlx5_ctx *ctx, struct ibv_qp *iqp, const struct rn_qp_connect *c,
 		.timeout = c->timeout,
 		.retry_cnt = c->retry_cnt,
 		.rnr_retry = c->rnr_retry,
-		.max_rd_atomic = rd_atomic(c->max_rd_atomic, ctx->max_rd_atomic),
+		.max_rd_atomic = rd_atomic(c->max_rd_atomic,
+					   ctx->max_rd_atomic),
 	};
 
 	/* RTS -> RTS may change the responder's RNR timer and rights only. */

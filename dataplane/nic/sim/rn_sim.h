@@ -54,7 +54,7 @@ struct rn_sim_stats {
 struct rn_sim_qp_stats {
 	uint32_t reads_outstanding;     /* READs sent, response not yet in */
 	uint32_t reads_outstanding_max; /* the most at once */
-	uint64_t read_waits;            /* the requester waited: max_rd_atomic */
+	uint64_t read_waits;            /* the requester waited: READ limit */
 	uint64_t fence_waits;           /* a fenced WQE waited for READs */
 	uint64_t reads_refused;         /* responder: over max_dest_rd_atomic */
 	uint64_t frames_held;           /* requests held back by the fault */

@@ -228,7 +228,8 @@ rn_sim_qp_delay(struct rn_qp *qp, uint32_t delay_us)
 
 	if (sqp == NULL)
 		return -EINVAL;
-	rn_sim_requester_hold(sqp, delay_us != 0 ? SIM_HOLD_DELAY : SIM_HOLD_OFF,
+	rn_sim_requester_hold(sqp, delay_us != 0 ? SIM_HOLD_DELAY :
+						   SIM_HOLD_OFF,
 			      (uint64_t)delay_us * 1000);
 	return 0;
 }

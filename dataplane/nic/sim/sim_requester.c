@@ -278,8 +278,9 @@ send_new(struct sim_qp *sqp)
 		*rn_sim_inflight_at(sqp, sqp->inflight_count) =
 			(struct sim_inflight){ .bb = sqp->sq_next,
 					       .psn = sqp->next_psn,
-					       .last_psn = (sqp->next_psn + npsn -
-							    1) & 0xffffff,
+					       .last_psn = (sqp->next_psn +
+							    npsn - 1) &
+							   0xffffff,
 					       .opcode = w.opcode,
 					       .signaled = w.signaled };
 		sqp->inflight_count++;

@@ -78,7 +78,8 @@ static void
 recv_place(const struct sim_qp *sqp, uint32_t offset, const uint8_t *data,
 	   uint32_t len)
 {
-	const struct mlx5_wqe_data_seg *seg = (const void *)rq_wqe(sqp, sqp->rq_next);
+	const struct mlx5_wqe_data_seg *seg =
+		(const void *)rq_wqe(sqp, sqp->rq_next);
 	uint32_t done = 0;
 
 	for (uint32_t i = 0; done < len; i++) {
@@ -151,7 +152,8 @@ place_packet(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	bool imm = h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM ||
 		   h->opcode == MLX5_OPCODE_SEND_IMM;
 
-	if (h->opcode == MLX5_OPCODE_SEND || h->opcode == MLX5_OPCODE_SEND_IMM) {
+	if (h->opcode == MLX5_OPCODE_SEND ||
+	    h->opcode == MLX5_OPCODE_SEND_IMM) {
 		recv_place(sqp, rx->offset, payload, h->length);
 	} else if (!rkey_grants(ctx, rx->rkey, rx->raddr + rx->offset,
 				h->length, RN_ACCESS_REMOTE_WRITE)) {
@@ -245,8 +247,9 @@ execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	}
 	/* n packets of the path MTU, the READ's PSNs. */
 	for (uint32_t k = 0, off = 0; k < n; k++, off += sqp->mtu)
-		reply(ctx, wire, sqp, SIM_FRAME_READ_RESP, (h->psn + k) & 0xffffff,
-		      0, src + off, RTE_MIN(sqp->mtu, h->dma_len - off));
+		reply(ctx, wire, sqp, SIM_FRAME_READ_RESP,
+		      (h->psn + k) & 0xffffff, 0, src + off,
+		      RTE_MIN(sqp->mtu, h->dma_len - off));
 }
 
 void
