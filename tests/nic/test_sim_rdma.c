@@ -189,6 +189,7 @@ static void
 test_bad_rkey_fails_and_flushes(void **state)
 {
 	struct pair *p = *state;
+	struct rn_wc wc;
 
 	fill(p->abuf, 4096, 7);
 	post_rdma(&p->a, RN_WR_WRITE, p->abuf, 64, p->amr.lkey,
@@ -197,9 +198,12 @@ test_bad_rkey_fails_and_flushes(void **state)
 		  (uintptr_t)p->bbuf, p->bmr.rkey, RN_WR_SIGNALED, 2);
 	post_rdma(&p->a, RN_WR_READ, p->abuf + READ_AT, 64, p->amr.lkey,
 		  (uintptr_t)p->bbuf, p->bmr.rkey, 0, 3);
-	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR,
-		  1);
-	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 2);
+	wc = expect_wc(p, &p->a, RN_WC_WRITE,
+		       MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 1);
+	assert_int_equal(rn_wc_status_ibv(wc.status), IBV_WC_REM_ACCESS_ERR);
+	wc = expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
+		       2);
+	assert_int_equal(rn_wc_status_ibv(wc.status), IBV_WC_WR_FLUSH_ERR);
 	expect_wc(p, &p->a, RN_WC_READ, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 3);
 	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
 	assert_int_equal(rn_sim_qp_state(&p->b.qp), RN_QP_ERR);
@@ -357,6 +361,7 @@ test_bad_lkey(void **state)
 		{ RN_WR_WRITE, 8192, true, 0 },       /* past its end */
 	};
 	struct rn_sim_stats before, after;
+	struct rn_wc wc;
 
 	assert_int_equal(rn_nic_mr_reg(p->a.nic, p->abuf + READ_AT, 4096, 0,
 				       &ro), 0);
@@ -368,9 +373,11 @@ test_bad_lkey(void **state)
 		post_rdma(&p->a, cases[i].opcode, p->abuf + READ_AT,
 			  cases[i].len, key, (uintptr_t)p->bbuf, p->bmr.rkey,
 			  0, i);
-		expect_wc(p, &p->a, cases[i].opcode == RN_WR_READ ? RN_WC_READ :
-								   RN_WC_WRITE,
-			  MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, i);
+		wc = expect_wc(p, &p->a, cases[i].opcode == RN_WR_READ ?
+				   RN_WC_READ : RN_WC_WRITE,
+			       MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, i);
+		assert_int_equal(rn_wc_status_ibv(wc.status),
+				 IBV_WC_LOC_PROT_ERR);
 		assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
 		assert_int_equal(rn_sim_qp_state(&p->b.qp), RN_QP_RTS);
 		rn_sim_stats(p->b.nic, &after);
