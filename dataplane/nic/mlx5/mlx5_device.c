@@ -253,6 +253,9 @@ mlx5_mr_reg_dmabuf(struct rn_nic *nic, uint64_t offset, size_t length,
 	if (m == NULL)
 		return -errno;
 	fill_mr(m, mr);
+	/* libibverbs leaves the dma-buf offset in ibv_mr.addr; the device
+	 * and the peers know the region by iova. */
+	mr->addr = (void *)(uintptr_t)iova;
 	return 0;
 }
 
