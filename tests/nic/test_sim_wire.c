@@ -551,8 +551,9 @@ test_garbage_first_bytes_close_only_that_connection(void **state)
 /*
  * A HELLO whose token no connected QP has (random, or none), or that names
  * a device no QP is connected to: closed at once, counted, and the real
- * pair goes on. An ACK that carries bytes, from a wire with the token,
- * is closed too: acknowledgements carry none.
+ * pair goes on. An ACK that carries bytes, or a REQUEST over the path
+ * MTU, from a wire with the token, is closed too: acknowledgements carry
+ * nothing, and no packet more than RN_SIM_MTU.
  */
 static void
 test_wrong_token_closes_at_once(void **state)
@@ -589,8 +590,14 @@ test_wrong_token_closes_at_once(void **state)
 	put_hdr(hello + HELLO_SIZE, 8, 4 /* ACK */);
 	send_all(fd[2], hello, sizeof(hello));
 	assert_true(wait_closed(p.ends, fd[2], 500));
+	close(fd[2]);
+	/* A packet one byte over the path MTU, from the token's holder. */
+	fd[2] = stranger_connect(rn_sim_port(p.b.nic));
+	put_hdr(hello + HELLO_SIZE, RN_SIM_MTU + 1, REQUEST_TYPE);
+	send_all(fd[2], hello, sizeof(hello));
+	assert_true(wait_closed(p.ends, fd[2], 500));
 	rn_sim_stats(p.b.nic, &st);
-	assert_int_equal(st.wires_oversize, 1);
+	assert_int_equal(st.wires_oversize, 2);
 	local_pair_send(&p, 4096, 8);
 	for (int i = 0; i < 3; i++)
 		close(fd[i]);

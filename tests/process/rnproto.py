@@ -157,6 +157,7 @@ def accept_address(payload):
 # header in host order (little endian here), HELLO first.
 SIM_HELLO, SIM_REQUEST, SIM_READ_RESP, SIM_ACK = 1, 2, 3, 4
 SIM_HEADER_SIZE = 40
+SIM_MTU = 4096   # RN_SIM_MTU: no frame carries more
 
 
 def sim_frame(ftype, payload=b"", length=None):

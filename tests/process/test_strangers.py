@@ -533,7 +533,8 @@ def test_sim_wire_takes_only_the_endpoints_token():
     """Strangers on the daemon's sim wire, next to a peer with the secret:
     garbage, a HELLO without a token (protocol 4's), with a wrong one, the
     right token for another device, the token and then a frame larger
-    than its type carries (1 GiB, an ACK with data), half a frame: each
+    than its type carries (1 GiB, an ACK with data, a packet over the
+    path MTU), half a frame: each
     closed at once; silence closed at the HELLO deadline. The worker grows
     by no frame's size, its log lines about them are bounded, and the
     token's own HELLO is kept."""
@@ -563,6 +564,9 @@ def test_sim_wire_takes_only_the_endpoints_token():
             ("the token, then an ACK with 1 MiB",
              hello + rnproto.sim_frame(rnproto.SIM_ACK, b"x" * 64,
                                        length=1 << 20)),
+            ("the token, then a packet over the path MTU",
+             hello + rnproto.sim_frame(rnproto.SIM_REQUEST, b"x" * 64,
+                                       length=rnproto.SIM_MTU + 1)),
             ("no token, then half a frame",
              rnproto.sim_hello("127.0.0.1", lid, None) +
              rnproto.sim_frame(rnproto.SIM_REQUEST, b"x" * 1000,

@@ -15,7 +15,7 @@
  * RN_SIM_WIRE_HELLO_TIMEOUT_MS, that names a device and token one of our
  * connected QPs has (rn_sim.h): the control plane derived the token for
  * that endpoint in its authenticated handshake. No frame may announce more
- * than its type carries (RN_SIM_MAX_MSG at most), checked on the header
+ * than its type carries (a packet: RN_SIM_MTU), checked on the header
  * before room is made for it; and at most RN_SIM_WIRE_MAX_UNMATCHED
  * connections wait for a QP to take a frame from them, the oldest closed
  * to make room, so strangers cannot keep a real peer out. Each connection
@@ -43,6 +43,9 @@
 #include "sim_pvt.h"
 
 #define RX_CHUNK 65536
+/* Unparsed bytes a known connection may hold: frames are small (a packet),
+ * but reads of many at once keep bulk transfers to few system calls. */
+#define RX_MAX RTE_MAX(SIM_FRAME_MAX, (size_t)RX_CHUNK)
 #define EPOLL_BATCH 32
 #define HELLO_TIMEOUT_NS (RN_SIM_WIRE_HELLO_TIMEOUT_MS * 1000000ull)
 #define SWEEP_EVERY_NS (RN_SIM_WIRE_SWEEP_MS * 1000000ull)
@@ -386,8 +389,8 @@ dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_frame_hdr *h,
 		w->state = SIM_WIRE_MATCHED;
 }
 
-/* The most payload a frame of type may carry: a message for those that
- * carry data, nothing for acknowledgements. */
+/* The most payload a frame of type may carry: a packet of the path MTU
+ * for those that carry data, nothing for acknowledgements. */
 static uint32_t
 frame_payload_max(uint8_t type)
 {
@@ -396,7 +399,7 @@ frame_payload_max(uint8_t type)
 		return sizeof(struct sim_frame_hello);
 	case SIM_FRAME_REQUEST:
 	case SIM_FRAME_READ_RESP:
-		return RN_SIM_MAX_MSG;
+		return RN_SIM_MTU;   /* a packet of the path MTU */
 	default:
 		return 0;
 	}
@@ -406,7 +409,7 @@ frame_payload_max(uint8_t type)
  * May w send the frame h heads? Decided on the header alone, before its
  * payload is read or room made for it: the first frame is a HELLO of its
  * exact size and only the first; none announces more than its type
- * carries (a message at most: the sim's path MTU).
+ * carries (a packet of the path MTU at most).
  */
 static bool
 frame_refused(struct sim_ctx *ctx, const struct sim_wire *w,
@@ -463,13 +466,13 @@ wire_parse(struct sim_ctx *ctx, struct sim_wire *w, rn_sim_deliver_fn *deliver,
 }
 
 /* Room to read into, up to what w may hold unparsed: a HELLO before it is
- * known, one frame after. A whole frame always fits, so a full buffer
- * starts with one, and parsing it makes room. */
+ * known, RX_MAX after. A whole frame always fits, so a full buffer starts
+ * with one, and parsing it makes room. */
 static int
 rx_reserve(struct sim_wire *w)
 {
 	size_t limit = w->state == SIM_WIRE_WAIT_HELLO ? SIM_FRAME_HELLO_SIZE :
-							  SIM_FRAME_MAX;
+							  RX_MAX;
 	size_t want = RTE_MIN(w->rx_len + RX_CHUNK, limit);
 	uint8_t *p;
 	size_t n;
