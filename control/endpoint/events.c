@@ -66,6 +66,11 @@ loop_back(struct rn_plane *pl, struct rn_endpoint *ep)
 	struct rn_ep_side *me = &ep->req->local;
 
 	ep->req->remote = *me;
+	/* Only its own QPs know it: nobody can join them on the sim wire. */
+	if (rn_handshake_random_token(ep->req->remote.addr.token) != 0) {
+		rn_ep_fail(pl, ep, "no random bytes for its wire token");
+		return;
+	}
 	ep->peer_session = me->session_id;
 	ep->peer_generation = me->generation;
 	ep->peer_caps = RN_CAP_TCP_FALLBACK |
@@ -127,6 +132,10 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 	if (ev->type == RN_LCORE_EVENT_EP_CLOSED) {
 		free(req);
 		pl->requests_out--;
+		ep->requests_out--;
+		/* A removed peer's index is free once its last QPs are. */
+		if (ep->removed && ep->requests_out == 0)
+			rn_ep_release(pl, ep);
 		return;
 	}
 	if (ep->req != req)
