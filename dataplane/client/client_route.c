@@ -21,10 +21,11 @@ struct ep_view {
 };
 
 /*
- * Read ep under its seqlock: the control thread makes seq odd, writes,
- * makes it even again (release); we read seq (acquire), the fields, then
- * seq again after an acquire fence: the same even value means the fields
- * are of one write. with_name: copy the name too (searching), or not
+ * Read ep under its seqlock (an rte_seqcount_t on the writer's side; its
+ * read side, written out here because DPDK 22.11 marks it experimental):
+ * the control thread makes seq odd, writes, makes it even again
+ * (release); we read seq (acquire), the fields, then seq again after an
+ * acquire fence: the same even value means the fields are of one write. with_name: copy the name too (searching), or not
  * (checking a remembered route by its tag, which is new for every peer).
  */
 static inline void
