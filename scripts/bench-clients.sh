@@ -23,7 +23,7 @@
 #   RNOTIFY_SPIN_US=N    the clients' spin before they block (default 0
 #                        here; librnotify's own default is 50)
 #   RN_BENCH_CLIENT_WRAP="CMD ARGS"  run rnotify-bench under CMD (valgrind:
-#                        scripts/bench-client-instructions.sh)
+#                        scripts/bench-librnotify-instructions.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

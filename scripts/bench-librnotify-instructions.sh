@@ -12,7 +12,7 @@
 #                    the bench waits first, so each poll takes one
 #   rn_client_wait   for reference: spin, arm, epoll_wait (not per
 #                    notification work; varies with the spin time)
-# Usage: scripts/bench-client-instructions.sh [BYTES]   (default 64)
+# Usage: scripts/bench-librnotify-instructions.sh [BYTES]   (default 64)
 # RN_CALLGRIND_KEEP=DIR keeps the callgrind file there (client.cg).
 set -euo pipefail
 cd "$(dirname "$0")/.."
