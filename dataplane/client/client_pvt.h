@@ -86,9 +86,9 @@ struct rn_client {
 	uint32_t ring_size;
 	uint32_t buf_size;
 	bool gone;                /* the daemon is gone: -ENOTCONN for ever */
-	bool signaled;            /* we wrote our own eventfd, undrained */
-	bool stray;               /* a producer took `armed` but had not
-				   * written the eventfd when we drained it */
+	uint32_t owed;            /* writes to our eventfd not read yet:
+				   * one per take of `armed` by a producer,
+				   * one per write of our own */
 	uint64_t alive_checked;   /* TSC of the last socket check */
 	const struct rn_client_route *last;   /* of the last send */
 	struct rn_client_deliver deliver[RN_CLIENT_MAX_LCORES];

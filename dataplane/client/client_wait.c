@@ -25,13 +25,15 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static bool
+/* Read the eventfd's count: the writes it adds up are no longer owed. */
+static void
 drain(struct rn_client *c)
 {
 	uint64_t count;
 
-	c->signaled = false;
-	return read(c->efd, &count, sizeof(count)) == sizeof(count);
+	if (read(c->efd, &count, sizeof(count)) != sizeof(count))
+		return;   /* nothing there (yet) */
+	c->owed = count >= c->owed ? 0 : c->owed - (uint32_t)count;
 }
 
 void
@@ -39,24 +41,24 @@ rn_client_keep_readable(struct rn_client *c)
 {
 	uint64_t one = 1;
 
-	if (c->signaled ||
+	if (c->owed != 0 ||
 	    __atomic_load_n(&c->region->armed, __ATOMIC_ACQUIRE) == 0)
 		return;   /* written already, or a producer is writing it */
-	c->signaled = write(c->efd, &one, sizeof(one)) == sizeof(one);
+	if (write(c->efd, &one, sizeof(one)) == sizeof(one))
+		c->owed++;
 }
 
 bool
 rn_client_arm(struct rn_client *c)
 {
-	bool taken = __atomic_load_n(&c->region->armed, __ATOMIC_ACQUIRE) == 0;
-
-	if (taken || c->signaled || c->stray) {
-		/* A producer that took `armed` writes right after: when its
-		 * write is not there yet, drain again next time. */
-		bool got = drain(c);
-
-		c->stray = !got && (taken || c->stray);
-	}
+	/* A producer took `armed` since we last stored it: its one write
+	 * comes, if it is not there already. */
+	if (__atomic_load_n(&c->region->armed, __ATOMIC_ACQUIRE) == 0)
+		c->owed++;
+	/* Drain what is owed; a write not there yet stays owed, and is
+	 * drained by the next arm. */
+	if (c->owed != 0)
+		drain(c);
 	/* Pairs with rn_client_link_wake(): our store of armed before our
 	 * last look, its enqueue before its load of armed. */
 	__atomic_store_n(&c->region->armed, 1, __ATOMIC_SEQ_CST);
@@ -119,8 +121,9 @@ rn_client_wait(struct rn_client *c, int timeout_ms)
 				return rc;
 		if (rn_client_pending(c))
 			return 1;
-		/* Woken for nothing (a late write we drained around):
-		 * drain, arm again, wait for the rest of the time. */
+		/* Woken for nothing (a late write we drained around, or one
+		 * we did not expect): drain, arm again, wait for the rest of
+		 * the time. */
 		if (n > 0)
 			drain(c);
 	}

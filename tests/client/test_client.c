@@ -738,6 +738,36 @@ test_fd_readable_while_something_waits(void **state)
 	assert_int_equal(F.region->armed, 1);
 }
 
+/* A producer that took `armed` but wrote the eventfd only after the
+ * client drained it: the write is drained by the next call that finds
+ * nothing, and the fd does not stay readable for nothing. */
+static void
+test_late_wake_write_is_drained(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_notification got[4];
+	uint64_t one = 1;
+	int fd = rn_client_fd(c);
+
+	assert_int_equal(rn_client_poll(c, got, 4), 0);   /* armed */
+	assert_int_equal(__atomic_exchange_n(&F.region->armed, 0,
+					     __ATOMIC_SEQ_CST), 1);
+	/* The client looks before the producer's write lands. */
+	assert_int_equal(rn_client_poll(c, got, 4), 0);
+	assert_false(readable(fd, 0));
+	assert_int_equal(write(F.efd, &one, sizeof(one)), sizeof(one));
+	assert_true(readable(fd, 0));
+	assert_int_equal(rn_client_poll(c, got, 4), 0);
+	assert_false(readable(fd, 0));
+	assert_int_equal(rn_client_wait(c, 0), 0);
+	assert_false(readable(fd, 0));
+	/* And a write nobody announced ends a wait without a busy loop. */
+	assert_int_equal(write(F.efd, &one, sizeof(one)), sizeof(one));
+	assert_int_equal(rn_client_wait(c, 50), 0);
+	assert_int_equal(rn_client_poll(c, got, 4), 0);
+	assert_false(readable(fd, 0));
+}
+
 static void *
 deliver_later(void *arg)
 {
@@ -864,6 +894,7 @@ main(void)
 		T(test_random_mix),
 		T(test_fd_readable_while_something_waits),
 		T(test_wait_blocks_then_wakes),
+		T(test_late_wake_write_is_drained),
 		T(test_daemon_gone),
 		T(test_daemon_gone_noticed_by_next_call),
 		T(test_region_closed),
