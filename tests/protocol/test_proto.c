@@ -186,7 +186,7 @@ struct mutation {
 static const struct mutation mutations[] = {
 	{ "wrong magic", 0, 'X', -EPROTO, "wrong magic 0x584e5450" },
 	{ "other version", 4, 3, -EPROTONOSUPPORT,
-	  "protocol version 3; this side speaks 4" },
+	  "protocol version 3; this side speaks 5" },
 	{ "unknown type", 5, 12, -EPROTO, "unknown frame type 12" },
 	{ "flags set", 7, 1, -EPROTO, "unknown flags 0x0001" },
 	{ "oversized length", 8, 0x7f, -EPROTO,
