@@ -270,6 +270,7 @@ rn_lcore_fini(struct rn_lcore *lc)
 	if (lc->cmd_ring == NULL)
 		return;
 	rn_lcore_ep_free_all(lc);
+	rn_lcore_client_fini(lc);
 	free_notify_rings(lc);
 	rn_notify_region_destroy(lc->nic, &lc->notify);
 	destroy_cqs(lc);

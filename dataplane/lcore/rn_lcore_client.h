@@ -18,6 +18,9 @@
 #include "rn_client.h"
 #include "rn_client_shm.h"
 
+/* Clients an lcore serves at most: [client] max_clients is no more. */
+#define RN_LCORE_MAX_CLIENTS 64
+
 struct rn_client_link {
 	struct rn_client_region *region;  /* the daemon's mapping */
 	uint64_t region_size;
