@@ -483,8 +483,9 @@ send_entry(struct rn_lcore *lc, const struct lcore_client *c,
 }
 
 /* c's submit ring: as many SENDs as go now, in order, one doorbell per
- * run of them to one endpoint. */
-static unsigned int
+ * run of them to one endpoint. Out of line, as send_one() is, for the
+ * instruction bench (scripts/bench-client-instructions.sh). */
+static __rte_noinline unsigned int
 client_sends(struct rn_lcore *lc, struct lcore_client *c)
 {
 	struct rn_client_entry e[RN_LCORE_BURST];

@@ -122,12 +122,14 @@ rn_lcore_notify_fail_pending(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 		struct rn_client_sent *s =
 			&n->client_sent[rn_send_window_oldest(&n->sends)];
 
-		/* A client's SEND: its fate goes to its client, always. */
+		/* A client's SEND: its fate goes to its client, asked for
+		 * or not. */
 		if (s->id != 0 && s->seq == n->sends.freed) {
 			rn_lcore_client_report(lc, s, -EPIPE);
 			s->id = 0;
 		}
-		if (rn_send_window_fail_oldest(&n->sends, &cookie))
+		if (rn_send_window_fail_oldest(&n->sends, &cookie) ==
+		    RN_SEND_REPORT_APP)
 			report(lc, cookie, -EPIPE);
 	}
 }
@@ -226,10 +228,10 @@ push(struct ep_notify *n, const struct rn_notify_out *o,
 			(struct rn_client_sent){
 				.cookie = a->cookie, .seq = n->sends.posted,
 				.id = a->client_id, .client = a->client,
-				.want = a->want,
 			};
 	n->agent_posted++;
-	rn_send_window_push(&n->sends, 0, false);
+	rn_send_window_push(&n->sends, a->cookie,
+			    a->want ? RN_SEND_REPORT_CLIENT : 0);
 }
 
 /*
@@ -597,6 +599,26 @@ rejected(struct rn_lcore *lc, const struct rn_lcore_ep *ep, uint32_t len)
 	lc->rejected_unlogged = 0;
 }
 
+/*
+ * A frame the node-level reader refused, d its delivery: another kind
+ * (rn_notify_frame.h), a client's, which lcore_client.c takes, off the
+ * embedded API's ring and out of its send order; or a malformed one,
+ * rejected and delivered all the same, as received() says. received()
+ * ends in this call, so that its common path keeps no more registers.
+ */
+static __rte_noinline __rte_cold void
+not_node_level(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+	       struct rn_notify_delivery *d)
+{
+	if (rn_lcore_client_received(lc, ep, d->index, d->len) == 0) {
+		ep->n.native_received--;
+		return;
+	}
+	rejected(lc, ep, d->len);
+	rte_ring_sp_enqueue_elem(lc->notify_deliveries, d, sizeof(*d));
+	ep->n.held++;
+}
+
 /* Out of line, as send_one() is, for the instruction bench. */
 static __rte_noinline void
 received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
@@ -615,15 +637,10 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 	struct rn_notify_view v;
 
 	if (unlikely(rn_notify_frame_read(frame, wc->byte_len, &v) != 0)) {
-		/* Another kind (rn_notify_frame.h): a client's, off the
-		 * embedded API's ring and out of its send order. */
-		if (rn_lcore_client_received(lc, ep, index, wc->byte_len) == 0) {
-			n->native_received--;
-			return;
-		}
-		rejected(lc, ep, wc->byte_len);
-	} else
-		rn_lcore_count(&lc->stats.notify_received, 1);
+		not_node_level(lc, ep, &d);
+		return;
+	}
+	rn_lcore_count(&lc->stats.notify_received, 1);
 	/* The ring holds every receive slot of the lcore: never full. */
 	rte_ring_sp_enqueue_elem(lc->notify_deliveries, &d, sizeof(d));
 	n->held++;
@@ -645,19 +662,15 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	} else if (kind == RN_EP_WR_SEND) {
 		/* It and every unsignalled SEND before it completed. */
 		uint32_t entry = RN_EP_WR_INDEX(wc->wr_id);
-		uint32_t seq = n->sends.freed +
-			       ((entry - n->sends.freed) & n->sends.mask);
-		struct rn_client_sent *s = &n->client_sent[entry];
 		uint64_t cookie;
+		uint8_t to = rn_send_window_complete(&n->sends, entry, &cookie);
 
-		if (rn_send_window_complete(&n->sends, entry, &cookie))
-			report(lc, cookie, 0);
-		/* A client's that wanted it (signalled, so this entry's). */
-		if (unlikely(s->want != 0)) {
-			if (s->id != 0 && s->seq == seq)
-				rn_lcore_client_report(lc, s, 0);
-			s->want = 0;
-			s->id = 0;
+		if (unlikely(to != 0)) {
+			if (to == RN_SEND_REPORT_APP)
+				report(lc, cookie, 0);
+			else   /* a client's: its entry's record says whose */
+				rn_lcore_client_report(lc,
+						       &n->client_sent[entry], 0);
 		}
 		/* A credit WRITE that found the SQ full, now it has room. */
 		if (unlikely(rn_credit_update_due(&n->rx)) &&

@@ -86,7 +86,6 @@ struct rn_client_sent {
 	uint32_t seq;             /* sends.posted when it went */
 	uint32_t id;              /* the client's attachment here (0: none) */
 	uint8_t client;           /* its slot in lc->clients */
-	uint8_t want;             /* report a success too */
 };
 
 /* One incarnation's native notification channel (owning lcore only). */
