@@ -498,8 +498,6 @@ client_sends(struct rn_lcore *lc, struct lcore_client *c)
 							   NULL);
 	unsigned int done, sent = 0;
 
-	if (n == 0)
-		return 0;
 	for (done = 0; done < n; done++) {
 		struct rn_lcore_ep *ep = NULL;
 		int rc = send_entry(lc, c, &e[done], pos + done, &ep);
@@ -540,7 +538,9 @@ rn_lcore_client_poll(struct rn_lcore *lc)
 
 		if (unlikely(c->held_head != HELD_NONE))
 			work += retry_held(lc, c);
-		work += client_sends(lc, c);
+		/* An idle client costs a look at its ring, not a call. */
+		if (!rte_ring_empty(c->submit))
+			work += client_sends(lc, c);
 	}
 	/* One look at each client enqueued for, not one per entry. */
 	while (cs->to_wake != 0) {
