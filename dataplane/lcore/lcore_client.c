@@ -117,24 +117,28 @@ agent_hash(const uint8_t *p, uint32_t len)
 	return (uint32_t)((a * 0x9e3779b97f4a7c15ull) >> 32);
 }
 
-/* Whether the len bytes at x and y are equal, len >= 1: eight at a time,
- * the last eight overlapping. */
+/* Whether the 16 bytes at x and y are equal, without a branch. */
+static inline bool
+equal16(const uint8_t *x, const uint8_t *y)
+{
+	uint64_t a[2], b[2];
+
+	memcpy(a, x, 16);
+	memcpy(b, y, 16);
+	return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
+}
+
+/* Whether the len bytes at x and y are equal, len >= 1: sixteen at a
+ * time, the last sixteen overlapping (a UUID's 36 bytes in three). */
 static inline bool
 agent_equal(const uint8_t *x, const uint8_t *y, uint32_t len)
 {
-	uint64_t a, b;
-
-	if (len < 8)
+	if (len < 16)
 		return memcmp(x, y, len) == 0;
-	for (uint32_t i = 0; i + 8 < len; i += 8) {
-		memcpy(&a, x + i, 8);
-		memcpy(&b, y + i, 8);
-		if (a != b)
+	for (uint32_t i = 0; i + 16 < len; i += 16)
+		if (!equal16(x + i, y + i))
 			return false;
-	}
-	memcpy(&a, x + len - 8, 8);
-	memcpy(&b, y + len - 8, 8);
-	return a == b;
+	return equal16(x + len - 16, y + len - 16);
 }
 
 static struct lcore_client *
@@ -192,7 +196,7 @@ deliver_start(struct lcore_client *c)
 	return c->recv_bufs + (size_t)(r->prod.tail & c->mask) * c->buf_size;
 }
 
-static inline void
+static __rte_always_inline void
 deliver_finish(struct rn_lcore_clients *cs, struct lcore_client *c,
 	       const struct rn_client_entry *e)
 {
@@ -378,6 +382,7 @@ refuse(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 {
 	struct rn_lcore_agent_out a = {
 		.kind = RN_NOTIFY_KIND_REFUSAL, .cookie = v->cookie,
+		.inline_max = ep->n.agent_inline,
 		.dst = v->src, .dst_len = v->src_len,   /* to the sender */
 		.src = v->dst, .src_len = v->dst_len,   /* the absent one */
 	};
@@ -474,6 +479,10 @@ send_entry(struct rn_lcore *lc, const struct lcore_client *c,
 		.client = (uint8_t)(c - lc->clients->c),
 		.want = (h.flags & RN_CLIENT_WANT_COMPLETION) != 0,
 		.client_id = c->id, .name_len = h.name_len,
+		/* Inline when its name and msg would be, in a node-level
+		 * frame; its agents come on top. */
+		.inline_max = rn_notify_frame_size(h.name_len, h.msg_len) <=
+			      lc->max_inline ? ep->n.agent_inline : 0,
 		.msg_len = h.msg_len, .cookie = e->cookie,
 		.dst = buf + sizeof(h), .src = c->agent,
 		.body = buf + sizeof(h) + h.agent_len,

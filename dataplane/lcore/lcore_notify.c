@@ -82,10 +82,10 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	 * by it (RN_WR_PACED): a no-op with 2 entries or more, where the ring
 	 * has a WQE of the largest size per entry (tests/nic/test_sim.c);
 	 * with one entry, each paced SEND may take half the ring only. */
-	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
-				n->qp->sq.max_inline);
-	n->max_inline = RTE_MIN(n->max_inline, rn_sq_send_inline_max(
-		rn_sq_paced_max_bbs(&n->qp->sq, n->sends.signal_mask + 1)));
+	n->agent_inline = RTE_MIN(RTE_MIN(n->max_frame, n->qp->sq.max_inline),
+		rn_sq_send_inline_max(rn_sq_paced_max_bbs(
+			&n->qp->sq, n->sends.signal_mask + 1)));
+	n->max_inline = RTE_MIN(n->agent_inline, lc->max_inline);
 	/* Slots released before now (the peer may send first) are credits
 	 * the peer waits for. */
 	if (rn_credit_update_due(&n->rx))
@@ -97,6 +97,7 @@ rn_lcore_notify_stop(struct rn_lcore_ep *ep)
 {
 	ep->n.max_frame = 0;
 	ep->n.max_inline = 0;
+	ep->n.agent_inline = 0;
 }
 
 /* A send's fate, to the application; counted when its ring is full. */
@@ -348,7 +349,7 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o,
 	struct rn_sq_place at;
 	struct send_head h;
 
-	if (unlikely(len > n->max_inline ||
+	if (unlikely(len > (a == NULL ? n->max_inline : a->inline_max) ||
 		     !rn_sq_send_inline_place(&n->qp->sq, (uint32_t)len, &at)))
 		return false;
 	frame_write(at.data, o, a);

@@ -98,6 +98,10 @@ struct ep_notify {
 				  * lc->max_inline, the SQ's and what its
 				  * paced SENDs may take (rn_sq.h); 0 like
 				  * max_frame */
+	uint32_t agent_inline;   /* the largest agent frame inline, of those
+				  * whose name + msg go inline: what the SQ
+				  * takes (as max_inline, less the [notify]
+				  * max_inline bound); 0 like max_frame */
 	uint32_t peer_slot_size; /* from its QP record; 0 before CONNECTED */
 	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */
 	uint64_t credit_raddr;   /* the peer's EP_PROBE_CREDITS word */
@@ -293,6 +297,7 @@ struct rn_lcore_agent_out {
 	uint8_t client;           /* the sender's slot in lc->clients */
 	bool want;                /* it wants its success reported */
 	uint32_t client_id;       /* its attachment; 0: a refusal */
+	uint32_t inline_max;      /* it goes inline up to this length */
 	uint32_t name_len;
 	uint32_t msg_len;
 	uint64_t cookie;
