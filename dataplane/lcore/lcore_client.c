@@ -318,8 +318,13 @@ hold(struct rn_lcore *lc, struct lcore_client *c, struct rn_lcore_ep *ep,
 	uint32_t i = cs->held_free;
 	struct lcore_held *h;
 
-	/* Every slot of the lcore has a record: never none free. */
-	RTE_ASSERT(i != HELD_NONE);
+	/* Every slot of the lcore has a record, so one is free; should
+	 * none be, the frame is dropped rather than anything overrun. */
+	if (unlikely(i == HELD_NONE)) {
+		rn_lcore_count(&lc->stats.notify_rejected, 1);
+		rn_lcore_notify_repost(lc, ep, index, false);
+		return;
+	}
 	h = &cs->held[i];
 	cs->held_free = h->next;
 	*h = (struct lcore_held){ .ep = ep, .index = index, .len = len,
