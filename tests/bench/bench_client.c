@@ -42,6 +42,7 @@ struct end {
 
 static struct end A, B;
 static struct rte_ring *events;
+static int control_wake_fd;
 static uint32_t slot_size;
 
 static void
@@ -93,7 +94,7 @@ end_up(struct end *e, unsigned int id)
 	slot_size = cfg.notify.slot_size;
 	e->lc = rte_zmalloc("bench_lcore", sizeof(*e->lc), RTE_CACHE_LINE_SIZE);
 	if (e->lc == NULL ||
-	    rn_lcore_init(e->lc, id, &cfg, events, eventfd(0, EFD_NONBLOCK),
+	    rn_lcore_init(e->lc, id, &cfg, events, control_wake_fd,
 			  why, sizeof(why)) != 0)
 		die(why[0] ? why : "no memory");
 	snprintf(name, sizeof(name), "bench_cmpl_%u", id);
@@ -157,6 +158,18 @@ client_up(struct end *e, const char *agent)
 	rn_lcore_client_command(e->lc, &cmd);
 	if (e->lc->n_clients != 1)
 		die("client not added");
+}
+
+static void
+end_down(struct end *e)
+{
+	rn_lcore_fini(e->lc);
+	rte_ring_free(e->completions);
+	rte_free(e->lc);
+	if (e->link.region != NULL) {
+		close(e->link.efd);
+		free(e->link.region);
+	}
 }
 
 /* One notification from A's application to B's, one turn each. */
@@ -274,7 +287,8 @@ main(int argc, char **argv)
 	events = rte_ring_create_elem("bench_events",
 				      sizeof(struct rn_lcore_event), 4096,
 				      SOCKET_ID_ANY, RING_F_SC_DEQ);
-	if (events == NULL)
+	control_wake_fd = eventfd(0, EFD_NONBLOCK);
+	if (events == NULL || control_wake_fd < 0)
 		die("events ring");
 	end_up(&A, 0);
 	end_up(&B, 1);
@@ -296,5 +310,11 @@ main(int argc, char **argv)
 			send_node(msg, bytes - 4, i);
 	}
 	printf("%s %u notifications of %u bytes\n", argv[1], count, bytes);
+	/* Everything given back, for the sanitizers' leak check. */
+	end_down(&A);
+	end_down(&B);
+	rte_ring_free(events);
+	close(control_wake_fd);
+	rte_eal_cleanup();
 	return 0;
 }
