@@ -19,7 +19,9 @@
 # apart: rn_lcore_client_poll()'s own work per turn (the loop over
 # attached clients, the wake-up check of each client enqueued for).
 # Usage: scripts/bench-client-instructions.sh [BYTES [COUNT [AGENT_LEN]]]
-#        (64, 5000, 36)
+#        (64, 5000, 36). RN_BENCH_MAX_INLINE=N runs both with [notify]
+# max_inline = N (64): an agent frame goes inline only when the notify
+# QP's inline size takes its agents too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,7 +61,7 @@ awk -v n="$count" -v b="$bytes" -v al="$agent_len" \
     -v pn="$polls" -v pi="$client_poll" 'BEGIN {
   node_send = (ns + nc - nr) / n; client_send = (cs + cc - cr) / n
   node_recv = (nr + np) / n; client_recv = cr / n
-  printf "%d notifications of %d bytes, agents of %d bytes; instructions per notification\n\n", n, b, al
+  printf "%d notifications of %d bytes, agents of %d bytes, [notify] max_inline %s; instructions per notification\n\n", n, b, al, ENVIRON["RN_BENCH_MAX_INLINE"] == "" ? 64 : ENVIRON["RN_BENCH_MAX_INLINE"]
   print "| side | embedded API (node-level frame) | client process (agent frame) | difference (goal <= 60) |"
   print "| --- | ---: | ---: | ---: |"
   printf "| send: request or submit ring to doorbell, and completions | %.1f | %.1f | %+.1f |\n", node_send, client_send, client_send - node_send

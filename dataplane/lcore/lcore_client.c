@@ -41,7 +41,8 @@ _Static_assert(sizeof(((struct rn_client_recv_hdr *)0)->node) ==
  * ends differ), then one full compare of the name. Names that share both
  * ends only probe further, at most RN_LCORE_MAX_CLIENTS buckets. Rebuilt
  * whole at each CLIENT_ADD and REMOVE (64 inserts, on the command path),
- * so there are no tombstones.
+ * so there are no tombstones. Before it, the client found last is tried:
+ * a stream to one agent then costs one compare of the name.
  */
 #define AGENT_BUCKETS (2 * RN_LCORE_MAX_CLIENTS)
 #define HELD_NONE UINT32_MAX
@@ -67,6 +68,7 @@ struct lcore_client {
 	uint32_t id;                   /* new at each CLIENT_ADD here; not 0 */
 	uint32_t hash;                 /* of its agent name */
 	uint32_t held_head, held_tail; /* its held frames, oldest first */
+	uint8_t slot;                  /* its place in c[] */
 	uint8_t agent_len;
 	const uint8_t *agent;          /* the link's: the daemon's memory */
 };
@@ -76,6 +78,7 @@ struct rn_lcore_clients {
 	uint32_t n_active;
 	uint32_t next_id;
 	uint32_t n_holding;            /* clients with frames held */
+	struct lcore_client *last;     /* found last; NULL after a change */
 	uint8_t active[RN_LCORE_MAX_CLIENTS];   /* slots in use */
 	uint8_t bucket[AGENT_BUCKETS]; /* slot + 1; 0 empty */
 	uint32_t bucket_hash[AGENT_BUCKETS];
@@ -157,9 +160,24 @@ agent_find(struct rn_lcore_clients *cs, const uint8_t *name, uint32_t len)
 	return NULL;
 }
 
+/* The client of agent name: the one found last, or the table's. */
+static inline struct lcore_client *
+agent_lookup(struct rn_lcore_clients *cs, const uint8_t *name, uint32_t len)
+{
+	struct lcore_client *c = cs->last;
+
+	if (c != NULL && c->agent_len == len && agent_equal(c->agent, name, len))
+		return c;
+	c = agent_find(cs, name, len);
+	if (c != NULL)
+		cs->last = c;
+	return c;
+}
+
 static void
 agent_table_build(struct rn_lcore_clients *cs)
 {
+	cs->last = NULL;
 	memset(cs->bucket, 0, sizeof(cs->bucket));
 	for (uint32_t i = 0; i < cs->n_active; i++) {
 		uint32_t slot = cs->active[i];
@@ -177,7 +195,7 @@ agent_table_build(struct rn_lcore_clients *cs)
 static inline void
 wake_later(struct rn_lcore_clients *cs, const struct lcore_client *c)
 {
-	cs->to_wake |= 1ull << (c - cs->c);
+	cs->to_wake |= 1ull << c->slot;
 }
 
 /*
@@ -414,7 +432,7 @@ rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	if (rn_notify_agent_frame_read(frame, len, &v) != 0)
 		return -EBADMSG;
 	if (lc->clients != NULL)
-		c = agent_find(lc->clients, v.dst, v.dst_len);
+		c = agent_lookup(lc->clients, v.dst, v.dst_len);
 	if (unlikely(c == NULL || !fits(c, &v))) {
 		/* A refusal for an agent gone is dropped; an agent frame
 		 * too large for the client's buffers is, like a malformed
@@ -481,7 +499,7 @@ send_entry(struct rn_lcore *lc, const struct lcore_client *c,
 	a = (struct rn_lcore_agent_out){
 		.kind = RN_NOTIFY_KIND_AGENT, .dst_len = h.agent_len,
 		.src_len = c->agent_len,
-		.client = (uint8_t)(c - lc->clients->c),
+		.client = c->slot,
 		.want = (h.flags & RN_CLIENT_WANT_COMPLETION) != 0,
 		.client_id = c->id, .name_len = h.name_len,
 		/* Inline when its name and msg would be, in a node-level
@@ -658,6 +676,7 @@ client_add(struct rn_lcore *lc, struct rn_client_link *link, uint32_t i)
 	for (slot = 0; cs->c[slot].link != NULL; slot++)
 		;
 	c.hash = agent_hash(c.agent, c.agent_len);
+	c.slot = (uint8_t)slot;
 	if (++cs->next_id == 0)
 		cs->next_id = 1;
 	c.id = cs->next_id;

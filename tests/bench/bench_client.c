@@ -14,6 +14,7 @@
  * nothing is batched that a one-at-a-time sender would not batch. The
  * script reads the lcore's functions by name from callgrind's output.
  * Usage: bench_client node|client [BYTES [COUNT [AGENT_LEN]]]
+ * RN_BENCH_MAX_INLINE=N sets [notify] max_inline (64).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -91,6 +92,9 @@ end_up(struct end *e, unsigned int id)
 	cfg.nic.provider = RN_NIC_SIM;
 	cfg.notify.enabled = true;
 	cfg.notify.endpoints_per_lcore = 1;
+	if (getenv("RN_BENCH_MAX_INLINE") != NULL)
+		cfg.notify.max_inline = (uint32_t)atoi(
+			getenv("RN_BENCH_MAX_INLINE"));
 	slot_size = cfg.notify.slot_size;
 	e->lc = rte_zmalloc("bench_lcore", sizeof(*e->lc), RTE_CACHE_LINE_SIZE);
 	if (e->lc == NULL ||
