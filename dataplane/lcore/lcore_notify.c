@@ -647,17 +647,30 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 	n->held++;
 }
 
-/* A SEND that wanted its success reported, in entry, completed: to the
+/* A SEND completed, which made room in the SQ: a credit WRITE that found
+ * it full goes now. */
+static inline void
+retry_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	if (unlikely(rn_credit_update_due(&ep->n.rx)) &&
+	    ep->n.state == RN_CHANNEL_NATIVE)
+		write_credits(lc, ep);
+}
+
+/*
+ * The same for a SEND that wanted its success reported, in entry: to the
  * application, or to a client (its entry's record says which). Out of
- * line: the completion path keeps no frame for it. */
+ * line, so that the completion path keeps no frame for it.
+ */
 static __rte_noinline void
-report_sent(struct rn_lcore *lc, const struct ep_notify *n, uint32_t entry,
+report_sent(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t entry,
 	    uint8_t to, uint64_t cookie)
 {
 	if (to == RN_SEND_REPORT_APP)
 		report(lc, cookie, 0);
 	else
-		rn_lcore_client_report(lc, &n->client_sent[entry], 0);
+		rn_lcore_client_report(lc, &ep->n.client_sent[entry], 0);
+	retry_credits(lc, ep);
 }
 
 void
@@ -679,13 +692,11 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		uint64_t cookie;
 		uint8_t to = rn_send_window_complete(&n->sends, entry, &cookie);
 
-		/* A credit WRITE that found the SQ full, now it has room. */
-		if (unlikely(rn_credit_update_due(&n->rx)) &&
-		    n->state == RN_CHANNEL_NATIVE)
-			write_credits(lc, ep);
-		/* Last, as a tail call: nothing kept across it. */
-		if (unlikely(to != 0))
-			report_sent(lc, n, entry, to, cookie);
+		if (unlikely(to != 0)) {
+			report_sent(lc, ep, entry, to, cookie);
+			return;
+		}
+		retry_credits(lc, ep);
 	}
 }
 
