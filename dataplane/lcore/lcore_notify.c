@@ -611,7 +611,10 @@ static __rte_noinline __rte_cold void
 not_node_level(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	       struct rn_notify_delivery *d)
 {
-	if (rn_lcore_client_received(lc, ep, d->index, d->len) == 0) {
+	const uint8_t *frame = ep->n.recv_slots +
+			       (size_t)d->index * lc->notify.slot_size;
+
+	if (rn_lcore_client_received(lc, ep, frame, d->index, d->len) == 0) {
 		ep->n.native_received--;
 		return;
 	}

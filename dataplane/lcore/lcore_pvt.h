@@ -329,12 +329,13 @@ void rn_lcore_client_command(struct rn_lcore *lc,
 			     const struct rn_lcore_cmd *cmd);
 unsigned int rn_lcore_client_poll(struct rn_lcore *lc);
 bool rn_lcore_client_pending(const struct rn_lcore *lc);
-/* A frame of len bytes in receive slot index of ep that the node-level
- * reader refused: an agent frame or refusal is delivered, held or refused
- * here, its slot reposted or held (0); anything else is -EBADMSG, for the
- * caller to reject as before. */
+/* A frame of len bytes at frame, receive slot index of ep, that the
+ * node-level reader refused: an agent frame or refusal is delivered, held
+ * or refused here, its slot reposted or held (0); anything else is
+ * -EBADMSG, for the caller to reject as before. */
 int rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-			     uint32_t index, uint32_t len);
+			     const uint8_t *frame, uint32_t index,
+			     uint32_t len);
 /* The fate of a client's SEND, s its window entry's record: to its
  * client's deliver ring, unless that client is gone. */
 void rn_lcore_client_report(struct rn_lcore *lc,
