@@ -90,8 +90,10 @@ struct rn_lcore_clients {
 };
 
 void
-rn_lcore_set_client_sleeping(struct rn_lcore *lc, uint32_t *sleeping)
+rn_lcore_set_client_sleeping(struct rn_lcore *lc, uint32_t index,
+			     uint32_t *sleeping)
 {
+	lc->client_index = index;
 	lc->client_sleeping = sleeping;
 }
 
@@ -718,7 +720,7 @@ rn_lcore_client_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 	struct rn_client_link *link = (void *)(uintptr_t)cmd->cookie;
 
 	if (cmd->type == RN_LCORE_CMD_CLIENT_ADD) {
-		client_add(lc, link, cmd->arg);
+		client_add(lc, link, lc->client_index);
 	} else {
 		struct rn_lcore_event ev = {
 			.type = RN_LCORE_EVENT_CLIENT_REMOVED,

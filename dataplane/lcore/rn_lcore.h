@@ -49,9 +49,9 @@ enum rn_lcore_cmd_type {
 				      * failed: ours stops and goes to ERR */
 	/* Client processes (rn_lcore_client.h); the cookie is a struct
 	 * rn_client_link *: */
-	RN_LCORE_CMD_CLIENT_ADD,     /* poll its submit ring, deliver to it;
-				      * arg: this lcore's index i among the
-				      * workers (submit[i], deliver[i]) */
+	RN_LCORE_CMD_CLIENT_ADD,     /* poll its submit ring, deliver to it
+				      * (this lcore's: see
+				      * rn_lcore_set_client_sleeping()) */
 	RN_LCORE_CMD_CLIENT_REMOVE,  /* stop touching it: CLIENT_REMOVED */
 };
 
@@ -197,6 +197,7 @@ struct rn_lcore {
 	int control_wake_fd;     /* eventfd: lcore -> control, after an event */
 	uint32_t *client_sleeping;  /* the status page's word for this lcore
 				     * (rn_lcore_set_client_sleeping()) */
+	uint32_t client_index;   /* its rings in client regions: submit[i] */
 	uint64_t tsc_hz;
 	uint32_t cq_size;        /* CQEs asked of the device for each CQ */
 	uint32_t cq_cqes;        /* CQEs each holds (mlx5 rounds up more) */

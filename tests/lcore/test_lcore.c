@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -878,6 +879,7 @@ struct tclient {
 	struct rn_client_link link;
 	struct rn_client_region *r;
 	struct side *on;          /* the lcore it is attached to */
+	uint32_t worker;          /* that lcore's rings in the region */
 	bool added;
 };
 
@@ -897,21 +899,23 @@ struct taken {
 	struct rn_client_event ev;
 };
 
+/* A region with rings for n_lcores lcores, on's being worker. */
 static struct tclient *
-client_new(struct side *on, const char *agent, uint32_t ring_size)
+client_new_of(struct side *on, const char *agent, uint32_t ring_size,
+	      uint32_t n_lcores, uint32_t worker)
 {
 	struct tclient *t;
-	uint64_t size = rn_client_region_size(1, ring_size, SLOT_SIZE);
+	uint64_t size = rn_client_region_size(n_lcores, ring_size, SLOT_SIZE);
 
 	assert_true(n_tclients < MAX_TCLIENTS);
 	assert_true(size != 0);
 	t = &tclients[n_tclients++];
-	*t = (struct tclient){ .on = on };
+	*t = (struct tclient){ .on = on, .worker = worker };
 	t->r = aligned_alloc(64, size);
 	assert_non_null(t->r);
 	memset(t->r, 0, size);
-	assert_int_equal(rn_client_region_init(t->r, 1, ring_size, SLOT_SIZE),
-			 0);
+	assert_int_equal(rn_client_region_init(t->r, n_lcores, ring_size,
+					       SLOT_SIZE), 0);
 	t->link = (struct rn_client_link){
 		.region = t->r, .region_size = size, .client_id = n_tclients,
 		.efd = eventfd(0, EFD_NONBLOCK),
@@ -920,6 +924,12 @@ client_new(struct side *on, const char *agent, uint32_t ring_size)
 	assert_true(t->link.efd >= 0);
 	memcpy(t->link.agent, agent, t->link.agent_len);
 	return t;
+}
+
+static struct tclient *
+client_new(struct side *on, const char *agent, uint32_t ring_size)
+{
+	return client_new_of(on, agent, ring_size, 1, 0);
 }
 
 static void
@@ -961,14 +971,14 @@ client_put(struct tclient *t, uint16_t type, uint16_t ep_index,
 	   const struct rn_client_send_hdr *h, const void *body,
 	   uint32_t body_len, uint64_t cookie)
 {
-	struct rte_ring *r = rn_client_submit_ring(t->r, 0);
+	struct rte_ring *r = rn_client_submit_ring(t->r, t->worker);
 	struct rn_client_entry e = { .type = type, .ep_index = ep_index,
 				     .cookie = cookie };
 	uint8_t *buf;
 
 	if (rte_ring_enqueue_bulk_elem_start(r, 1, NULL) == 0)
 		return -EAGAIN;
-	buf = rn_client_send_buf(t->r, 0, r->prod.tail);
+	buf = rn_client_send_buf(t->r, t->worker, r->prod.tail);
 	assert_true(sizeof(*h) + body_len <= SLOT_SIZE);
 	memcpy(buf, h, sizeof(*h));
 	memcpy(buf + sizeof(*h), body, body_len);
@@ -1004,7 +1014,7 @@ client_send(struct tclient *t, const char *agent, const void *name,
 static unsigned int
 client_take(struct tclient *t, struct taken *out, unsigned int max)
 {
-	struct rte_ring *r = rn_client_deliver_ring(t->r, 0);
+	struct rte_ring *r = rn_client_deliver_ring(t->r, t->worker);
 	struct rn_client_entry e[CLIENT_RING];
 	uint32_t pos = r->cons.tail;
 	unsigned int n = rte_ring_dequeue_burst_elem_start(
@@ -1012,7 +1022,8 @@ client_take(struct tclient *t, struct taken *out, unsigned int max)
 		NULL);
 
 	for (unsigned int i = 0; i < n; i++) {
-		const uint8_t *buf = rn_client_recv_buf(t->r, 0, pos + i);
+		const uint8_t *buf = rn_client_recv_buf(t->r, t->worker,
+							pos + i);
 		struct taken *k = &out[i];
 
 		memset(k, 0, sizeof(*k));
@@ -1558,6 +1569,75 @@ test_client_agent_table(void **state)
 	assert_int_equal(k.type, RN_CLIENT_ENTRY_REFUSED);
 }
 
+/* A client as the library waits on a sleeping lcore: it sees the status
+ * page word raised, enqueues, then writes the lcore's wake eventfd. */
+struct waker {
+	uint32_t *word;
+	struct tclient *t;
+	int rc;
+};
+
+static void *
+wake_when_asleep(void *arg)
+{
+	struct waker *w = arg;
+	uint64_t until = now_ms() + WAIT_MS;
+
+	while (__atomic_load_n(w->word, __ATOMIC_ACQUIRE) == 0) {
+		if (now_ms() > until) {
+			w->rc = -ETIMEDOUT;
+			return NULL;
+		}
+	}
+	w->rc = client_send(w->t, "alpha", "n", 1, "late", 4, 2, 0);
+	if (w->rc == 0 &&
+	    __atomic_load_n(w->word, __ATOMIC_SEQ_CST) != 0)
+		eventfd_write(w->t->on->lc->wake_fd, 1);
+	return NULL;
+}
+
+/* An lcore that is worker 1 uses the rings of index 1 of every region;
+ * it raises its status page word while it sleeps and lowers it after;
+ * its idle check looks at its clients' submit rings, and a client's
+ * wake-up ends its sleep. */
+static void
+test_client_worker_index_and_sleeping_word(void **state)
+{
+	uint32_t word = 0;
+	struct tclient *alpha, *beta;
+	struct waker w = { .word = &word };
+	struct taken k;
+	pthread_t th;
+
+	(void)state;
+	open_pair(true, true);
+	rn_lcore_set_client_sleeping(B.lc, 1, &word);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_new_of(&B, "beta", CLIENT_RING, 2, 1);
+	client_command(beta, RN_LCORE_CMD_CLIENT_ADD);
+	assert_int_equal(B.lc->n_clients, 1);
+	assert_int_equal(client_send(alpha, "beta", "n", 1, "m", 1, 1, 0), 0);
+	client_wait(beta, &k, 1);
+	assert_delivery(&k, "a", "alpha", "n", 1, "m", 1);
+	assert_int_equal(rte_ring_count(rn_client_deliver_ring(beta->r, 0)),
+			 0);
+	/* Work in a client's submit ring: no sleep at all. */
+	assert_int_equal(client_send(beta, "alpha", "n", 1, "x", 1, 1, 0), 0);
+	assert_true(rn_lcore_sleep(B.lc));
+	assert_int_equal(word, 0);
+	client_wait(alpha, &k, 1);
+	/* Asleep for as long as it takes: the client wakes it. */
+	B.lc->idle_sleep_us = 10 * 1000 * 1000;
+	w.t = beta;
+	assert_int_equal(pthread_create(&th, NULL, wake_when_asleep, &w), 0);
+	assert_true(rn_lcore_sleep(B.lc));
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(w.rc, 0);
+	assert_int_equal(word, 0);
+	client_wait(alpha, &k, 1);
+	assert_delivery(&k, "b", "beta", "n", 1, "late", 4);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1593,6 +1673,7 @@ main(int argc, char **argv)
 		T(test_client_deliver_ring_full_holds),
 		T(test_client_remove_with_work_pending),
 		T(test_client_agent_table),
+		T(test_client_worker_index_and_sleeping_word),
 	};
 
 	(void)argc;
