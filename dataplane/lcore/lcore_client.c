@@ -587,6 +587,9 @@ rn_lcore_client_poll(struct rn_lcore *lc)
 	return work;
 }
 
+/* Frames held for a client whose deliver ring is full are no reason to
+ * stay awake: the client may not poll for long, and tells nobody when it
+ * does; a sleeping lcore tries them again after idle_sleep_us. */
 bool
 rn_lcore_client_pending(const struct rn_lcore *lc)
 {
@@ -594,8 +597,6 @@ rn_lcore_client_pending(const struct rn_lcore *lc)
 
 	if (cs == NULL)
 		return false;
-	if (cs->n_holding != 0)
-		return true;
 	for (uint32_t i = 0; i < cs->n_active; i++)
 		if (!rte_ring_empty(cs->c[cs->active[i]].submit))
 			return true;

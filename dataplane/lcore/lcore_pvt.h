@@ -323,7 +323,7 @@ void rn_lcore_notify_repost(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 /*
  * Client processes (lcore_client.c, rn_lcore_client.h). The commands;
  * their submit rings, each turn (returns the entries taken and frames
- * delivered); whether anything waits there (before sleeping).
+ * delivered); whether a SEND waits there (before sleeping).
  */
 void rn_lcore_client_command(struct rn_lcore *lc,
 			     const struct rn_lcore_cmd *cmd);
