@@ -12,6 +12,7 @@
  */
 #include "lcore_pvt.h"
 #include "rn_cq.h"
+#include "rn_lcore_xfer.h"
 
 static void
 execute(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
@@ -88,6 +89,7 @@ rn_lcore_run(void *arg)
 		work += rn_nic_progress(lc->nic);
 		work += poll_completions(lc);
 		work += rn_lcore_notify_poll(lc);
+		work += rn_lcore_xfer_poll(lc);
 		if (unlikely(lc->closing != NULL))
 			rn_lcore_ep_reap(lc);
 		if (unlikely(lc->channels_failed != 0))

@@ -113,6 +113,8 @@ struct rn_lcore_stats {
 	uint64_t cqs;           /* CQs in use */
 	uint64_t cq_reserved;   /* CQEs reserved by live endpoints, all CQs */
 	uint64_t no_cq_room;    /* endpoints or native channels refused */
+	uint64_t xfer_wqes;     /* transfer chunks posted */
+	uint64_t xfer_batches;  /* transfer batches finished */
 	/* Written by the control thread alone, as it takes them: */
 	uint64_t device_events; /* asynchronous events of the worker's NIC */
 };
@@ -197,6 +199,7 @@ struct rn_lcore {
 	 * the same way for every endpoint. */
 	bool notify_qp_refused_said;
 	uint64_t channel_reap_tsc;      /* failed channels looked at next */
+	struct rn_lcore_xfer *xfer;     /* transfers (rn_lcore_xfer.h) */
 } __rte_cache_aligned;
 
 /* The hot scalars fit three cache lines, the most a turn should pay for
