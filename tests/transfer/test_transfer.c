@@ -813,6 +813,53 @@ test_more_than_the_queues_take(void **state)
 	rn_transfer_forget(A.t, rem);
 }
 
+/* The wire to the peer cut in the middle of a batch: the batch fails
+ * -ENOTCONN (retries exhausted) or -EPIPE (flushed as the endpoint
+ * closes) in bounded time, and after the wire is back and the endpoint
+ * reconnected, a batch goes. */
+static void
+test_peer_lost(void **state)
+{
+	struct rn_transfer_remote *rem = import_of(&B, &A);
+	struct rn_transfer_entry e = { .local = A.buf, .remote =
+				       (uintptr_t)B.buf, .length = 200u << 20,
+				       .rem = rem };
+	struct rn_transfer_batch *b;
+	uint64_t t0, bytes = 0;
+	int rc;
+
+	(void)state;
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "cut", &b), 0);
+	stop(&A);
+	assert_int_equal(rn_sim_wire_cut(A.lc->nic, &A.req.remote.addr), 0);
+	start(&A);
+	t0 = now_ms();
+	/* The plane closes a failed endpoint: its QPs flush. */
+	wait_event(RN_LCORE_EVENT_EP_FAILED, &A.req);
+	command(&A, RN_LCORE_CMD_EP_CLOSE);
+	rc = rn_transfer_wait(b, 10000);
+	if (rc != -ENOTCONN && rc != -EPIPE)
+		fail_msg("batch after the wire was cut: %d", rc);
+	assert_int_equal(rn_transfer_status(b, &bytes, NULL), rc);
+	assert_true(bytes < e.length);
+	printf("# failed %d after %" PRIu64 " ms, %" PRIu64 " bytes placed\n",
+	       rc, now_ms() - t0, bytes);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &A.req), 0);
+	stop(&A);
+	assert_int_equal(rn_sim_wire_restore(A.lc->nic, &A.req.remote.addr), 0);
+	start(&A);
+	A.ep_up = B.ep_up = false;
+	command(&B, RN_LCORE_CMD_EP_CLOSE);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &B.req), 0);
+	n_seen = 0;
+	generation++;
+	ep_up();
+	rn_transfer_forget(A.t, rem);
+	rem = NULL;
+	recover_and_write();
+}
+
 /* Registration: overlaps refused, a region in use not deregistered
  * without waiting, descriptors checked. */
 static void
@@ -868,6 +915,7 @@ main(int argc, char **argv)
 		T(test_cancel),
 		T(test_more_than_the_queues_take),
 		T(test_registration),
+		T(test_peer_lost),
 	};
 
 	(void)argc;
