@@ -286,6 +286,27 @@ check_across(struct load *ld)
 			 cfg->notify.slot_size - 8);
 		return -EINVAL;
 	}
+	if (cfg->client.enabled &&
+	    cfg->dataplane.lcores.count - 1 > RN_CONFIG_CLIENT_MAX_WORKERS) {
+		snprintf(err->text, sizeof(err->text), "%s: [client] enabled: "
+			 "%u worker lcores; clients can talk to at most %d: "
+			 "give [dataplane] lcores fewer, or set [client] "
+			 "enabled = false", ld->path,
+			 cfg->dataplane.lcores.count - 1,
+			 RN_CONFIG_CLIENT_MAX_WORKERS);
+		return -EINVAL;
+	}
+	if (cfg->client.socket[0] != '\0' &&
+	    (cfg->client.socket[0] != '/' ||
+	     strlen(cfg->client.socket) >= RN_CONFIG_SOCKET_PATH_MAX)) {
+		snprintf(err->text, sizeof(err->text), "%s: [client] socket = "
+			 "%s: %s; allowed an absolute path of at most %d "
+			 "characters, or empty for the default", ld->path,
+			 cfg->client.socket, cfg->client.socket[0] != '/' ?
+			 "not an absolute path" : "too long",
+			 RN_CONFIG_SOCKET_PATH_MAX - 1);
+		return -EINVAL;
+	}
 	for (uint32_t a = 0; a < cfg->n_peers; a++)
 		if (strcmp(cfg->peers[a].name, cfg->dataplane.name) == 0)
 			return fail_at(ld,
