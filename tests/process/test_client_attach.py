@@ -8,6 +8,7 @@ Usage: test_client_attach.py RNOTIFYD"""
 
 import errno
 import mmap
+import select
 import os
 import signal
 import socket
@@ -15,8 +16,9 @@ import stat
 import struct
 import time
 
-from rntest import (TMP, Daemon, Skip, note, run_tests, seeded_random,
-                    status, stop_all, telemetry, unique, wait_until)
+from rntest import (TMP, Daemon, Pair, Skip, note, run_tests,
+                    seeded_random, status, stop_all, telemetry, unique,
+                    wait_until)
 
 # rn_client_msg.h
 PROTO_VERSION = 1
@@ -40,7 +42,11 @@ ARMED_AT, CLOSED_AT = 576, 640
 # DPDK 22.11's struct rte_ring: size, mask, capacity; prod and cons
 # head/tail pairs on their own lines.
 RING_SIZE_AT, RING_PROD_AT, RING_CONS_AT = 48, 128, 256
+RING_ELEMS_AT = 384                      # sizeof(struct rte_ring)
 EVENTS_RING_SIZE = 256                   # client_region.c
+# rn_client.h: struct rn_client_event and its types
+EVENT = struct.Struct("<IiQ32s129s7x")
+PEER_DOWN, PEER_UP, PEER_RESTARTED, PEER_REMOVED = 1, 2, 3, 4
 # fcntl seals
 F_GET_SEALS = 1034
 F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW = 1, 2, 4
@@ -65,6 +71,15 @@ class ClientDaemon(Daemon):
 
     def fds(self):
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def settled_fds(self):
+        """The descriptor count once two reads 0.1 s apart agree: a
+        telemetry connection of ours may close a moment after its reply."""
+        def same():
+            n = self.fds()
+            time.sleep(0.1)
+            return n if self.fds() == n else None
+        return wait_until("descriptors settled", same)
 
     def fd_list(self):
         base = f"/proc/{self.proc.pid}/fd"
@@ -351,11 +366,11 @@ def test_protocol_errors():
         # It holds two descriptors of the daemon's: its socket and its
         # eventfd; the two it sent along are not kept.
         wait_until("refused callers closed", lambda: d.clients() == [])
-        fds_before = d.fds()
+        fds_before = d.settled_fds()
         r, w = os.pipe()
         s, st, _, fds = attach(d.sock, b"fd-sender", fds=[r, w])
         assert st == 0, st
-        assert d.fds() == fds_before + 2, (fds_before, d.fds())
+        assert d.settled_fds() == fds_before + 2, (fds_before, d.fds())
         st, _, _ = request(s, 99)
         assert st == -errno.EPROTO, st
         st, _, _ = request(s, ATTACH, b"again")
@@ -363,7 +378,7 @@ def test_protocol_errors():
         s.close()
         closed_fds(fds + [r, w])
         wait_until("the daemon's descriptors back to where they were",
-                   lambda: d.fds() == fds_before, timeout=10)
+                   lambda: d.settled_fds() == fds_before, timeout=10)
     finally:
         stop_all([d])
 
@@ -479,6 +494,89 @@ def test_resolve_and_peers():
         stop_all([d])
 
 
+def default_socket(name):
+    """[client] socket left empty: the lock file's directory, NAME.sock."""
+    if os.geteuid() == 0:
+        base = "/run/rnotify"
+    elif os.environ.get("XDG_RUNTIME_DIR", "").startswith("/"):
+        base = os.path.join(os.environ["XDG_RUNTIME_DIR"], "rnotify")
+    else:
+        base = f"/tmp/rnotify-{os.geteuid()}"
+    return os.path.join(base, name + ".sock")
+
+
+class Events:
+    """A client's events ring read as the library reads it: armed, woken
+    through the eventfd, entries taken and the ring's consumer moved."""
+
+    def __init__(self, region_fd, efd, size):
+        self.m = mmap.mmap(region_fd, size)
+        self.efd = efd
+        self.off, = struct.unpack_from("<Q", self.m, EVENTS_OFF_AT)
+
+    def arm(self):
+        struct.pack_into("<I", self.m, ARMED_AT, 1)
+
+    def take(self):
+        ph, pt = struct.unpack_from("<II", self.m, self.off + RING_PROD_AT)
+        ch, = struct.unpack_from("<I", self.m, self.off + RING_CONS_AT)
+        out = []
+        for pos in range(ch, pt):
+            at = self.off + RING_ELEMS_AT + \
+                (pos % EVENTS_RING_SIZE) * EVENT.size
+            etype, st, cookie, node, _ = EVENT.unpack_from(self.m, at)
+            out.append((etype, node.rstrip(b"\0").decode()))
+        struct.pack_into("<II", self.m, self.off + RING_CONS_AT, pt, pt)
+        return out
+
+    def wait(self, timeout=20):
+        """Events after a wake-up of the eventfd (armed first)."""
+        self.arm()
+        got = self.take()
+        if got:
+            return got
+        r, _, _ = select.select([self.efd], [], [], timeout)
+        assert r, f"no wake-up in {timeout} s"
+        os.read(self.efd, 8)
+        assert struct.unpack_from("<I", self.m, ARMED_AT)[0] == 0, \
+            "woken but still armed"
+        return self.take()
+
+
+def test_peer_events_reach_clients():
+    """The plane's peer events land on every attached client's events
+    ring, named, and wake the client when it armed its eventfd: the peer
+    killed is PEER_DOWN, started again PEER_RESTARTED. The socket here is
+    the default one."""
+    p = Pair("ev")
+    try:
+        path = default_socket(p.a)
+        assert stat.S_ISSOCK(os.lstat(path).st_mode), path
+        conns = [attach(path, f"watcher{i}".encode()) for i in range(2)]
+        assert [c[1] for c in conns] == [0, 0], [c[1] for c in conns]
+        evs = [Events(c[3][0], c[3][2], c[2][0]) for c in conns]
+        for e in evs:
+            assert e.take() == [], "events before any happened"
+        p.d[1].kill()
+        for e in evs:
+            got = e.wait()
+            assert got == [(PEER_DOWN, p.b)], got
+        p.d[1] = p.start(1)
+        p.d[1].wait_running()
+        for e in evs:
+            got = []
+            wait_until("PEER_RESTARTED", lambda: (got.extend(e.wait()),
+                       (PEER_RESTARTED, p.b) in got)[1], timeout=30)
+            assert set(got) <= {(PEER_RESTARTED, p.b)}, got
+        rows = clients(p.a)
+        assert sorted(r["events"] for r in rows) == [2, 2], rows
+        for s, _, _, fds in conns:
+            s.close()
+            closed_fds(fds)
+    finally:
+        p.stop()
+
+
 def child_attach(path, agent, w):
     """In a forked child: attach, tell the parent the status, then wait to
     be killed."""
@@ -535,15 +633,12 @@ def test_kill9_frees_agent_100_times():
             if cycle in (9, 99):
                 wait_until("only the bystander attached",
                            lambda: len(d.clients()) == 1, timeout=10)
-                # A telemetry connection of ours may close a moment later.
-                wait_until("descriptors settled", lambda: (
-                    lambda n: (time.sleep(0.1), d.fds() == n)[1])(d.fds()))
-                fds_at.append((d.fds(), d.fd_list()))
+                fds_at.append((d.settled_fds(), d.fd_list()))
                 rss_at.append(d.rss_kb())
         note(f"descriptors after 10 and 100 cycles: "
              f"{[n for n, _ in fds_at]}; RSS kB {rss_at}; {busy} "
              "attach(es) found the name still taken")
-        assert fds_at[0] == fds_at[1], fds_at
+        assert fds_at[0][0] == fds_at[1][0], fds_at
         assert rss_at[1] - rss_at[0] < 2048, rss_at
         rows = d.clients()
         assert [r["agent"] for r in rows] == ["bystander"], rows
