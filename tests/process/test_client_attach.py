@@ -577,6 +577,45 @@ def test_peer_events_reach_clients():
         p.stop()
 
 
+def test_peers_at_run_time():
+    """PEER_ADD makes a node a client can resolve (a new tag), twice is
+    -EEXIST, malformed -EINVAL; PEER_REMOVE unbinds it (-ENOENT after),
+    and every client hears PEER_REMOVED."""
+    d = ClientDaemon("pa")
+    try:
+        s, st, a, fds = attach(d.sock, b"admin")
+        assert st == 0, st
+        ev = Events(fds[0], fds[2], a[0])
+        peer = b"run-time-peer"
+        st, _, _ = request(s, PEER_ADD, PEER.pack(peer, b"127.0.0.1", 9))
+        assert st == 0, os.strerror(-st)
+        st, _, _ = request(s, PEER_ADD, PEER.pack(peer, b"127.0.0.1", 9))
+        assert st == -errno.EEXIST, st
+        for bad in (PEER.pack(b"x", b"127.0.0.1", 0),
+                    PEER.pack(b"x", b"no-address", 9),
+                    PEER.pack(b"a/b", b"127.0.0.1", 9),
+                    PEER.pack(b"", b"127.0.0.1", 9),
+                    PEER.pack(b"x", b"127.0.0.1", 9)[:-1],
+                    b"x" * 31 + b"y" + b"\0" * 72):
+            st, _, _ = request(s, PEER_ADD, bad)
+            assert st == -errno.EINVAL, (bad, st)
+        st, body, _ = request(s, RESOLVE, peer)
+        assert st == 0, st
+        ep_index, lcore, tag = RESOLVED.unpack(body)
+        assert tag != 0, "a bound endpoint has a tag"
+        st, _, _ = request(s, PEER_REMOVE, peer)
+        assert st == 0, st
+        assert ev.wait() == [(PEER_REMOVED, peer.decode())]
+        st, _, _ = request(s, PEER_REMOVE, peer)
+        assert st == -errno.ENOENT, st
+        st, _, _ = request(s, RESOLVE, peer)
+        assert st == -errno.ENOENT, st
+        s.close()
+        closed_fds(fds)
+    finally:
+        stop_all([d])
+
+
 def child_attach(path, agent, w):
     """In a forked child: attach, tell the parent the status, then wait to
     be killed."""
