@@ -197,6 +197,7 @@ make_region(struct rn_client_server *s, struct rn_client_conn *c)
 	}
 	c->link.region = mem;
 	c->link.region_size = mapped;
+	c->events_size = rn_client_events_ring(mem)->size;
 	pthread_mutex_lock(&s->lock);
 	s->totals.hugepages = huge;
 	pthread_mutex_unlock(&s->lock);

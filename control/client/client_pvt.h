@@ -58,6 +58,8 @@ struct rn_client_conn {
 	struct ucred cred;        /* SO_PEERCRED at accept */
 	uint64_t accepted_ms;     /* CLOCK_MONOTONIC */
 	unsigned int lcores_left; /* CLIENT_REMOVED answers still due */
+	uint32_t events_size;     /* of its events ring, as the daemon made
+				   * it: the client may not change it */
 	struct rn_client_link link;   /* the lcores' view; region NULL until
 				       * attached */
 	struct rn_client_info info;   /* under s->lock */

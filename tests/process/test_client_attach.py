@@ -580,12 +580,18 @@ def test_peer_events_reach_clients():
 def test_peers_at_run_time():
     """PEER_ADD makes a node a client can resolve (a new tag), twice is
     -EEXIST, malformed -EINVAL; PEER_REMOVE unbinds it (-ENOENT after),
-    and every client hears PEER_REMOVED."""
+    and every client hears PEER_REMOVED, but one that overwrote its events
+    ring's shape: that one is detached, not followed out of its region."""
     d = ClientDaemon("pa")
     try:
         s, st, a, fds = attach(d.sock, b"admin")
         assert st == 0, st
         ev = Events(fds[0], fds[2], a[0])
+        vs, st, va, vfds = attach(d.sock, b"vandal")
+        assert st == 0, st
+        vandal = Events(vfds[0], vfds[2], va[0])
+        struct.pack_into("<I", vandal.m, vandal.off + RING_SIZE_AT + 4,
+                         0xFFFFFF)
         peer = b"run-time-peer"
         st, _, _ = request(s, PEER_ADD, PEER.pack(peer, b"127.0.0.1", 9))
         assert st == 0, os.strerror(-st)
@@ -606,6 +612,11 @@ def test_peers_at_run_time():
         st, _, _ = request(s, PEER_REMOVE, peer)
         assert st == 0, st
         assert ev.wait() == [(PEER_REMOVED, peer.decode())]
+        assert vs.recv(MSG_MAX) == b"", "the vandal is still attached"
+        assert struct.unpack_from("<I", vandal.m, CLOSED_AT)[0] == 1
+        assert "events ring was overwritten: detached" in d.stderr()
+        vs.close()
+        closed_fds(vfds)
         st, _, _ = request(s, PEER_REMOVE, peer)
         assert st == -errno.ENOENT, st
         st, _, _ = request(s, RESOLVE, peer)
