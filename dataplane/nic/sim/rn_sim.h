@@ -14,13 +14,15 @@
 #include "rn_nic.h"
 
 /*
- * Limits of the device and its wire. A message travels as one frame, so
- * the largest message is also the largest frame payload a connection may
- * announce; a larger one closes the connection before anything is
- * allocated. The project's largest message is a notification slot
- * (64 KiB); ConnectX allows 1 GiB.
+ * Limits of the device and its wire. A message travels as packets of the
+ * path MTU (at most RN_SIM_MTU bytes, the device port's), one frame and
+ * one PSN each, as on IB; a message is at most RN_SIM_MAX_MSG (larger:
+ * LOCAL_LENGTH), and no frame a connection announces may be larger: it
+ * closes before anything is allocated. The project's largest message is
+ * a notification slot (64 KiB); ConnectX allows 1 GiB.
  */
 #define RN_SIM_MAX_MSG (1u << 20)             /* the sim's max_msg_sz */
+#define RN_SIM_MTU 4096                       /* its port's MTU, bytes */
 /* Inbound connections no QP has taken a frame from yet (strangers, or a
  * peer whose QP is not ready): the oldest is closed to make room. */
 #define RN_SIM_WIRE_MAX_UNMATCHED 32
@@ -45,6 +47,20 @@ struct rn_sim_stats {
 	uint64_t wires_evicted;       /* oldest unmatched, to make room */
 };
 
+/*
+ * One QP's counters (rn_sim_qp_stats()): the READ limits and the
+ * hold-back fault at work. Counted from the QP's creation.
+ */
+struct rn_sim_qp_stats {
+	uint32_t reads_outstanding;     /* READs sent, response not yet in */
+	uint32_t reads_outstanding_max; /* the most at once */
+	uint64_t read_waits;            /* the requester waited: READ limit */
+	uint64_t fence_waits;           /* a fenced WQE waited for READs */
+	uint64_t reads_refused;         /* responder: over max_dest_rd_atomic */
+	uint64_t frames_held;           /* requests held back by the fault */
+	uint32_t frames_held_now;       /* of which not yet released */
+};
+
 /* Break every wire to remote and refuse new ones until restored. */
 int rn_sim_wire_cut(struct rn_nic *nic, const struct rn_nic_addr *remote);
 int rn_sim_wire_restore(struct rn_nic *nic, const struct rn_nic_addr *remote);
@@ -52,6 +68,23 @@ int rn_sim_wire_restore(struct rn_nic *nic, const struct rn_nic_addr *remote);
 /* Hold every frame sent to remote for delay_us (0: no delay). */
 int rn_sim_wire_delay(struct rn_nic *nic, const struct rn_nic_addr *remote,
 		      uint32_t delay_us);
+
+/*
+ * The ordering fault: qp's request frames (SEND, WRITE, READ requests,
+ * resends too) are held back on the QP, in order, while every other QP's
+ * go on; replies it makes as responder are not held. rn_sim_qp_hold()
+ * holds them until rn_sim_qp_release(), which lets them go in order on the
+ * next progress; rn_sim_qp_delay() holds each for delay_us from the moment
+ * it was made (0: off). The QP still runs its ACK timer: a hold longer
+ * than its timeout makes it resend (the resends held too), and one longer
+ * than all its retries fails it, TRANSPORT_RETRY_EXC. A QP that leaves RTS
+ * drops what it held. Owning lcore only. Returns 0, or -EINVAL for a QP
+ * not of the sim.
+ */
+int rn_sim_qp_hold(struct rn_qp *qp);
+int rn_sim_qp_delay(struct rn_qp *qp, uint32_t delay_us);
+int rn_sim_qp_release(struct rn_qp *qp);
+void rn_sim_qp_stats(const struct rn_qp *qp, struct rn_sim_qp_stats *out);
 
 /* A local fault: qp enters ERR and flushes its outstanding WQEs. */
 int rn_sim_qp_fail(struct rn_nic *nic, struct rn_qp *qp);

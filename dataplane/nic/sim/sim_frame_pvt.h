@@ -4,7 +4,7 @@
 
 /*
  * Frames on the software wire between two sim device contexts (a TCP stream).
- * One frame per RC message, not per MTU packet: the stream already segments.
+ * One frame per packet of the path MTU, each with its PSN, as on IB.
  * Host byte order on both ends (the sim runs on one architecture).
  */
 
@@ -47,7 +47,7 @@ struct sim_frame_hello {
 	uint16_t pad;
 };
 
-/* The largest frame, header included: one message of RN_SIM_MAX_MSG. */
+/* The largest frame the wire accepts, header included. */
 #define SIM_FRAME_MAX (sizeof(struct sim_frame_hdr) + RN_SIM_MAX_MSG)
 /* A whole HELLO frame: all a connection may send before it is known. */
 #define SIM_FRAME_HELLO_SIZE \
