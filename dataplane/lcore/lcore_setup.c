@@ -269,6 +269,9 @@ rn_lcore_fini(struct rn_lcore *lc)
 {
 	if (lc->cmd_ring == NULL)
 		return;
+	/* Clients first: the SENDs that fail as their endpoints go are
+	 * reported to nobody, whatever became of the regions. */
+	rn_lcore_client_fini(lc);
 	rn_lcore_ep_free_all(lc);
 	free_notify_rings(lc);
 	rn_notify_region_destroy(lc->nic, &lc->notify);

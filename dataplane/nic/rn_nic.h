@@ -41,12 +41,19 @@ enum rn_access {
  * as responder: what rn_qp_connect's 0 stands for, and the most asked. */
 #define RN_QP_MAX_RD_ATOMIC 16
 
-/* Where a peer reaches this device: what the handshake carries. */
+#define RN_NIC_TOKEN_SIZE 16
+
+/* Where a peer reaches this device: what the handshake carries (gid, lid,
+ * port, mtu), and with what. */
 struct rn_nic_addr {
 	uint8_t gid[16];
 	uint16_t lid;
 	uint8_t port;
 	uint8_t mtu;            /* IBV_MTU_* of the active port */
+	/* sim: what the wire connections between this peer's device and ours
+	 * present (rn_sim.h); set by the control plane from the handshake,
+	 * which never carries it. Hardware ignores it. */
+	uint8_t token[RN_NIC_TOKEN_SIZE];
 };
 
 struct rn_mr {

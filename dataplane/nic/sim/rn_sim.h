@@ -17,9 +17,12 @@
  * Limits of the device and its wire. A message travels as packets of the
  * path MTU (at most RN_SIM_MTU bytes, the device port's), one frame and
  * one PSN each, as on IB; a message is at most RN_SIM_MAX_MSG (larger:
- * LOCAL_LENGTH), and no frame a connection announces may be larger: it
- * closes before anything is allocated. The project's largest message is
- * a notification slot (64 KiB); ConnectX allows 1 GiB.
+ * LOCAL_LENGTH). So no frame carries more than RN_SIM_MTU (REQUEST,
+ * READ_RESP) or anything at all (ACK, NAK, RNR NAK): a header that
+ * announces more closes the connection before anything is allocated. The
+ * bound follows RN_SIM_MTU; messages, and transfers cut into them, may
+ * grow to RN_SIM_MAX_MSG without it. The project's largest message is a
+ * notification slot (64 KiB); ConnectX allows 1 GiB.
  */
 #define RN_SIM_MAX_MSG (1u << 20)             /* the sim's max_msg_sz */
 #define RN_SIM_MTU 4096                       /* its port's MTU, bytes */
@@ -29,6 +32,18 @@
 /* An accepted connection sends its HELLO by then, or is closed; as the
  * control port's default connect_timeout_ms. */
 #define RN_SIM_WIRE_HELLO_TIMEOUT_MS 1000
+/*
+ * Who may connect: a HELLO names the caller's device and a token, and is
+ * taken only when a QP of this device is connected (RTR or RTS) to that
+ * device with that token (struct rn_nic_addr's token, which the control
+ * plane derives per endpoint in its authenticated handshake). Frames then
+ * reach only the QPs of that endpoint; a connection whose token no
+ * connected QP has any longer (the endpoint closed) is closed within
+ * RN_SIM_WIRE_SWEEP_MS. Refused connections are logged at most
+ * RN_SIM_WIRE_REFUSALS_LOGGED_PER_S a second, with a count of the rest.
+ */
+#define RN_SIM_WIRE_SWEEP_MS 100
+#define RN_SIM_WIRE_REFUSALS_LOGGED_PER_S 10
 
 struct rn_sim_stats {
 	uint64_t frames_sent;
@@ -42,7 +57,10 @@ struct rn_sim_stats {
 	uint64_t cq_overruns;
 	/* Inbound wire connections closed: */
 	uint64_t wires_bad_hello;     /* first frame not a well-formed HELLO */
-	uint64_t wires_oversize;      /* a frame announced over RN_SIM_MAX_MSG */
+	uint64_t wires_bad_token;     /* HELLO for no connected QP */
+	uint64_t wires_stale;         /* no connected QP has its token now */
+	uint64_t wires_oversize;      /* a frame announced more than its type
+				       * carries (RN_SIM_MTU at most) */
 	uint64_t wires_hello_timeout; /* no HELLO within the deadline */
 	uint64_t wires_evicted;       /* oldest unmatched, to make room */
 };

@@ -30,6 +30,7 @@
 #include <rte_spinlock.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "rn_nic.h"
 #include "rn_sim.h"
@@ -53,10 +54,16 @@ rn_sim_seg_bytes(__be32 byte_count)
 struct sim_ctx;
 struct sim_wire;
 
-/* A device address: IPv4 (network order) and TCP port. */
+/*
+ * A remote device as a QP knows it: its IPv4 address (network order) and
+ * TCP port, and the token of the endpoint whose QPs talk to it. Wires are
+ * told apart by all three: each endpoint's QPs have connections of their
+ * own, which only its token opens.
+ */
 struct sim_addr {
 	uint32_t ip;
 	uint16_t port;
+	uint8_t token[RN_NIC_TOKEN_SIZE];
 };
 
 struct sim_mr {
@@ -223,7 +230,10 @@ struct sim_ctx {
 	struct sim_qp *qps[SIM_MAX_QPS];   /* by qpn - SIM_QPN_BASE */
 	struct sim_qp *live;
 	struct sim_wire *wires;
-	uint64_t wire_sweep_ns;   /* next check of the wires' HELLO deadlines */
+	uint64_t wire_sweep_ns;   /* next check of the wires' HELLO deadlines
+				   * and of the tokens they were opened with */
+	uint64_t refusal_log_ns;  /* refused wires: next line logged then */
+	uint64_t refusals_unlogged;
 	struct sim_fault *faults;
 	struct rn_sim_stats stats;
 	uint8_t *scratch;         /* gathered payloads */
@@ -250,10 +260,12 @@ rn_sim_psn_diff(uint32_t a, uint32_t b)
 	return (int32_t)((a - b) << 8) >> 8;
 }
 
+/* Same device and same token. */
 static inline bool
 rn_sim_addr_equal(const struct sim_addr *a, const struct sim_addr *b)
 {
-	return a->ip == b->ip && a->port == b->port;
+	return a->ip == b->ip && a->port == b->port &&
+	       memcmp(a->token, b->token, sizeof(a->token)) == 0;
 }
 
 /* The i-th WQE in flight, 0 the oldest. */
