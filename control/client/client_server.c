@@ -104,7 +104,7 @@ rn_client_server_set_lcore(struct rn_client_server *s, unsigned int i,
 			   struct rn_lcore *lc)
 {
 	s->workers[i] = lc;
-	rn_lcore_set_client_sleeping(lc, &s->status->lcore[i].sleeping);
+	rn_lcore_set_client_sleeping(lc, i, &s->status->lcore[i].sleeping);
 }
 
 /* ---- the listener ---- */
