@@ -27,7 +27,7 @@ struct load {
 	struct rn_config_error *err;
 	struct rn_config_lines *lines;
 	struct rte_cfgfile *file;
-	int first_index[8];  /* file section index of each fixed section, or -1 */
+	int first_index[16]; /* file section index of each fixed section, or -1 */
 	int peer_index[RN_CONFIG_MAX_PEERS];
 };
 

@@ -88,6 +88,11 @@ struct rn_notify_config {
 	uint32_t endpoints_per_lcore; /* native channels one lcore can hold */
 };
 
+struct rn_transfer_config {
+	uint32_t chunk_size;  /* bytes: the largest WQE a transfer is cut
+			       * into (docs/transfers.md) */
+};
+
 struct rn_control_config {
 	char listen[RN_CONFIG_TEXT_MAX]; /* IPv4 or IPv6 literal */
 	uint32_t port;                   /* 0: any free port */
@@ -154,6 +159,7 @@ struct rn_config {
 	struct rn_dataplane_config dataplane;
 	struct rn_nic_config nic;
 	struct rn_notify_config notify;
+	struct rn_transfer_config transfer;
 	struct rn_control_config control;
 	struct rn_telemetry_config telemetry;
 	struct rn_client_config client;

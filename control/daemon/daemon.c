@@ -24,6 +24,7 @@
 #include "daemon_pvt.h"
 #include "rn_daemon.h"
 #include "rn_notify_engine.h"
+#include "rn_transfer.h"
 #include "rn_eal.h"
 #include "rn_version.h"
 
@@ -399,6 +400,7 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 {
 	struct rn_config_error err;
 	char why[RN_CONFIG_ERROR_MAX];
+	struct rn_transfer_host host;
 	int rc, sig;
 
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
@@ -472,6 +474,13 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		RN_DAEMON_LOG(ERR, "notification engine: %s", strerror(-rc));
 		goto stop_workers;
 	}
+	rn_transfer_host_plane(d->plane, d->cfg.dataplane.name, &host);
+	rc = rn_transfer_create(&host, d->worker_ptrs, d->n_workers,
+				d->cfg.transfer.chunk_size, &d->transfer);
+	if (rc != 0) {
+		RN_DAEMON_LOG(ERR, "transfer engine: %s", strerror(-rc));
+		goto stop_workers;
+	}
 	if (d->clients != NULL) {
 		rc = start_clients(d, why, sizeof(why));
 		if (rc != 0) {
@@ -496,6 +505,8 @@ stop_workers:
 	stop_workers(d);
 	/* The lcores are gone: what clients they still held is freed. */
 	rn_client_server_close(d->clients);
+	rn_transfer_free(d->transfer);
+	d->transfer = NULL;
 	if (d->notify != NULL)
 		rn_notify_free(d->notify);   /* its rings are EAL memory */
 	d->notify = NULL;

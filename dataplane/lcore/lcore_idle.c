@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "lcore_pvt.h"
+#include "rn_lcore_xfer.h"
 
 #define SLEEP_MAX_EVENTS 16
 
@@ -26,7 +27,8 @@ has_work(const struct rn_lcore *lc)
 	return !rte_ring_empty(lc->cmd_ring) ||
 	       !rte_ring_empty(lc->notify_requests) ||
 	       !rte_ring_empty(lc->notify_releases) ||
-	       rn_lcore_client_pending(lc);
+	       rn_lcore_client_pending(lc) ||
+	       rn_lcore_xfer_queued(lc);
 }
 
 void

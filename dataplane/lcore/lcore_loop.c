@@ -13,6 +13,7 @@
  */
 #include "lcore_pvt.h"
 #include "rn_cq.h"
+#include "rn_lcore_xfer.h"
 
 static void
 execute(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
@@ -95,6 +96,7 @@ rn_lcore_run(void *arg)
 		work += rn_lcore_notify_poll(lc);
 		if (lc->n_clients != 0)
 			work += rn_lcore_client_poll(lc);
+		work += rn_lcore_xfer_poll(lc);
 		if (unlikely(lc->closing != NULL))
 			rn_lcore_ep_reap(lc);
 		if (unlikely(lc->channels_failed != 0))

@@ -388,6 +388,19 @@ post_one(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	return rc;
 }
 
+int
+rn_lcore_notify_post(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+		     const struct rn_notify_out *o)
+{
+	uint64_t len = rn_notify_frame_size(o->name_len, o->msg_len);
+
+	if (ep->n.state != RN_CHANNEL_NATIVE)
+		return ep->n.state == RN_CHANNEL_DRAINING ? -EPIPE : -ENOTSUP;
+	if (len > ep->n.max_frame)
+		return -EMSGSIZE;
+	return post_one(lc, ep, o, 0, len);
+}
+
 /*
  * A request's first notification, when send_one() or send_burst() could
  * not post it, or one that wants its completion reported: every check,

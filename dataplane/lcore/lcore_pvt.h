@@ -21,7 +21,9 @@ struct ep_probe {
 	uint32_t generation;
 	uint64_t session_id;
 	char name[32];
-	uint8_t pad[16];
+	uint32_t lcore_id;       /* the lcore that owns it: which of a
+				  * transfer descriptor's rkeys is its */
+	uint8_t pad[12];
 };
 _Static_assert(sizeof(struct ep_probe) == RN_EP_PROBE_SIZE, "probe size");
 
@@ -142,6 +144,9 @@ struct rn_lcore_ep {
 	 * (dataplane/api/notify_order_pvt.h). */
 	uint32_t natives_posted;    /* SENDs posted */
 	uint32_t natives_received;  /* SENDs received */
+	struct rn_xfer_ep *xfer;    /* transfers (lcore_transfer.c), or NULL */
+	uint32_t peer_lcore;        /* the peer's owning lcore, probed; or
+				     * UINT32_MAX */
 	struct rn_lcore_ep *next;   /* lc->closing */
 	struct rn_lcore_ep *prev_all, *next_all;   /* lc->eps */
 };
@@ -342,6 +347,17 @@ void rn_lcore_client_report(struct rn_lcore *lc,
 			    const struct rn_client_sent *s, int status);
 /* At rn_lcore_fini(). */
 void rn_lcore_client_fini(struct rn_lcore *lc);
+
+/* Post o on ep's native channel, for the transfer engine: 0, -EAGAIN (no
+ * credit or room now), -ENOTSUP (no native channel), -EPIPE, -EMSGSIZE. */
+int rn_lcore_notify_post(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			 const struct rn_notify_out *o);
+
+/* Transfers (lcore_transfer.c): a chunk's CQE, whatever its status; an
+ * endpoint freed, its batches failed. */
+void rn_lcore_xfer_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			      const struct rn_wc *wc);
+void rn_lcore_xfer_ep_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 
 struct rn_notify_request;
 /*

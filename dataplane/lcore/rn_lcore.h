@@ -123,6 +123,8 @@ struct rn_lcore_stats {
 	uint64_t client_refused;/* agent frames for an agent not attached
 				 * here: dropped, a refusal sent back */
 	uint64_t refusals_dropped;/* refusals not sent: no credit */
+	uint64_t xfer_wqes;     /* transfer chunks posted */
+	uint64_t xfer_batches;  /* transfer batches finished */
 	/* Written by the control thread alone, as it takes them: */
 	uint64_t device_events; /* asynchronous events of the worker's NIC */
 };
@@ -213,6 +215,7 @@ struct rn_lcore {
 	 * the same way for every endpoint. */
 	bool notify_qp_refused_said;
 	uint64_t channel_reap_tsc;      /* failed channels looked at next */
+	struct rn_lcore_xfer *xfer;     /* transfers (rn_lcore_xfer.h) */
 } __rte_cache_aligned;
 
 /* The hot scalars fit three cache lines, the most a turn should pay for

@@ -73,7 +73,8 @@ static const struct bad_case bad_cases[] = {
 	{ "empty key", "[nic]\n = 1\n", "%s:2: '=' without a key before it" },
 	{ "unknown section", "; comment\n[dataplan]\nname = a\n",
 	  "%s:2: unknown section [dataplan]; allowed [dataplane], [nic], "
-	  "[notify], [control], [peer NAME], [telemetry], [client]" },
+	  "[notify], [transfer], [control], [peer NAME], [telemetry], "
+	  "[client]" },
 	{ "client mode not octal", "[client]\nmode = 0680\n",
 	  "%s:2: [client] mode = 0680: not a file mode; allowed an octal file "
 	  "mode 0000..0777 such as 0660" },
@@ -136,6 +137,10 @@ static const struct bad_case bad_cases[] = {
 	  "%s:1: [peer b] missing required key 'port'" },
 	{ "number out of range high", "[notify]\nslot_size = 65537\n",
 	  "%s:2: [notify] slot_size = 65537: out of range; allowed 64..65536" },
+	{ "transfer chunk over the largest message",
+	  "[transfer]\nchunk_size = 1048577\n",
+	  "%s:2: [transfer] chunk_size = 1048577: out of range; allowed "
+	  "4096..1048576" },
 	{ "number out of range low", "[notify]\nslot_size = 63\n",
 	  "%s:2: [notify] slot_size = 63: out of range; allowed 64..65536" },
 	{ "number overflowing uint64",
