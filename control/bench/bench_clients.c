@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,19 +126,48 @@ measure(const struct hop *ab, const struct hop *ba, uint32_t size,
 	return rc;
 }
 
-/* The first notification each way: the endpoints connect on first use. */
+/* Whether h's sender heard that its notification was refused. */
+static bool
+refused(const struct hop *h)
+{
+	struct rn_client_event ev[8];
+	bool seen = false;
+	int n;
+
+	while ((n = rn_client_events(h->from, ev, 8)) > 0)
+		for (int i = 0; i < n; i++)
+			seen |= ev[i].type == RN_CLIENT_EVENT_REFUSED;
+	return seen;
+}
+
+/*
+ * The first notification of a hop: the endpoint connects on first use,
+ * and the receiving agent may not be known to its daemon's lcores yet
+ * when attach returns (the lcores learn of a client after its attach
+ * reply): then the notification is refused, and sent again.
+ */
+static int
+reach_hop(const struct hop *h, const uint8_t *payload)
+{
+	uint64_t deadline = rn_bench_now_ns() + REACH_MS * 1000000ull;
+	int rc = hop_send(h, payload, 8, REACH_MS);
+
+	while (rc == 0) {
+		rc = hop_receive(h, payload, 8, 100);
+		if (rc != -ETIMEDOUT || rn_bench_now_ns() > deadline)
+			break;
+		rc = refused(h) ? hop_send(h, payload, 8, REACH_MS) : 0;
+	}
+	return rc;
+}
+
+/* The first notification each way. */
 static int
 reach(const struct hop *ab, const struct hop *ba, const uint8_t *payload)
 {
-	int rc = hop_send(ab, payload, 8, REACH_MS);
+	int rc = reach_hop(ab, payload);
 
-	if (rc == 0)
-		rc = hop_receive(ab, payload, 8, REACH_MS);
-	if (rc == 0)
-		rc = hop_send(ba, payload, 8, REACH_MS);
-	if (rc == 0)
-		rc = hop_receive(ba, payload, 8, REACH_MS);
-	return rc;
+	return rc == 0 ? reach_hop(ba, payload) : rc;
 }
 
 static int
