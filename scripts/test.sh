@@ -22,6 +22,9 @@ meson compile -C build
 # checked before the tests, so a bare name fails fast.
 scripts/check-symbols.sh build
 meson test -C build --print-errorlogs
+# What `meson install` gives an application: a program built against the
+# installed rnotify.pc attaches to the installed rnotifyd and sends.
+scripts/test-install.sh build
 
 # Second build: clang with AddressSanitizer + UndefinedBehaviorSanitizer and
 # the libFuzzer targets. The sanitizers see the unit tests and the
