@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Helpers of the pytest tests of rnotify (conftest.py has the fixtures):
+two daemons and their clients, sends that try again while an endpoint
+connects or a ring is full, and takes and waits with deadlines (for
+events, never to assert timing)."""
+
+import os
+import time
+
+import rntest
+
+# How long an event the test waits for may take on a loaded 2-core
+# machine: a bound on a wait, never an assertion of speed.
+DEADLINE_S = 20
+
+
+class Nodes:
+    """Two daemons a and b on loopback, each the other's peer
+    (rntest.Pair), and the clients attached to them during a test."""
+
+    def __init__(self, rnotify, tag):
+        self.rn = rnotify
+        self.pair = rntest.Pair(tag)
+        self.a, self.b = self.pair.names
+        self.clients = []
+
+    def socket(self, node):
+        return self.rn.socket_path(node)
+
+    def attach(self, node, agent):
+        c = self.rn.Client(agent, socket=self.socket(node))
+        self.clients.append(c)
+        return c
+
+    def detach_all(self):
+        for c in self.clients:
+            c.detach()
+        self.clients.clear()
+
+    def stop(self):
+        self.detach_all()
+        self.pair.stop()
+
+
+def agent_name(tag):
+    return f"{tag}-{os.getpid()}-{time.monotonic_ns() % 1000000}"
+
+
+def send_retry(client, node, agent, name, msg, deadline_s=DEADLINE_S,
+               drain=None, **kw):
+    """Send, trying again while the endpoint connects or a ring is full
+    (EAGAIN); drain() runs between tries (a receiver's poll, so that its
+    ring empties)."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            return client.send(node, agent, name, msg, **kw)
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"send to {agent} on {node}: EAGAIN "
+                                     f"for {deadline_s} s")
+            if drain is not None:
+                drain()
+            else:
+                time.sleep(0.005)
+
+
+def take(client, fn, want, what, deadline_s=DEADLINE_S):
+    """Call fn (client.poll, .events, .completions) until want items came;
+    waits on the client between calls."""
+    got = []
+    deadline = time.monotonic() + deadline_s
+    while len(got) < want:
+        got.extend(fn())
+        left = deadline - time.monotonic()
+        if len(got) >= want:
+            break
+        if left <= 0:
+            raise AssertionError(f"{what}: {len(got)} of {want} after "
+                                 f"{deadline_s} s: {got[-5:]!r}")
+        client.wait(min(left, 1.0))
+    return got
+
+
+def wait_event(client, match, what, deadline_s=DEADLINE_S, seen=None):
+    """The first event of client for which match(event) is true; the events
+    before it are appended to seen."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        for e in client.events():
+            if match(e):
+                return e
+            if seen is not None:
+                seen.append(e)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"{what}: not after {deadline_s} s "
+                                 f"(other events: {seen!r})")
+        client.wait(min(left, 1.0))
+        client.poll()   # deliveries are not what this waits for
+
+
+def first_send(client, node, agent, name=b"hello", msg=b"first"):
+    """The first send to a node: EAGAIN while its endpoint connects."""
+    send_retry(client, node, agent, name, msg)
