@@ -6,12 +6,15 @@
  * ("Python") is the reference.
  *
  * Threads: librnotify wants one thread at a time per client, so each
- * Client has a lock that every method takes. The GIL is released around
- * each call that can block (attach, detach, send, which may ask the
- * daemon to resolve a node, wait, add_peer, remove_peer) and while
- * waiting for the lock, so that other Python threads run meanwhile; a
- * thread blocked in wait() holds the lock, and the client's other calls
- * wait for it to return: use one Client per thread, as in C.
+ * Client has a lock that every library call is made under. The GIL is
+ * released around each call that can block (attach, detach, send, which
+ * may ask the daemon to resolve a node, add_peer, remove_peer), while
+ * waiting for the lock, and in wait(). wait() blocks in poll(2) on the
+ * client fd without the lock (the library armed the fd in a
+ * rn_client_wait(c, 0) under it), so that another thread can send or poll
+ * meanwhile: the Python idiom of a thread that waits and one that sends
+ * works on one Client. A detach() while threads wait wakes them (a
+ * per-Client eventfd) and the last one out detaches.
  *
  * Names: node and agent names are str, encoded as file names are (UTF-8,
  * surrogateescape), so that any bytes a C client used come back; bytes
@@ -26,9 +29,13 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rn_client.h"
 
@@ -82,7 +89,11 @@ static PyStructSequence_Desc event_desc = {
 struct client {
 	PyObject_HEAD
 	struct rn_client *c;      /* NULL once detached */
-	PyThread_type_lock lock;  /* one librnotify call at a time */
+	PyThread_type_lock lock;  /* one librnotify call at a time; guards
+				   * c, waiters and detaching */
+	int waiters;              /* threads in wait()'s poll(2), unlocked */
+	bool detaching;           /* detach() came while some waited */
+	int stop_fd;              /* eventfd: detach() wakes the waiters */
 	PyObject *agent;          /* str */
 	PyObject *node;           /* str, kept after detach */
 };
@@ -176,8 +187,19 @@ payload_release(Py_buffer *view, PyObject *tmp)
 	Py_XDECREF(tmp);
 }
 
-/* Take the client's lock, letting other threads run while it is held
- * elsewhere. 0, or -1 with ValueError when the client is detached. */
+/* Take the lock, letting other threads run while it is held elsewhere. */
+static void
+lock_raw(struct client *self)
+{
+	if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+		Py_BEGIN_ALLOW_THREADS
+		PyThread_acquire_lock(self->lock, WAIT_LOCK);
+		Py_END_ALLOW_THREADS
+	}
+}
+
+/* Take the client's lock: 0, or -1 with ValueError when the client is
+ * detached (or being detached). */
 static int
 client_lock(struct client *self)
 {
@@ -185,12 +207,8 @@ client_lock(struct client *self)
 		PyErr_SetString(PyExc_ValueError, "client is not attached");
 		return -1;
 	}
-	if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
-		Py_BEGIN_ALLOW_THREADS
-		PyThread_acquire_lock(self->lock, WAIT_LOCK);
-		Py_END_ALLOW_THREADS
-	}
-	if (self->c == NULL) {
+	lock_raw(self);
+	if (self->c == NULL || self->detaching) {
 		PyThread_release_lock(self->lock);
 		PyErr_SetString(PyExc_ValueError, "client is detached");
 		return -1;
@@ -204,6 +222,32 @@ client_unlock(struct client *self)
 	PyThread_release_lock(self->lock);
 }
 
+/* With the lock held: take c away (unless threads still wait: then the
+ * last of them does) and unlock; detach it without the GIL. */
+static void
+client_detach_unlock(struct client *self)
+{
+	struct rn_client *c = NULL;
+
+	if (self->waiters == 0) {
+		uint64_t woken;
+
+		c = self->c;
+		self->c = NULL;
+		self->detaching = false;
+		/* Spent: a Client attached again must not see it. */
+		if (read(self->stop_fd, &woken, sizeof(woken)) < 0) {
+			/* EAGAIN: nobody was woken. */
+		}
+	}
+	client_unlock(self);
+	if (c != NULL) {
+		Py_BEGIN_ALLOW_THREADS
+		rn_client_detach(c);
+		Py_END_ALLOW_THREADS
+	}
+}
+
 static PyObject *
 client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -213,6 +257,12 @@ client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	(void)kwds;
 	if (self == NULL)
 		return NULL;
+	self->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (self->stop_fd < 0) {
+		self->lock = NULL;
+		Py_DECREF(self);
+		return PyErr_SetFromErrno(PyExc_OSError);
+	}
 	self->lock = PyThread_allocate_lock();
 	if (self->lock == NULL) {
 		Py_DECREF(self);
@@ -267,27 +317,23 @@ fail_args:
 	return -1;
 }
 
-/* Detach, whatever state the daemon is in; the GIL is released meanwhile. */
+/* Detach, whatever state the daemon is in; threads in wait() are woken
+ * and the last of them detaches. */
 static void
 client_detach_now(struct client *self)
 {
-	struct rn_client *c;
-
 	if (self->lock == NULL)
 		return;
-	if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
-		Py_BEGIN_ALLOW_THREADS
-		PyThread_acquire_lock(self->lock, WAIT_LOCK);
-		Py_END_ALLOW_THREADS
+	lock_raw(self);
+	if (self->c != NULL && self->waiters > 0) {
+		uint64_t one = 1;
+
+		self->detaching = true;
+		if (write(self->stop_fd, &one, sizeof(one)) < 0) {
+			/* The counter is at its most: they are woken already. */
+		}
 	}
-	c = self->c;
-	self->c = NULL;
-	PyThread_release_lock(self->lock);
-	if (c != NULL) {
-		Py_BEGIN_ALLOW_THREADS
-		rn_client_detach(c);
-		Py_END_ALLOW_THREADS
-	}
+	client_detach_unlock(self);
 }
 
 static void
@@ -296,6 +342,8 @@ client_dealloc(struct client *self)
 	client_detach_now(self);
 	if (self->lock != NULL)
 		PyThread_free_lock(self->lock);
+	if (self->stop_fd >= 0)
+		close(self->stop_fd);
 	Py_XDECREF(self->agent);
 	Py_XDECREF(self->node);
 	Py_TYPE(self)->tp_free((PyObject *)self);
@@ -552,15 +600,53 @@ monotonic_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* wait(timeout=None): True when something waits to be taken, False on
- * timeout. A signal (Ctrl-C) interrupts it with its exception. */
+/* Milliseconds left until deadline (seconds < 0: none, -1). */
+static int
+ms_left(double seconds, double deadline)
+{
+	double left;
+
+	if (seconds < 0)
+		return -1;
+	left = deadline - monotonic_s();
+	return left > 0 ? (int)ceil(left * 1000) : 0;
+}
+
+/* In wait(): poll(2) the client fd and the stop eventfd without the
+ * client's lock or the GIL. Returns poll's result, errno in *err. */
+static int
+wait_unlocked(struct client *self, int fd, int ms, int *err)
+{
+	struct pollfd p[2] = {
+		{ .fd = fd, .events = POLLIN },
+		{ .fd = self->stop_fd, .events = POLLIN },
+	};
+	int rc;
+
+	self->waiters++;
+	client_unlock(self);
+	Py_BEGIN_ALLOW_THREADS
+	rc = poll(p, 2, ms);
+	*err = errno;
+	Py_END_ALLOW_THREADS
+	lock_raw(self);
+	self->waiters--;
+	return rc;
+}
+
+/*
+ * wait(timeout=None): True when something waits to be taken, False on
+ * timeout. The library looks (and arms the fd) under the lock; the
+ * blocking is wait_unlocked()'s. A signal (Ctrl-C) interrupts it with its
+ * exception; a detach() from another thread with ValueError.
+ */
 static PyObject *
 client_wait(struct client *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "timeout", NULL };
 	PyObject *timeout = Py_None;
 	double seconds = -1, deadline = 0;
-	int rc, ms = -1;
+	int rc, ms, err = 0;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist,
 					 &timeout))
@@ -579,19 +665,27 @@ client_wait(struct client *self, PyObject *args, PyObject *kwds)
 	if (client_lock(self) != 0)
 		return NULL;
 	for (;;) {
-		if (seconds >= 0) {
-			double left = deadline - monotonic_s();
-
-			ms = left > 0 ? (int)ceil(left * 1000) : 0;
-		}
 		Py_BEGIN_ALLOW_THREADS
-		rc = rn_client_wait(self->c, ms);
+		rc = rn_client_wait(self->c, 0);
 		Py_END_ALLOW_THREADS
-		if (rc != -EINTR)
+		ms = ms_left(seconds, deadline);
+		if (rc != 0 || ms == 0)
 			break;
-		if (PyErr_CheckSignals() != 0) {
+		rc = wait_unlocked(self, rn_client_fd(self->c), ms, &err);
+		if (self->detaching || self->c == NULL) {
+			client_detach_unlock(self);
+			PyErr_SetString(PyExc_ValueError,
+					"client was detached while waiting");
+			return NULL;
+		}
+		if (rc < 0 && err == EINTR && PyErr_CheckSignals() != 0) {
 			client_unlock(self);
 			return NULL;
+		}
+		if (rc < 0 && err != EINTR) {
+			client_unlock(self);
+			return raise_errno(err, "wait as agent '%U'",
+					   self->agent);
 		}
 	}
 	client_unlock(self);
@@ -732,8 +826,9 @@ static PyMethodDef client_methods[] = {
 	  "or events wait, and when the daemon is gone (for select, epoll, "
 	  "asyncio's add_reader)." },
 	{ "wait", METHOD(client_wait), METH_VARARGS | METH_KEYWORDS,
-	  "wait(timeout=None)\n--\n\nBlock (without the GIL) until something "
-	  "waits to be taken: True; False after timeout seconds." },
+	  "wait(timeout=None)\n--\n\nBlock (without the GIL; other threads "
+	  "may send and poll meanwhile) until something waits to be taken: "
+	  "True; False after timeout seconds." },
 	{ "add_peer", METHOD(client_add_peer), METH_VARARGS | METH_KEYWORDS,
 	  "add_peer(name, address, port)\n--\n\nAdd a peer node to the daemon "
 	  "at run time. Raises OSError: EEXIST, EINVAL, ENOSPC, EACCES." },
