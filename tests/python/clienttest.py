@@ -4,6 +4,7 @@ two daemons and their clients, sends that try again while an endpoint
 connects or a ring is full, and takes and waits with deadlines (for
 events, never to assert timing)."""
 
+import contextlib
 import os
 import time
 
@@ -103,3 +104,25 @@ def wait_event(client, match, what, deadline_s=DEADLINE_S, seen=None):
 def first_send(client, node, agent, name=b"hello", msg=b"first"):
     """The first send to a node: EAGAIN while its endpoint connects."""
     send_retry(client, node, agent, name, msg)
+
+
+def connected(nodes, tag):
+    """A client on a and one on b, the endpoint between them up: the first
+    send from a's client reached b's."""
+    a = nodes.attach(nodes.a, agent_name(tag + "-a"))
+    b = nodes.attach(nodes.b, agent_name(tag + "-b"))
+    first_send(a, nodes.b, b.agent)
+    take(b, b.poll, 1, "the first send")
+    return a, b
+
+
+@contextlib.contextmanager
+def reaped(p):
+    """The subprocess p, killed on the way out if it still runs (a test
+    that failed before it exited)."""
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

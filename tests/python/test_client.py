@@ -17,8 +17,9 @@ import time
 import pytest
 
 import rntest
-from clienttest import (DEADLINE_S, Nodes, agent_name, first_send, send_retry,
-                        take, wait_event)
+from clienttest import (DEADLINE_S, Nodes, agent_name, connected,
+                        first_send, reaped, send_retry, take,
+                        wait_event)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "dataplane", "client", "python",
@@ -105,10 +106,7 @@ def test_order_per_sender_to_the_agent_named(clients, rng):
 
 def test_refused_for_an_absent_agent(clients):
     n = clients
-    a = n.attach(n.a, agent_name("refused"))
-    b = n.attach(n.b, agent_name("present"))
-    first_send(a, n.b, b.agent)
-    take(b, b.poll, 1, "the first send")
+    a, b = connected(n, "refused")
     absent = agent_name("absent")
     send_retry(a, n.b, absent, b"kv", b"to no one", cookie=77)
     e = wait_event(a, lambda e: e.type == "refused", "refusal")
@@ -125,13 +123,11 @@ def test_refused_for_an_absent_agent(clients):
 
 def test_completion_when_asked(clients):
     n = clients
-    a = n.attach(n.a, agent_name("acked"))
-    b = n.attach(n.b, agent_name("acker"))
-    first_send(a, n.b, b.agent)
+    a, b = connected(n, "acked")
     send_retry(a, n.b, b.agent, b"kv", b"ack me", cookie=2**64 - 1,
                want_completion=True)
     assert take(a, a.completions, 1, "completion") == [(2**64 - 1, 0)]
-    take(b, b.poll, 2, "deliveries")
+    assert take(b, b.poll, 1, "delivery")[0].msg == b"ack me"
 
 
 def test_errors(clients):
@@ -296,17 +292,13 @@ def test_asyncio_example_runs(clients):
                           "--socket", n.socket(n.b), "--count", "3", agent],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
-    try:
+    with reaped(p):
         # It says so once attached.
         line = p.stderr.readline()
         assert line.startswith(f"attached as {agent} on {n.b}"), line
         for i in range(3):
             send_retry(a, n.b, agent, f"kv-{i}", f"block {i} ready")
         out, err = p.communicate(timeout=DEADLINE_S)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     assert p.returncode == 0, err
     assert out.splitlines() == [f"{n.a} {a.agent} kv-{i} block {i} ready"
                                 for i in range(3)], (out, err)
@@ -326,10 +318,7 @@ def test_sender_example_runs(clients):
 
 def test_wait_releases_the_gil(clients):
     n = clients
-    a = n.attach(n.a, agent_name("gil-s"))
-    b = n.attach(n.b, agent_name("gil-r"))
-    first_send(a, n.b, b.agent)
-    take(b, b.poll, 1, "first")
+    a, b = connected(n, "gil")
     result = []
     t = threading.Thread(target=lambda: result.append(b.wait(DEADLINE_S)))
     t.start()

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 import rntest
-from clienttest import DEADLINE_S, agent_name, send_retry, take
+from clienttest import DEADLINE_S, agent_name, reaped, send_retry, take
 
 CTL = os.environ.get("RNOTIFY_CTL")
 
@@ -70,7 +70,8 @@ def test_endpoints(nodes, ctl):
         [True], e
 
 
-def test_clients(nodes, ctl):
+def test_clients(clients, ctl):
+    nodes = clients
     agent = agent_name("listed")
     nodes.attach(nodes.a, agent)
     try:
@@ -97,10 +98,11 @@ def start_watch(nodes, node, agent, *more):
     return p
 
 
-def test_send_and_watch(nodes, ctl):
+def test_send_and_watch(clients, ctl):
+    nodes = clients
     agent = agent_name("watched")
     p = start_watch(nodes, nodes.b, agent, "--count", "2")
-    try:
+    with reaped(p):
         r = ctl("--name", nodes.a, "send", nodes.b, agent, "kv-1",
                 "block 1 ready", "--as", "ctl-sender")
         assert r.stdout.strip() == \
@@ -110,10 +112,6 @@ def test_send_and_watch(nodes, ctl):
         assert (s["node"], s["agent"], s["name"], s["result"]) == \
             (nodes.b, agent, "kv-2", "acknowledged"), s
         out, err = p.communicate(timeout=DEADLINE_S)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     assert p.returncode == 0, err
     # One line a delivery, control characters escaped.
     assert out.splitlines() == [
@@ -121,11 +119,12 @@ def test_send_and_watch(nodes, ctl):
         f"{nodes.a} ctl-sender kv-2 tab\\there"], out
 
 
-def test_watch_json_and_ctrl_c(nodes, ctl):
+def test_watch_json_and_ctrl_c(clients, ctl):
+    nodes = clients
     agent = agent_name("jwatch")
     sender = nodes.attach(nodes.a, agent_name("jsender"))
     p = start_watch(nodes, nodes.b, agent, "--json")
-    try:
+    with reaped(p):
         send_retry(sender, nodes.b, agent, b"kv-3", b"\xffbinary")
         line = p.stdout.readline()
         d = json.loads(line)
@@ -138,11 +137,6 @@ def test_watch_json_and_ctrl_c(nodes, ctl):
             r.stderr
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=DEADLINE_S)
-    finally:
-        nodes.detach_all()
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     assert p.returncode == 0, (out, err)
     assert "Traceback" not in err, err
     # Detached: the name is free again.
@@ -185,7 +179,8 @@ def test_no_daemon(ctl):
     assert r.returncode == 2, r
 
 
-def test_peer_add_remove(nodes, ctl):
+def test_peer_add_remove(clients, ctl):
+    nodes = clients
     name = rntest.unique("pyctlc")
     d = rntest.Daemon(name, text=rntest.node_text(
         name, rntest.free_port(), []))
