@@ -236,8 +236,8 @@ apply_section(struct load *ld, int index)
 }
 
 /* Equal as addresses, not as text: "::1" is "0::1". */
-static bool
-same_address(const char *a, const char *b)
+bool
+rn_config_same_address(const char *a, const char *b)
 {
 	unsigned char x[sizeof(struct in6_addr)] = { 0 };
 	unsigned char y[sizeof(struct in6_addr)] = { 0 };
@@ -246,6 +246,38 @@ same_address(const char *a, const char *b)
 
 	return fx == fy && inet_pton(fx, a, x) == 1 && inet_pton(fy, b, y) == 1 &&
 	       memcmp(x, y, sizeof(x)) == 0;
+}
+
+/* A peer given at run time: the [peer NAME] section's own checks, by the
+ * same schema keys, so that both accept exactly the same peers. */
+int
+rn_config_peer_check(const char *name, const char *address, uint32_t port,
+		     char *why, size_t why_len)
+{
+	const struct rn_config_section *section = rn_config_section_find("peer");
+	struct rn_peer_config peer;
+	char detail[RN_CONFIG_ERROR_MAX], text[16];
+
+	if (!rn_config_name_valid(name)) {
+		snprintf(why, why_len, "peer name '%s' is not valid; allowed 1 "
+			 "to 31 characters of A-Z a-z 0-9 _ -", name);
+		return -EINVAL;
+	}
+	if (rn_config_value_parse(rn_config_key_find(section, "address"),
+				  address, peer.address, detail,
+				  sizeof(detail)) != 0) {
+		snprintf(why, why_len, "[peer %s] address = %s: %s", name,
+			 address, detail);
+		return -EINVAL;
+	}
+	snprintf(text, sizeof(text), "%u", port);
+	if (rn_config_value_parse(rn_config_key_find(section, "port"), text,
+				  &peer.port, detail, sizeof(detail)) != 0) {
+		snprintf(why, why_len, "[peer %s] port = %u: %s", name, port,
+			 detail);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* Rules that span keys; checked once every section is in. */
@@ -295,7 +327,7 @@ check_across(struct load *ld)
 				"need no [peer] section", cfg->peers[a].name);
 	for (uint32_t a = 0; a < cfg->n_peers; a++)
 		for (uint32_t b = 0; b < a; b++)
-			if (same_address(cfg->peers[a].address,
+			if (rn_config_same_address(cfg->peers[a].address,
 					 cfg->peers[b].address) &&
 			    cfg->peers[a].port == cfg->peers[b].port)
 				return fail_at(ld,

@@ -160,6 +160,17 @@ int rn_config_load(const char *path, struct rn_config *cfg,
 bool rn_config_listen_unprotected(const struct rn_config *cfg);
 
 /*
+ * A peer added at run time (rn_plane_peer_add()), checked as a [peer NAME]
+ * section is: the name, address and port by the same rules. Returns 0, or
+ * -EINVAL with why ("[peer NAME] key = value: why; allowed ...").
+ */
+int rn_config_peer_check(const char *name, const char *address, uint32_t port,
+			 char *why, size_t why_len);
+
+/* Whether two address literals are one address ("::1" and "0::1"). */
+bool rn_config_same_address(const char *a, const char *b);
+
+/*
  * Write cfg to out as an INI file that rn_config_load() reads back to the
  * same configuration. Returns 0 or -EIO.
  */

@@ -16,9 +16,11 @@
  *                  (channel_add_pvt.h)
  *   notify_tcp.c   the TCP fallback, and notifications to this node
  *                  (notify_tcp_pvt.h)
- *   lifecycle.c    endpoint states, QPs per incarnation, failure, backoff
- *   ep_table.c     the endpoint table, its name index and the snapshot
- *                  other threads read
+ *   lifecycle.c    endpoint states, QPs per incarnation, failure, backoff,
+ *                  what clients are told (the observer's events)
+ *   ep_table.c     the endpoint table, its name index, peer tags, and what
+ *                  other threads and processes read: the snapshot and the
+ *                  clients' status page
  *   commands.c     commands to the worker lcores, never waiting
  *                  (commands_pvt.h)
  */
@@ -38,6 +40,16 @@
 struct rn_endpoint {
 	uint32_t index;
 	char name[RN_EP_NAME_SIZE];
+	uint32_t tag;                 /* this binding of index to name: new
+				       * each time (pl->last_tag); 0: the
+				       * index is free */
+	bool removed;                 /* rn_plane_peer_remove(): nameless,
+				       * free once requests_out is 0 */
+	unsigned int requests_out;    /* of its rn_ep_request, held by the
+				       * lcore (EP_OPEN to EP_CLOSED) */
+	uint64_t up_session;          /* the peer's session when last
+				       * connected (0: never): tells a
+				       * reconnect from a restart */
 	bool configured;              /* a [peer]: we call it, and call again */
 	bool self;                    /* this node: QPs looped back, no conn */
 	bool eager;
@@ -122,6 +134,13 @@ struct rn_plane {
 	rte_seqlock_t snapshot_lock;
 	struct rn_ep_info snapshot[RN_MAX_ENDPOINTS];
 	unsigned int n_snapshot;
+	uint32_t last_tag;            /* the last peer tag given */
+	/* Clients (rn_plane_set_clients()): their status page's endpoint
+	 * table, kept by rn_ep_publish(); page_n is its n_endpoints. */
+	struct rn_client_status_page *page;
+	uint32_t page_n;
+	void (*observer)(void *arg, uint32_t ep_index, int event);
+	void *observer_arg;
 };
 
 /* The plane a connection belongs to. */
@@ -159,10 +178,21 @@ rn_ep_side_notify_qp(const struct rn_ep_side *side)
 
 /* ep_table.c */
 struct rn_endpoint *rn_ep_find(struct rn_plane *pl, const char *name);
-/* A new endpoint named name (or a reclaimed one); NULL when the table is
- * full or out of memory. */
+/*
+ * Bind name to an endpoint index, with a new tag: the lowest free index,
+ * else a new one, else one reclaimed from a peer that called us once and
+ * is gone. Returns 0, -ENOSPC (table full), -ENAMETOOLONG or -ENOMEM.
+ */
+int rn_ep_bind(struct rn_plane *pl, const char *name, struct rn_endpoint **out);
+/* The same; NULL on any error. */
 struct rn_endpoint *rn_ep_add(struct rn_plane *pl, const char *name);
-/* Copy what telemetry sees of ep to the snapshot. */
+/* Take ep's name out of the name index: no lookup or caller finds it. */
+void rn_ep_unname(struct rn_plane *pl, struct rn_endpoint *ep);
+/* ep's index is free: no name, tag 0, FREE in the clients' page. Only
+ * once the lcore holds none of its requests. */
+void rn_ep_release(struct rn_plane *pl, struct rn_endpoint *ep);
+/* Copy what telemetry sees of ep to the snapshot, and what clients see
+ * of it to their status page (every change of either goes through here). */
 void rn_ep_publish(struct rn_plane *pl, struct rn_endpoint *ep);
 /* The name index: created with the plane, freed before EAL stops. */
 int rn_ep_table_init(struct rn_plane *pl);
@@ -172,6 +202,11 @@ void rn_ep_table_fini(struct rn_plane *pl);
 /* Log, count and publish a transition. */
 void rn_ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
 		     enum rn_ep_state state, const char *why);
+/* Tell the clients' observer event (enum rn_client_event_type) of ep. */
+void rn_ep_tell(struct rn_plane *pl, struct rn_endpoint *ep, int event);
+/* Close ep on purpose (shutdown, removal): CLOSE to the peer, its
+ * connection closed, QPs retired, no retry; closed it stays. */
+void rn_ep_close(struct rn_plane *pl, struct rn_endpoint *ep, const char *why);
 /* Start our own call to a configured peer (or loop back to this node). */
 void rn_ep_connect(struct rn_plane *pl, struct rn_endpoint *ep);
 /* New QPs for a new incarnation; a notify QP too if notify (and [notify]

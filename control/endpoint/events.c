@@ -127,6 +127,10 @@ rn_plane_event(struct rn_plane *pl, const struct rn_lcore_event *ev)
 	if (ev->type == RN_LCORE_EVENT_EP_CLOSED) {
 		free(req);
 		pl->requests_out--;
+		ep->requests_out--;
+		/* A removed peer's index is free once its last QPs are. */
+		if (ep->removed && ep->requests_out == 0)
+			rn_ep_release(pl, ep);
 		return;
 	}
 	if (ep->req != req)

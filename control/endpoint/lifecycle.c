@@ -2,7 +2,8 @@
 /*
  * The endpoint state machine: its states, its QPs per incarnation (each
  * (re)connection is a new one: a new generation and a new set of QPs),
- * our calls, failure and the backoff before calling again.
+ * our calls, failure and the backoff before calling again, closing on
+ * purpose, and the events clients hear of it.
  */
 #include <errno.h>
 #include <rte_random.h>
@@ -12,6 +13,7 @@
 
 #include "commands_pvt.h"
 #include "endpoint_pvt.h"
+#include "rn_client.h"
 
 static const char *const state_names[] = {
 	[RN_EP_IDLE] = "idle", [RN_EP_CONNECTING] = "connecting",
@@ -27,17 +29,45 @@ rn_ep_state_name(enum rn_ep_state state)
 }
 
 void
+rn_ep_tell(struct rn_plane *pl, struct rn_endpoint *ep, int event)
+{
+	if (pl->observer != NULL)
+		pl->observer(pl->observer_arg, ep->index, event);
+}
+
+/*
+ * The one place an endpoint's state changes. Clients hear of it after
+ * their status page shows it (rn_ep_publish()): PEER_UP when it connects
+ * (the first time too: a client attached before wants to know), or
+ * PEER_RESTARTED when it connects to another incarnation of the peer than
+ * the last time (another session id: the peer restarted); PEER_DOWN when
+ * it stops being connected, unless it was removed (PEER_REMOVED says so)
+ * or this node shuts down (its clients lose the daemon anyway).
+ */
+void
 rn_ep_set_state(struct rn_plane *pl, struct rn_endpoint *ep,
 	     enum rn_ep_state state, const char *why)
 {
-	if (ep->state == state)
+	enum rn_ep_state was = ep->state;
+
+	if (was == state)
 		return;
 	RN_PLANE_LOG(INFO, "endpoint %s: %s -> %s (%s, generation %u)",
-		     ep->name, rn_ep_state_name(ep->state),
+		     ep->name, rn_ep_state_name(was),
 		     rn_ep_state_name(state), why, ep->generation);
 	ep->state = state;
 	ep->info.transitions[state]++;
 	rn_ep_publish(pl, ep);
+	if (state == RN_EP_CONNECTED) {
+		rn_ep_tell(pl, ep, ep->up_session == 0 ||
+			   ep->up_session == ep->peer_session ?
+			   RN_CLIENT_EVENT_PEER_UP :
+			   RN_CLIENT_EVENT_PEER_RESTARTED);
+		ep->up_session = ep->peer_session;
+	} else if (was == RN_EP_CONNECTED && !ep->removed &&
+		   !pl->shutting_down) {
+		rn_ep_tell(pl, ep, RN_CLIENT_EVENT_PEER_DOWN);
+	}
 }
 
 void
@@ -64,6 +94,7 @@ rn_ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 	ep->peer_native_off = false;
 	ep->peer_declined = false;
 	req->ep_index = ep->index;
+	req->peer_tag = ep->tag;   /* the lcore checks clients' sends by it */
 	req->n_data_qps = cfg->nic.data_qps;
 	req->notify = cfg->notify.enabled && notify;
 	req->notify_depth = cfg->notify.slots;
@@ -80,6 +111,7 @@ rn_ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 	ep->qps_open = false;
 	ep->serving = false;
 	pl->requests_out++;
+	ep->requests_out++;
 	ep->asked_ms = rn_now_ms();
 	rn_ep_send_command(pl, ep, RN_LCORE_CMD_EP_OPEN, req);
 }
@@ -195,6 +227,29 @@ rn_ep_closed_by_peer(struct rn_plane *pl, struct rn_endpoint *ep)
 		schedule_retry(pl, ep);
 	}
 	rn_ep_publish(pl, ep);
+}
+
+void
+rn_ep_close(struct rn_plane *pl, struct rn_endpoint *ep, const char *why)
+{
+	uint8_t frame[RN_PROTO_HEADER_SIZE + 2];
+	size_t n = rn_proto_encode_close(frame, sizeof(frame), 0);
+
+	if (ep->conn != NULL) {
+		struct rn_conn *c = ep->conn;
+
+		/* Best effort: the peer need not wait to find us gone. The
+		 * send itself may fail and close c. */
+		rn_conn_send(c, frame, n);
+		if (!c->dead)
+			rn_ep_close_conn(c);
+	}
+	rn_ep_retire_qps(pl, ep);
+	ep->retry_at_ms = 0;
+	if (ep->state != RN_EP_CLOSED && ep->state != RN_EP_IDLE) {
+		rn_ep_set_state(pl, ep, RN_EP_CLOSING, why);
+		rn_ep_set_state(pl, ep, RN_EP_CLOSED, why);
+	}
 }
 
 void

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The plane: created with its listener and configured peers, ticked by
- * the control loop, asked to connect a peer at first use, shut down.
- * Control thread only.
+ * the control loop, asked to connect a peer at first use, peers added and
+ * removed at run time, shut down. Control thread only.
  */
 #include <arpa/inet.h>
 #include <assert.h>
@@ -24,6 +24,7 @@
 
 #include "commands_pvt.h"
 #include "endpoint_pvt.h"
+#include "rn_client.h"
 #include "timers_pvt.h"
 
 /* Connections at most: an inbound and an outbound one per endpoint. */
@@ -270,30 +271,76 @@ rn_plane_tick(struct rn_plane *pl)
 unsigned int
 rn_plane_shutdown(struct rn_plane *pl)
 {
-	uint8_t frame[RN_PROTO_HEADER_SIZE + 2];
-	size_t n = rn_proto_encode_close(frame, sizeof(frame), 0);
-
 	pl->shutting_down = true;
-	for (unsigned int i = 0; i < pl->n_eps; i++) {
-		struct rn_endpoint *ep = pl->eps[i];
-
-		if (ep->conn != NULL) {
-			struct rn_conn *c = ep->conn;
-
-			/* Best effort: the peer need not wait to find us dead.
-			 * The send itself may fail and close c. */
-			rn_conn_send(c, frame, n);
-			if (!c->dead)
-				rn_ep_close_conn(c);
-		}
-		rn_ep_retire_qps(pl, ep);
-		if (ep->state != RN_EP_CLOSED && ep->state != RN_EP_IDLE) {
-			rn_ep_set_state(pl, ep, RN_EP_CLOSING, "shutting down");
-			rn_ep_set_state(pl, ep, RN_EP_CLOSED, "shut down");
-		}
-	}
+	for (unsigned int i = 0; i < pl->n_eps; i++)
+		rn_ep_close(pl, pl->eps[i], "shutting down");
 	rn_conn_reap(&pl->conns);
 	return pl->requests_out;
+}
+
+int
+rn_plane_peer_add(struct rn_plane *pl, const char *name, const char *address,
+		  uint16_t port)
+{
+	struct rn_endpoint *ep;
+	char why[RN_CONFIG_ERROR_MAX];
+	int rc;
+
+	rc = rn_config_peer_check(name, address, port, why, sizeof(why));
+	if (rc != 0) {
+		RN_PLANE_LOG(NOTICE, "peer not added: %s", why);
+		return rc;
+	}
+	if (rn_ep_find(pl, name) != NULL)
+		return -EEXIST;   /* this node's own name too */
+	for (unsigned int i = 0; i < pl->n_eps; i++) {
+		ep = pl->eps[i];
+		/* As two [peer] sections may not: one daemon, two names. */
+		if (ep->configured && !ep->self && ep->port == port &&
+		    rn_config_same_address(ep->address, address)) {
+			RN_PLANE_LOG(NOTICE, "peer %s not added: %s port %u is "
+				     "already peer %s", name, address, port,
+				     ep->name);
+			return -EEXIST;
+		}
+	}
+	rc = rn_ep_bind(pl, name, &ep);
+	if (rc != 0)
+		return rc == -ENAMETOOLONG ? -EINVAL : rc;
+	ep->configured = true;
+	snprintf(ep->address, sizeof(ep->address), "%s", address);
+	ep->port = port;
+	rn_ep_publish(pl, ep);
+	RN_PLANE_LOG(NOTICE, "endpoint %s: peer added at %s port %u (index %u, "
+		     "tag %u); connected at first use", name, address, port,
+		     ep->index, ep->tag);
+	return 0;
+}
+
+int
+rn_plane_peer_remove(struct rn_plane *pl, const char *name)
+{
+	struct rn_endpoint *ep = rn_ep_find(pl, name);
+
+	if (ep == NULL || ep->self)
+		return -ENOENT;
+	RN_PLANE_LOG(NOTICE, "endpoint %s: peer removed (index %u, tag %u)",
+		     ep->name, ep->index, ep->tag);
+	rn_ep_tell(pl, ep, RN_CLIENT_EVENT_PEER_REMOVED);   /* still named */
+	/* Gone for callers and lookups at once: one that calls again is
+	 * unknown ([control] accept_unknown decides). */
+	rn_ep_unname(pl, ep);
+	ep->removed = true;
+	ep->configured = false;
+	ep->eager = false;
+	ep->in_use = false;
+	rn_ep_close(pl, ep, "removed");
+	rn_ep_publish(pl, ep);
+	/* Its index only once the lcore gave every QP of it back
+	 * (rn_plane_event(), EP_CLOSED). */
+	if (ep->requests_out == 0)
+		rn_ep_release(pl, ep);
+	return 0;
 }
 
 unsigned int

@@ -38,6 +38,7 @@ struct rn_ep_info {
 	char address[64];         /* configured, or where it called from */
 	bool configured;
 	enum rn_ep_state state;
+	uint32_t tag;             /* its binding to this name (rn_client_shm.h) */
 	uint32_t generation;
 	uint64_t peer_session;
 	uint32_t peer_generation;
@@ -112,7 +113,11 @@ void rn_plane_free(struct rn_plane *pl);
 uint16_t rn_plane_port(const struct rn_plane *pl);
 uint64_t rn_plane_session(const struct rn_plane *pl);
 
-/* Copy up to max endpoint infos, from any thread. Returns the count. */
+/*
+ * Copy up to max endpoint infos, from any thread: the endpoints bound to a
+ * name, in endpoint index order (a free index, or a removed peer's that
+ * waits for its QPs, has no name and is left out). Returns the count.
+ */
 unsigned int rn_plane_snapshot(struct rn_plane *pl, struct rn_ep_info *out,
 			       unsigned int max);
 
@@ -143,9 +148,20 @@ void rn_plane_set_notify(struct rn_plane *pl, struct rte_ring *uses,
 
 /*
  * Peers at run time (a client's PEER_ADD / PEER_REMOVE), control thread
- * only. add: 0, -EEXIST, -EINVAL (name or address), -ENOSPC (table full).
- * remove: 0 or -ENOENT; the endpoint closes as at shutdown and its index
- * is free once the lcore gave its QPs back.
+ * only. add checks name, address and port as a [peer NAME] section is
+ * checked (rn_config_peer_check()), and binds the name to an endpoint
+ * index with a new tag; the peer is called at first use. Returns 0, or:
+ *   -EEXIST  a peer (or this node) of that name exists, or a configured
+ *            peer at that address and port
+ *   -EINVAL  name, address or port malformed (port 0)
+ *   -ENOSPC  the table holds RN_MAX_ENDPOINTS endpoints
+ *   -ENOMEM
+ * remove: 0, or -ENOENT when no peer has that name (this node's own is no
+ * peer). The observer hears PEER_REMOVED at once, while the endpoint is
+ * still named; the name leaves the name index, so a caller of that name
+ * is unknown from then on ([control] accept_unknown). The endpoint closes
+ * as at shutdown; its index is free (FREE in the status page, its tag
+ * retired) once the lcore gave its QPs back (EP_CLOSED).
  */
 int rn_plane_peer_add(struct rn_plane *pl, const char *name,
 		      const char *address, uint16_t port);
@@ -153,10 +169,22 @@ int rn_plane_peer_remove(struct rn_plane *pl, const char *name);
 
 /*
  * Clients (control/client): the plane keeps page's endpoint table
- * (rn_client_shm.h) current, and calls observer(arg, ep_index, event) on
- * the control thread when an endpoint goes down, comes back, comes back as
- * a new incarnation of its peer, or is removed (enum
- * rn_client_event_type). NULL, NULL to stop.
+ * (rn_client_shm.h: name, worker, tag, state; each entry under its seq, an
+ * rte_seqcount_t; n_endpoints the highest index bound + 1) current from
+ * the control thread, at every change, and writes it whole at once. It
+ * calls observer(arg, ep_index, event) on the control thread (enum
+ * rn_client_event_type), after the page shows the change:
+ *   PEER_UP         connected: the first time, or again to the same
+ *                   incarnation of the peer (same session id)
+ *   PEER_RESTARTED  connected to a new incarnation (another session id)
+ *   PEER_DOWN       a connected endpoint is no longer (failed, or the
+ *                   peer closed it); not at this node's own shutdown
+ *   PEER_REMOVED    rn_plane_peer_remove(), or an unknown peer's closed
+ *                   endpoint whose index a new peer takes (table full);
+ *                   the page and rn_plane_name() still name it during the
+ *                   call
+ * The magic, version, n_lcores and lcore[] words are the caller's. page
+ * NULL (and observer NULL) to stop.
  */
 struct rn_client_status_page;
 void rn_plane_set_clients(struct rn_plane *pl,

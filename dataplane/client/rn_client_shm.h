@@ -126,7 +126,9 @@ struct rn_client_region {
 };
 
 struct rn_client_status_ep {
-	uint32_t seq;             /* odd while the control thread writes */
+	uint32_t seq;             /* odd while the control thread writes:
+				   * an rte_seqcount_t, read with
+				   * rte_seqcount_read_begin()/_retry() */
 	uint32_t tag;             /* new for every peer bound to this index;
 				   * 0: the entry is free */
 	uint16_t lcore;           /* the worker (submit ring) that owns it */

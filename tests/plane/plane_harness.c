@@ -92,6 +92,8 @@ execute(struct rn_ph_plane *h, const struct rn_lcore_cmd *cmd)
 	case RN_LCORE_CMD_EP_OPEN:
 		open_qps(req);
 		h->last_req = req;
+		__atomic_store_n(&h->last_peer_tag, req->peer_tag,
+				 __ATOMIC_RELEASE);
 		answer(h, RN_LCORE_EVENT_EP_OPENED, 0, cmd->cookie);
 		break;
 	case RN_LCORE_CMD_EP_CONNECT:
@@ -128,6 +130,7 @@ tick(struct rn_control *ctl, void *arg)
 	struct rn_ph_plane *h = arg;
 	struct rn_lcore_cmd cmd;
 	struct rn_lcore_event ev;
+	void (*call)(struct rn_ph_plane *h, void *arg);
 	unsigned int kept = 0;
 
 	for (unsigned int i = 0; i < h->n_held; i++) {
@@ -154,6 +157,11 @@ tick(struct rn_control *ctl, void *arg)
 	__atomic_fetch_add(&h->lc.stats.loops, 1, __ATOMIC_RELAXED);
 	while (rte_ring_sc_dequeue_elem(h->events, &ev, sizeof(ev)) == 0)
 		rn_plane_event(h->pl, &ev);
+	call = __atomic_load_n(&h->call, __ATOMIC_ACQUIRE);
+	if (call != NULL) {
+		call(h, h->call_arg);
+		__atomic_store_n(&h->call, NULL, __ATOMIC_RELEASE);
+	}
 	rn_plane_tick(h->pl);
 	if (!__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE))
 		return;
@@ -456,12 +464,45 @@ rn_ph_expect_step(struct rn_ph_plane *h, uint8_t step)
 }
 
 void
+rn_ph_call(struct rn_ph_plane *h, void (*fn)(struct rn_ph_plane *h, void *arg),
+	   void *arg)
+{
+	uint64_t until = rn_now_ms() + H_WAIT_MS;
+
+	h->call_arg = arg;
+	__atomic_store_n(&h->call, fn, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&h->call, __ATOMIC_ACQUIRE) != NULL) {
+		if (rn_now_ms() > until)
+			fail_msg("the control thread did not make a call");
+		rn_ph_sleep_ms(1);
+	}
+}
+
+void
+rn_ph_peer_close(struct rn_ph_plane *h)
+{
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = -1;
+	h->rx_len = 0;
+}
+
+void
 rn_ph_peer_connect(struct rn_ph_plane *h, uint32_t caps, bool native)
+{
+	rn_ph_peer_hello(h, caps, native);
+	rn_ph_peer_finish(h);
+}
+
+void
+rn_ph_peer_hello(struct rn_ph_plane *h, uint32_t caps, bool native)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_port = htons(rn_plane_port(h->pl)) };
 	struct rn_proto_hello hello = {
-		.name = H_PEER_NAME, .session_id = 0x5e55, .caps = caps,
+		.name = H_PEER_NAME, .caps = caps,
+		.session_id = h->peer_session != 0 ? h->peer_session :
+			      H_PEER_SESSION,
 		.generation = H_PEER_GENERATION, .mtu = 3, .n_qps = 1,
 		.probe_addr = 0x2000, .probe_rkey = 2,
 		.qps = { { .kind = RN_PROTO_QP_DATA, .qpn = 0x500, .psn = 1 } },
@@ -483,6 +524,13 @@ rn_ph_peer_connect(struct rn_ph_plane *h, uint32_t caps, bool native)
 	assert_int_equal(connect(h->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	rn_ph_peer_send(h, frame, rn_proto_encode_hello(frame, sizeof(frame),
 						    RN_PROTO_HELLO, &hello));
+}
+
+void
+rn_ph_peer_finish(struct rn_ph_plane *h)
+{
+	uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_HELLO_MAX];
+
 	assert_int_equal(rn_ph_peer_recv(h, H_WAIT_MS), 1);
 	assert_int_equal(h->last.type, RN_PROTO_ACCEPT);
 	rn_ph_peer_send(h, frame, rn_proto_encode_ready(frame, sizeof(frame),

@@ -25,6 +25,7 @@
 #define H_MAX_CMDS 4096
 #define H_PEER_GENERATION 7        /* the peer's incarnation */
 #define H_PEER_NAME "peer"
+#define H_PEER_SESSION 0x5e55      /* the peer's session id by default */
 #define H_WAIT_MS 3000             /* a step the plane must take by then */
 #define H_TCP_IN_ROOM 3            /* deliveries tcp_in holds (ring of 4) */
 
@@ -43,6 +44,10 @@ struct rn_ph_plane {
 	uint32_t cmds[H_MAX_CMDS];
 	unsigned int n_cmds;
 	struct rn_ep_request *last_req;   /* of the last EP_OPEN */
+	uint32_t last_peer_tag;        /* its peer_tag (release-stored) */
+	/* A call the control thread makes on its next turn (rn_ph_call). */
+	void (*call)(struct rn_ph_plane *h, void *arg);
+	void *call_arg;
 	/* Answers held back: a command of a type whose hold flag is set is
 	 * answered once the test clears it. */
 	bool hold[RN_LCORE_CMD_NOTIFY_CLOSE + 1];
@@ -53,6 +58,7 @@ struct rn_ph_plane {
 	 * (rn_plane_set_notify()); tcp_in holds H_TCP_IN_ROOM deliveries. */
 	struct rte_ring *uses, *tcp_in, *completions;
 	/* The peer. */
+	uint64_t peer_session;         /* its session id; 0: H_PEER_SESSION */
 	int fd;
 	int rcvbuf;                    /* SO_RCVBUF for its socket; 0: default */
 	uint8_t rx[RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD];
@@ -88,9 +94,20 @@ bool rn_ph_wait_state(struct rn_ph_plane *h, const char *name, enum rn_ep_state 
 bool rn_ph_wait_native(struct rn_ph_plane *h, const char *name, bool native);
 void rn_ph_print(struct rn_ph_plane *h, const char *name);
 
+/* Run fn(h, arg) on the control thread, between two of its loop turns,
+ * and wait until it returned (plane calls that are control thread only). */
+void rn_ph_call(struct rn_ph_plane *h, void (*fn)(struct rn_ph_plane *h, void *arg),
+		void *arg);
+
 /* The peer calls the plane and completes the handshake: with caps, and
  * a notify QP when native. Fails the test if the plane does not connect. */
 void rn_ph_peer_connect(struct rn_ph_plane *h, uint32_t caps, bool native);
+/* Its two halves: call and send HELLO; then take ACCEPT, send READY and
+ * wait until the plane is connected. */
+void rn_ph_peer_hello(struct rn_ph_plane *h, uint32_t caps, bool native);
+void rn_ph_peer_finish(struct rn_ph_plane *h);
+/* The peer closes its connection (as a peer process that died). */
+void rn_ph_peer_close(struct rn_ph_plane *h);
 /* Send bytes as the peer. */
 void rn_ph_peer_send(struct rn_ph_plane *h, const uint8_t *frame, size_t len);
 void rn_ph_peer_send_step(struct rn_ph_plane *h, uint8_t step, uint8_t reason,
