@@ -600,6 +600,10 @@ monotonic_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* How long wait() lets librnotify wait, under the lock, after poll(2) woke
+ * it for nothing. */
+#define SPURIOUS_WAIT_MS 10
+
 /* Milliseconds left until deadline (seconds < 0: none, -1). */
 static int
 ms_left(double seconds, double deadline)
@@ -646,7 +650,8 @@ client_wait(struct client *self, PyObject *args, PyObject *kwds)
 	static char *kwlist[] = { "timeout", NULL };
 	PyObject *timeout = Py_None;
 	double seconds = -1, deadline = 0;
-	int rc, ms, err = 0;
+	int rc = 0, ms, err = 0;
+	bool woken = false;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist,
 					 &timeout))
@@ -665,24 +670,31 @@ client_wait(struct client *self, PyObject *args, PyObject *kwds)
 	if (client_lock(self) != 0)
 		return NULL;
 	for (;;) {
+		/* After a wake-up for nothing, the library's own wait (a short
+		 * one, under the lock) drains the fd: else it would stay
+		 * readable and poll(2) would spin. */
+		int look = woken ? SPURIOUS_WAIT_MS : 0, prc;
+
+		ms = ms_left(seconds, deadline);
 		Py_BEGIN_ALLOW_THREADS
-		rc = rn_client_wait(self->c, 0);
+		rc = rn_client_wait(self->c, ms >= 0 && ms < look ? ms : look);
 		Py_END_ALLOW_THREADS
 		ms = ms_left(seconds, deadline);
 		if (rc != 0 || ms == 0)
 			break;
-		rc = wait_unlocked(self, rn_client_fd(self->c), ms, &err);
+		prc = wait_unlocked(self, rn_client_fd(self->c), ms, &err);
+		woken = prc > 0;
 		if (self->detaching || self->c == NULL) {
 			client_detach_unlock(self);
 			PyErr_SetString(PyExc_ValueError,
 					"client was detached while waiting");
 			return NULL;
 		}
-		if (rc < 0 && err == EINTR && PyErr_CheckSignals() != 0) {
+		if (prc < 0 && err == EINTR && PyErr_CheckSignals() != 0) {
 			client_unlock(self);
 			return NULL;
 		}
-		if (rc < 0 && err != EINTR) {
+		if (prc < 0 && err != EINTR) {
 			client_unlock(self);
 			return raise_errno(err, "wait as agent '%U'",
 					   self->agent);
