@@ -83,22 +83,26 @@ def take(client, fn, want, what, deadline_s=DEADLINE_S):
     return got
 
 
-def wait_event(client, match, what, deadline_s=DEADLINE_S, seen=None):
-    """The first event of client for which match(event) is true; the events
-    before it are appended to seen."""
+def events_until(client, done, what, deadline_s=DEADLINE_S):
+    """Take client's events until done(events so far) is true; returns them
+    all, in order (one call may take several: none is dropped)."""
+    events = []
     deadline = time.monotonic() + deadline_s
-    while True:
-        for e in client.events():
-            if match(e):
-                return e
-            if seen is not None:
-                seen.append(e)
+    while not done(events):
         left = deadline - time.monotonic()
         if left <= 0:
             raise AssertionError(f"{what}: not after {deadline_s} s "
-                                 f"(other events: {seen!r})")
+                                 f"(events: {events!r})")
         client.wait(min(left, 1.0))
+        events += client.events()
         client.poll()   # deliveries are not what this waits for
+    return events
+
+
+def has(type_, node=None):
+    """For events_until: an event of that type (about node) came."""
+    return lambda events: any(e.type == type_ and node in (None, e.node)
+                              for e in events)
 
 
 def first_send(client, node, agent, name=b"hello", msg=b"first"):
