@@ -18,7 +18,7 @@ import pytest
 
 import rntest
 from clienttest import (DEADLINE_S, Nodes, agent_name, connected,
-                        events_until, first_send, has, reaped, send_retry,
+                        events_until, has, reaped, send_retry,
                         take)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -219,9 +219,7 @@ def test_peer_down_then_restarted(rnotify):
     n = None
     try:
         n = Nodes(rnotify, "pyev")
-        a = n.attach(n.a, agent_name("observer"))
-        b = n.attach(n.b, agent_name("first"))
-        first_send(a, n.b, b.agent)
+        a, _ = connected(n, "observer")
         assert a.events() == []
         n.pair.restart(1)   # kill -9 b, start it again
         events = events_until(a, has("peer_restarted"), "peer back")
