@@ -13,6 +13,11 @@ import rntest
 # How long an event the test waits for may take on a loaded 2-core
 # machine: a bound on a wait, never an assertion of speed.
 DEADLINE_S = 20
+# A peer silent this long is dead: long enough that a loaded machine's
+# late heartbeats do not fail an endpoint under a test (rntest's 300 ms
+# are for tests of detection). A killed peer is seen at once (its TCP
+# connection closes).
+DEAD_AFTER_MS = 3000
 
 
 class Nodes:
@@ -21,7 +26,7 @@ class Nodes:
 
     def __init__(self, rnotify, tag):
         self.rn = rnotify
-        self.pair = rntest.Pair(tag)
+        self.pair = rntest.Pair(tag, dead_after=DEAD_AFTER_MS)
         self.a, self.b = self.pair.names
         self.clients = []
 
