@@ -384,3 +384,14 @@ def test_peers_added_and_removed_at_run_time(clients, rnotify):
     finally:
         n.detach_all()
         rntest.stop_all([c_daemon])
+
+
+def test_pingpong_example_runs(clients):
+    n = clients
+    r = subprocess.run([sys.executable, os.path.join(EXAMPLES, "pingpong.py"),
+                        "--count", "50", n.socket(n.a), n.a, n.socket(n.b),
+                        n.b],
+                       capture_output=True, text=True, timeout=DEADLINE_S * 2)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("round trips: 50 of 64 bytes, waiting: p50 "), \
+        r.stdout
