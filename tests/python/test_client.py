@@ -395,3 +395,17 @@ def test_pingpong_example_runs(clients):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("round trips: 50 of 64 bytes, waiting: p50 "), \
         r.stdout
+
+
+def test_socket_from_the_environment(clients, monkeypatch):
+    n = clients
+    monkeypatch.setenv("RNOTIFY_SOCKET", n.socket(n.b))
+    c = n.rn.Client(agent_name("env"))
+    n.clients.append(c)
+    assert c.node == n.b and isinstance(c, n.rn.Client)
+    # Unset: the default daemon's socket (rnotify, not running here).
+    monkeypatch.delenv("RNOTIFY_SOCKET")
+    monkeypatch.setattr(n.rn, "socket_path", lambda: "/nonexistent/x.sock")
+    with pytest.raises(FileNotFoundError) as e:
+        n.rn.Client(agent_name("default"))
+    assert "/nonexistent/x.sock" in str(e.value), e.value

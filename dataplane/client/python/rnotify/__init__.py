@@ -16,8 +16,9 @@ Client, Notification and Event come from the C extension rnotify._rnotify
 
 import os
 
+from . import _rnotify
 from ._rnotify import (AGENT_MAX, EVENT_TYPES, NODE_MAX, POLL_MAX,
-                       SOCKET_ENV, Client, Event, Notification)
+                       SOCKET_ENV, Event, Notification)
 
 __all__ = ["AGENT_MAX", "DEFAULT_NODE", "EVENT_TYPES", "NODE_MAX",
            "POLL_MAX", "SOCKET_ENV", "Client", "Event", "Notification",
@@ -25,6 +26,17 @@ __all__ = ["AGENT_MAX", "DEFAULT_NODE", "EVENT_TYPES", "NODE_MAX",
 
 # [dataplane] name when a daemon's configuration gives none.
 DEFAULT_NODE = "rnotify"
+
+
+class Client(_rnotify.Client):
+    __doc__ = _rnotify.Client.__doc__.replace(
+        "(None: $RNOTIFY_SOCKET)",
+        "(None: $RNOTIFY_SOCKET, else socket_path(), the default daemon's)")
+
+    def __init__(self, agent, socket=None):
+        if socket is None and not os.environ.get(SOCKET_ENV):
+            socket = socket_path()
+        super().__init__(agent, socket)
 
 
 def runtime_dir():
