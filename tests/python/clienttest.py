@@ -5,6 +5,7 @@ connects or a ring is full, and takes and waits with deadlines (for
 events, never to assert timing)."""
 
 import contextlib
+import errno
 import os
 import time
 
@@ -37,6 +38,16 @@ class Nodes:
         c = self.rn.Client(agent, socket=self.socket(node))
         self.clients.append(c)
         return c
+
+    def attach_if_free(self, node, agent):
+        """attach(), or None while another client holds the name (one that
+        detached a moment ago may still hold it)."""
+        try:
+            return self.attach(node, agent)
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
+            return None
 
     def detach_all(self):
         for c in self.clients:
@@ -135,3 +146,18 @@ def reaped(p):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+@contextlib.contextmanager
+def lone_daemon(tag):
+    """A running daemon with no peers (tests add them at run time); its
+    name. Stopped on the way out, which must be clean."""
+    name = rntest.unique(tag)
+    d = rntest.Daemon(name, text=rntest.node_text(
+        name, rntest.free_port(), [], dead_after=DEAD_AFTER_MS))
+    try:
+        d.wait_running()
+        yield name
+    finally:
+        rntest.stop_all([d])
+

@@ -18,7 +18,8 @@ import pytest
 
 import rntest
 from clienttest import (DEADLINE_S, Nodes, agent_name, connected,
-                        events_until, has, reaped, send_retry,
+                        events_until, has, lone_daemon, reaped,
+                        send_retry,
                         take)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -169,22 +170,12 @@ def test_errors(clients):
     with pytest.raises(ValueError):
         a.poll()
     rntest.wait_until("agent name free again",
-                      lambda: reattach(n, n.a, agent))
+                      lambda: n.attach_if_free(n.a, agent))
 
 
 def a_max():
     import rnotify
     return rnotify.AGENT_MAX
-
-
-def reattach(n, node, agent):
-    try:
-        n.attach(node, agent)
-        return True
-    except OSError as e:
-        if e.errno != errno.EADDRINUSE:
-            raise
-        return False
 
 
 def test_enotconn_after_the_daemon_stops(rnotify):
@@ -342,11 +333,7 @@ def test_wait_times_out(clients):
 
 def test_peers_added_and_removed_at_run_time(clients, rnotify):
     n = clients
-    name = rntest.unique("pyc")
-    c_daemon = rntest.Daemon(name, text=rntest.node_text(
-        name, rntest.free_port(), []))
-    try:
-        c_daemon.wait_running()
+    with lone_daemon("pyc") as name:
         c = rnotify.Client(agent_name("adder"),
                            socket=rnotify.socket_path(name))
         n.clients.append(c)
@@ -381,9 +368,7 @@ def test_peers_added_and_removed_at_run_time(clients, rnotify):
         c.add_peer(n.b, "127.0.0.1", n.pair.ports[1])
         send_retry(c, n.b, b.agent, b"n", b"again")
         assert take(b, b.poll, 1, "again")[0].msg == b"again"
-    finally:
         n.detach_all()
-        rntest.stop_all([c_daemon])
 
 
 def test_pingpong_example_runs(clients):

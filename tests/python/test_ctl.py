@@ -3,7 +3,6 @@
 table and with --json (parsed), and its errors (no daemon, agent taken,
 unknown node, refused)."""
 
-import errno
 import json
 import os
 import signal
@@ -12,7 +11,8 @@ import subprocess
 import pytest
 
 import rntest
-from clienttest import DEADLINE_S, agent_name, reaped, send_retry, take
+from clienttest import (DEADLINE_S, agent_name, lone_daemon, reaped,
+                        send_retry, take)
 
 CTL = os.environ.get("RNOTIFY_CTL")
 
@@ -140,18 +140,8 @@ def test_watch_json_and_ctrl_c(clients, ctl):
     assert p.returncode == 0, (out, err)
     assert "Traceback" not in err, err
     # Detached: the name is free again.
-    b = rntest.wait_until("name free after Ctrl-C",
-                          lambda: try_attach(nodes, nodes.b, agent))
-    b.detach()
-
-
-def try_attach(nodes, node, agent):
-    try:
-        return nodes.rn.Client(agent, socket=nodes.socket(node))
-    except OSError as e:
-        if e.errno != errno.EADDRINUSE:
-            raise
-        return None
+    rntest.wait_until("name free after Ctrl-C",
+                      lambda: nodes.attach_if_free(nodes.b, agent))
 
 
 def test_send_errors(nodes, ctl):
@@ -181,11 +171,7 @@ def test_no_daemon(ctl):
 
 def test_peer_add_remove(clients, ctl):
     nodes = clients
-    name = rntest.unique("pyctlc")
-    d = rntest.Daemon(name, text=rntest.node_text(
-        name, rntest.free_port(), []))
-    try:
-        d.wait_running()
+    with lone_daemon("pyctlc") as name:
         port = str(nodes.pair.ports[1])
         r = ctl("--name", name, "peer", "add", nodes.b, "127.0.0.1", port)
         assert r.stdout.strip() == \
@@ -207,6 +193,4 @@ def test_peer_add_remove(clients, ctl):
         e = as_json(ctl("--name", name, "endpoints", "--json"))
         assert [x["name"] for x in e] == [name], e
         assert nodes.b not in ctl("--name", name, "endpoints").stdout
-    finally:
         nodes.detach_all()
-        rntest.stop_all([d])

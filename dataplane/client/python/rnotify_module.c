@@ -259,9 +259,9 @@ client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 		return NULL;
 	self->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (self->stop_fd < 0) {
-		self->lock = NULL;
+		PyErr_SetFromErrno(PyExc_OSError);
 		Py_DECREF(self);
-		return PyErr_SetFromErrno(PyExc_OSError);
+		return NULL;
 	}
 	self->lock = PyThread_allocate_lock();
 	if (self->lock == NULL) {
