@@ -67,6 +67,14 @@ static const struct rn_config_key notify_keys[] = {
 	  64, NULL, "4" },
 };
 
+/* The chunk is at most the sim's largest message (RN_SIM_MAX_MSG), and
+ * rn_transfer.h's RN_TRANSFER_CHUNK_MAX. */
+#define XFER(m) FIELD(struct rn_transfer_config, m)
+static const struct rn_config_key transfer_keys[] = {
+	{ "chunk_size", RN_CFG_UINT, XFER(chunk_size), 4096, 1048576, NULL,
+	  "1048576" },
+};
+
 #define CTL(m) FIELD(struct rn_control_config, m)
 static const struct rn_config_key control_keys[] = {
 	{ "listen", RN_CFG_ADDRESS, CTL(listen), 0, 0, NULL, "127.0.0.1" },
@@ -109,6 +117,7 @@ const struct rn_config_section rn_config_sections[] = {
 	SECTION("dataplane", dataplane, dataplane_keys, false),
 	SECTION("nic", nic, nic_keys, false),
 	SECTION("notify", notify, notify_keys, false),
+	SECTION("transfer", transfer, transfer_keys, false),
 	SECTION("control", control, control_keys, false),
 	SECTION("peer", peers, peer_keys, true),
 	SECTION("telemetry", telemetry, telemetry_keys, false),

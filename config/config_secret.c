@@ -2,30 +2,68 @@
 /*
  * The shared secret of [control] secret_file and secret_file_next. A file
  * that another user could read (or write) is refused: whoever reads it can
- * pose as any peer (docs/security.md). And whether a listener without one
- * is exposed beyond this host.
+ * pose as any peer (docs/security.md). A name that starts with ~/ is in
+ * the home directory of the user the daemon runs as, so one file name
+ * (scripts/setup.sh's ~/.config/rnotify/secret) serves root and users
+ * alike. And whether a listener without one is exposed beyond this host.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config_secret_pvt.h"
 
-/* Read the secret in path into key[0..*len): its bytes, less trailing
- * white space (the newline an editor or `openssl rand -hex` leaves). */
+/*
+ * name with a leading ~/ made the home directory ($HOME, else the user
+ * database's entry of the effective user) into buf. Returns buf, or name
+ * itself when it has no ~/, or NULL when there is no home to put there.
+ */
+static const char *
+expand_home(const char *name, char *buf, size_t len)
+{
+	const char *home = getenv("HOME");
+	int n;
+
+	if (strncmp(name, "~/", 2) != 0)
+		return name;
+	if (home == NULL || home[0] != '/') {
+		const struct passwd *pw = getpwuid(geteuid());
+
+		home = pw != NULL ? pw->pw_dir : NULL;
+	}
+	if (home == NULL || home[0] != '/')
+		return NULL;
+	n = snprintf(buf, len, "%s%s", home, name + 1);
+	return n > 0 && (size_t)n < len ? buf : NULL;
+}
+
+/* Read the secret in the file named name into key[0..*len): its bytes,
+ * less trailing white space (the newline an editor or `openssl rand -hex`
+ * leaves). */
 static int
-secret_read(const char *key_name, const char *path, uint8_t *key,
+secret_read(const char *key_name, const char *name, uint8_t *key,
 	    uint32_t *len, char *why, size_t why_len)
 {
+	char expanded[PATH_MAX];
+	const char *path = expand_home(name, expanded, sizeof(expanded));
 	struct stat st;
 	size_t used = 0;
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int fd;
 	int rc = -EINVAL;
 
+	if (path == NULL) {
+		snprintf(why, why_len, "[control] %s '%s': no home directory "
+			 "for ~ (HOME)", key_name, name);
+		return -ENOENT;
+	}
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
 		snprintf(why, why_len, "[control] %s '%s': %s", key_name, path,

@@ -82,6 +82,11 @@ struct rn_notify_config {
 	uint32_t endpoints_per_lcore; /* native channels one lcore can hold */
 };
 
+struct rn_transfer_config {
+	uint32_t chunk_size;  /* bytes: the largest WQE a transfer is cut
+			       * into (docs/transfers.md) */
+};
+
 struct rn_control_config {
 	char listen[RN_CONFIG_TEXT_MAX]; /* IPv4 or IPv6 literal */
 	uint32_t port;                   /* 0: any free port */
@@ -119,6 +124,7 @@ struct rn_config {
 	struct rn_dataplane_config dataplane;
 	struct rn_nic_config nic;
 	struct rn_notify_config notify;
+	struct rn_transfer_config transfer;
 	struct rn_control_config control;
 	struct rn_telemetry_config telemetry;
 	uint32_t n_peers;

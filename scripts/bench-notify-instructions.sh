@@ -33,6 +33,9 @@ cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "bench: valgrind is missing; run scripts/setup.sh" >&2; exit 1; }
 bytes=${1:-64}
 burst=${2:-1}
+# Under valgrind EAL cannot reserve the address space of hugepage memory
+# (--in-memory): "Cannot get a virtual area". Plain pages for both sides.
+export RN_BENCH_HUGEPAGES=off
 source scripts/bench-pair.sh
 # valgrind runs everything some 50 times slower
 pair_configs cg-a cg-b "${RN_BENCH_PORT:-19611}" "connect_timeout_ms = 30000

@@ -21,7 +21,7 @@ trap cleanup EXIT
 # $work/NAME_B.ini, two processes on loopback (control ports PORT and
 # PORT+1) that call each other at start. [notify] as by default (256 send
 # and 256 receive slots of 64 KiB), but one endpoint per lcore, or
-# RN_BENCH_SLOTS=N slots.
+# RN_BENCH_SLOTS=N slots. RN_BENCH_HUGEPAGES sets [dataplane] hugepages.
 pair_configs() {
   local a=$1 b=$2 port=$3 keys=${4:-}
   # One pair per port on this host at a time: a second run (a test beside
@@ -40,6 +40,7 @@ write_config() {   # name, own port, peer name, peer port, control keys
 name = $1
 lcores = 0-1
 memory_mb = 128
+${RN_BENCH_HUGEPAGES:+hugepages = $RN_BENCH_HUGEPAGES}
 idle = adaptive
 
 [nic]

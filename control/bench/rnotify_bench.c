@@ -20,6 +20,20 @@
  * --stall-ms makes the responder a slow application: it stops polling for
  * N ms at the first notification of each one-way run, so the sender meets
  * backpressure; the run must still lose nothing.
+ *
+ *   rnotify-bench -c FILE --peer NAME --respond --transfer
+ *   rnotify-bench -c FILE --peer NAME --transfer [--max-block BYTES]
+ *                 [--iterations N] [--csv FILE]
+ *
+ * With --transfer (both sides), transfers (rn_transfer.h) in the
+ * nixlbench style: blocks of 4 KiB doubling to --max-block (64 MiB),
+ * READ and WRITE, each without and with a notification, one batch of one
+ * block at a time; 100 warm-up rounds and N (1000) measured, fewer for
+ * blocks over 1 MiB (N MiB worth, at least 20). Latency is submission to
+ * final status at the initiator (with a notification: to the notification
+ * posted after the data); bandwidth is the block over the average. The
+ * responder registers a buffer of --max-block and hands its descriptor
+ * over as a notification.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,6 +47,7 @@
 
 #include "rn_daemon.h"
 #include "rn_notify.h"
+#include "rn_transfer.h"
 
 #define MAX_SIZES 8
 #define MAX_BURST 256
@@ -50,6 +65,10 @@ struct bench {
 	unsigned int completions;   /* ask for every K-th one's; 0: none */
 	unsigned int burst;         /* bulk notifications per send call */
 	unsigned int stall_ms;
+	bool transfer;
+	uint64_t max_block;
+	unsigned int iterations;
+	const char *csv;
 	uint8_t *payload;
 	uint8_t *reported;          /* per bulk message: its completions */
 	unsigned int n_reported;
@@ -396,12 +415,203 @@ respond(struct rn_daemon *d, struct bench *b)
 	b->result = 0;
 }
 
+/* A buffer of max_block bytes, registered with every worker. */
+static int
+transfer_buffer(struct rn_daemon *d, struct bench *b, uint8_t **buf,
+		struct rn_transfer_region **region)
+{
+	*buf = aligned_alloc(4096, b->max_block);
+	if (*buf == NULL)
+		return -ENOMEM;
+	memset(*buf, 0x5a, b->max_block);
+	return rn_transfer_reg(d->transfer, *buf, b->max_block,
+			       RN_TRANSFER_LOCAL_WRITE |
+			       RN_TRANSFER_REMOTE_WRITE |
+			       RN_TRANSFER_REMOTE_READ, region);
+}
+
+/* The responder of --transfer: its descriptor on request, the transfers'
+ * notifications taken (and so their slots given back), until "quit". */
+static void
+respond_transfer(struct rn_daemon *d, struct bench *b)
+{
+	struct rn_notification got[RN_NOTIFY_POLL_MAX];
+	uint8_t desc[RN_TRANSFER_DESC_SIZE];
+	struct rn_transfer_region *region = NULL;
+	uint8_t *buf = NULL;
+	bool quit = false;
+	int rc = transfer_buffer(d, b, &buf, &region);
+
+	if (rc == 0)
+		rc = rn_transfer_export(d->transfer, region, desc,
+					sizeof(desc)) < 0 ? -ENOSPC : 0;
+	if (rc != 0) {
+		fprintf(stderr, "rnotify-bench: transfer buffer: %s\n",
+			strerror(-rc));
+		b->result = 1;
+		free(buf);
+		return;
+	}
+	while (!quit && !rn_daemon_stopping(d)) {
+		unsigned int n = rn_notify_poll(d->notify, got,
+						RN_NOTIFY_POLL_MAX);
+
+		for (unsigned int i = 0; i < n; i++) {
+			if (got[i].name_len == 5 &&
+			    memcmp(got[i].name, "desc?", 5) == 0)
+				send_all(d, b, "desc", desc, sizeof(desc), 0, 0);
+			else if (got[i].name_len == 4 &&
+				 memcmp(got[i].name, "quit", 4) == 0)
+				quit = true;
+		}
+		if (n == 0)
+			usleep(20);   /* see wait_for() */
+	}
+	rn_transfer_dereg(d->transfer, region);
+	free(buf);
+	b->result = 0;
+}
+
+/* One batch of one block, submitted and polled to its final status. */
+static int
+one_transfer(struct rn_daemon *d, enum rn_transfer_kind kind,
+	     const struct rn_transfer_entry *e, bool notify, uint64_t *ns)
+{
+	struct rn_transfer_batch *batch;
+	uint64_t t0 = now_ns();
+	int rc;
+
+	do {
+		rc = rn_transfer_submit(d->transfer, kind, e, 1, "xfer",
+					notify ? 4 : 0, "", 0, &batch);
+	} while (rc == -EAGAIN && !rn_daemon_stopping(d));
+	if (rc != 0)
+		return rc;
+	while ((rc = rn_transfer_status(batch, NULL, NULL)) == -EINPROGRESS)
+		sched_yield();   /* the control thread may share this CPU */
+	*ns = now_ns() - t0;
+	rn_transfer_release(d->transfer, batch);
+	return rc;
+}
+
+static int
+measure_transfer(struct rn_daemon *d, struct bench *b, FILE *csv,
+		 enum rn_transfer_kind kind, bool notify,
+		 struct rn_transfer_entry *e)
+{
+	uint64_t mib = 1u << 20;
+	unsigned int n = e->length <= mib ? b->iterations :
+			 (unsigned int)RTE_MAX(20ull, b->iterations * mib /
+						      e->length);
+	unsigned int warm = n < (unsigned int)WARM_UP ? n : (unsigned int)WARM_UP;
+	uint64_t *lat = calloc(n, sizeof(*lat));
+	uint64_t sum = 0;
+	double avg;
+	int rc = 0;
+
+	if (lat == NULL)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < warm + n && rc == 0; i++) {
+		uint64_t ns = 0;
+
+		rc = one_transfer(d, kind, e, notify, &ns);
+		if (i >= warm)
+			lat[i - warm] = ns;
+	}
+	if (rc == 0) {
+		const char *op = kind == RN_TRANSFER_READ ? "READ" : "WRITE";
+
+		for (unsigned int i = 0; i < n; i++)
+			sum += lat[i];
+		qsort(lat, n, sizeof(*lat), compare_u64);
+		avg = (double)sum / n;
+		printf("| %s | %lu | %s | %u | %.1f | %.1f | %.1f | %.6f |\n",
+		       op, (unsigned long)e->length, notify ? "yes" : "no", n,
+		       avg / 1e3, lat[n / 2] / 1e3, lat[n * 99 / 100] / 1e3,
+		       e->length / avg);
+		fflush(stdout);
+		if (csv != NULL)
+			fprintf(csv, "%s,%lu,%d,%u,%.3f,%.3f,%.3f,%.6f\n", op,
+				(unsigned long)e->length, notify, n, avg / 1e3,
+				lat[n / 2] / 1e3, lat[n * 99 / 100] / 1e3,
+				e->length / avg);
+	}
+	free(lat);
+	return rc;
+}
+
+/* The initiator of --transfer: the peer's descriptor, then the table. */
+static void
+initiate_transfer(struct rn_daemon *d, struct bench *b)
+{
+	static const enum rn_transfer_kind kinds[] = { RN_TRANSFER_READ,
+						       RN_TRANSFER_WRITE };
+	struct rn_transfer_region *region = NULL;
+	struct rn_transfer_remote *rem = NULL;
+	char desc[RN_TRANSFER_DESC_SIZE + 1];
+	uint8_t *buf = NULL;
+	FILE *csv = NULL;
+	bool native;
+	int rc = reach_peer(d, b);
+
+	if (rc == 0)
+		rc = transfer_buffer(d, b, &buf, &region);
+	if (rc == 0)
+		rc = send_all(d, b, "desc?", "", 0, 0, 0);
+	if (rc == 0 && wait_for(d, "desc", desc, sizeof(desc), &native) !=
+		       RN_TRANSFER_DESC_SIZE)
+		rc = -EPROTO;
+	if (rc == 0)
+		rc = rn_transfer_import(d->transfer, desc, RN_TRANSFER_DESC_SIZE,
+					&rem);
+	if (rc == 0 && b->csv != NULL) {
+		csv = fopen(b->csv, "w");
+		if (csv == NULL)
+			rc = -errno;
+		else
+			fprintf(csv, "op,block,notify,iterations,avg_us,p50_us,"
+				"p99_us,gb_s\n");
+	}
+	printf("| op | block (bytes) | notify | iterations | avg (us) | "
+	       "p50 (us) | p99 (us) | GB/s |\n| --- | ---: | --- | ---: | "
+	       "---: | ---: | ---: | ---: |\n");
+	for (unsigned int k = 0; k < 2 && rc == 0; k++)
+		for (uint64_t size = 4096; size <= b->max_block && rc == 0;
+		     size *= 2)
+			for (int notify = 0; notify < 2 && rc == 0; notify++) {
+				struct rn_transfer_entry e = {
+					.local = buf, .remote = 0,
+					.length = size, .rem = rem };
+
+				/* The peer's buffer: its own address. */
+				memcpy(&e.remote, desc + 48, 8);
+				rc = measure_transfer(d, b, csv, kinds[k],
+						      notify, &e);
+			}
+	if (csv != NULL)
+		fclose(csv);
+	if (rc == 0)
+		rc = send_quit(d, b);
+	if (rc != 0)
+		fprintf(stderr, "rnotify-bench: transfer: %s\n", strerror(-rc));
+	if (rem != NULL)
+		rn_transfer_forget(d->transfer, rem);
+	if (region != NULL)
+		rn_transfer_dereg(d->transfer, region);
+	free(buf);
+	b->result = rc == 0 ? 0 : 1;
+}
+
 static void
 run(struct rn_daemon *d, void *arg)
 {
 	struct bench *b = arg;
 
-	if (b->respond)
+	if (b->transfer && b->respond)
+		respond_transfer(d, b);
+	else if (b->transfer)
+		initiate_transfer(d, b);
+	else if (b->respond)
 		respond(d, b);
 	else
 		initiate(d, b);
@@ -446,10 +656,15 @@ main(int argc, char **argv)
 		{ "completions", required_argument, NULL, 'k' },
 		{ "stall-ms", required_argument, NULL, 'w' },
 		{ "burst", required_argument, NULL, 'b' },
+		{ "transfer", no_argument, NULL, 'x' },
+		{ "max-block", required_argument, NULL, 'M' },
+		{ "iterations", required_argument, NULL, 'i' },
+		{ "csv", required_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct bench b = { .messages = 20000, .round_trips = 2000,
-				  .burst = 1,
+				  .burst = 1, .max_block = 64u << 20,
+				  .iterations = 1000,
 				  .label = "native", .n_sizes = 4,
 				  .sizes = { 16, 256, 4096, 65528 } };
 	struct rn_config_error err;
@@ -467,6 +682,10 @@ main(int argc, char **argv)
 		case 'k': b.completions = (unsigned int)atoi(optarg); break;
 		case 'w': b.stall_ms = (unsigned int)atoi(optarg); break;
 		case 'b': b.burst = (unsigned int)atoi(optarg); break;
+		case 'x': b.transfer = true; break;
+		case 'M': b.max_block = strtoull(optarg, NULL, 0); break;
+		case 'i': b.iterations = (unsigned int)atoi(optarg); break;
+		case 'C': b.csv = optarg; break;
 		case 's':
 			if (parse_sizes(optarg, &b) != 0) {
 				fprintf(stderr, "rnotify-bench: --sizes %s: allowed "
@@ -480,11 +699,14 @@ main(int argc, char **argv)
 		}
 	}
 	if (path == NULL || b.peer == NULL || b.messages == 0 ||
-	    b.round_trips == 0 || b.burst == 0 || b.burst > MAX_BURST) {
+	    b.round_trips == 0 || b.burst == 0 || b.burst > MAX_BURST ||
+	    b.max_block < 4096 || b.iterations == 0) {
 		fprintf(stderr, "usage: rnotify-bench -c FILE --peer NAME "
 			"[--respond [--stall-ms N]] [--sizes LIST] "
 			"[--messages N] [--round-trips N] [--label TEXT] "
-			"[--completions K] [--burst 1..%u]\n", MAX_BURST);
+			"[--completions K] [--burst 1..%u] | --transfer "
+			"[--max-block BYTES] [--iterations N] [--csv FILE]\n",
+			MAX_BURST);
 		return 2;
 	}
 	if (rn_config_load(path, &daemon_state.cfg, &err) != 0) {

@@ -24,6 +24,7 @@
 #include "daemon_pvt.h"
 #include "rn_daemon.h"
 #include "rn_notify_engine.h"
+#include "rn_transfer.h"
 #include "rn_eal.h"
 #include "rn_version.h"
 
@@ -349,6 +350,7 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 {
 	struct rn_config_error err;
 	char why[RN_CONFIG_ERROR_MAX];
+	struct rn_transfer_host host;
 	int rc, sig;
 
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
@@ -413,6 +415,13 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		RN_DAEMON_LOG(ERR, "notification engine: %s", strerror(-rc));
 		goto stop_workers;
 	}
+	rn_transfer_host_plane(d->plane, d->cfg.dataplane.name, &host);
+	rc = rn_transfer_create(&host, d->worker_ptrs, d->n_workers,
+				d->cfg.transfer.chunk_size, &d->transfer);
+	if (rc != 0) {
+		RN_DAEMON_LOG(ERR, "transfer engine: %s", strerror(-rc));
+		goto stop_workers;
+	}
 	if (d->cfg.telemetry.enabled && rn_telemetry_register(d) != 0)
 		RN_DAEMON_LOG(WARNING, "telemetry commands not registered");
 
@@ -427,6 +436,8 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 	close_endpoints(d);
 stop_workers:
 	stop_workers(d);
+	rn_transfer_free(d->transfer);
+	d->transfer = NULL;
 	if (d->notify != NULL)
 		rn_notify_free(d->notify);   /* its rings are EAL memory */
 	d->notify = NULL;

@@ -54,6 +54,7 @@ struct rn_daemon {
 	struct rn_control *ctl;
 	struct rn_plane *plane;
 	struct rn_notify *notify;
+	struct rn_transfer *transfer;   /* the embedded application's */
 	/* An application embedded in the process (rnotify-bench): started on
 	 * its own thread once RUNNING, joined at shutdown. It ends the daemon
 	 * by raising SIGTERM, and must return once rn_daemon_stopping(). */

@@ -11,6 +11,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,11 +22,13 @@
 #include <unistd.h>
 
 #include "conn_pvt.h"
+#include "log_pvt.h"
 #include "rn_plane.h"
 
 #define READS_PER_EVENT 16   /* then let other connections have a turn */
 
 static void conn_io(struct rn_control *ctl, void *arg, uint32_t events);
+static void readable(struct rn_conn *c);
 
 void
 rn_conn_enter(struct rn_conn *c, enum rn_conn_phase phase)
@@ -58,8 +61,25 @@ arm_out(struct rn_conn *c, bool on)
 	rearm(c);
 }
 
+/* sa's address as an IPv6 one (IPv4 mapped). */
+static void
+ip_of_sockaddr(const struct sockaddr *sa, struct in6_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (sa->sa_family == AF_INET6) {
+		*out = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+	} else if (sa->sa_family == AF_INET) {
+		out->s6_addr[10] = 0xff;
+		out->s6_addr[11] = 0xff;
+		memcpy(&out->s6_addr[12],
+		       &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+		       4);
+	}
+}
+
 static struct rn_conn *
-conn_new(struct rn_conn_pool *pool, int fd, bool outbound, const char *peer)
+conn_new(struct rn_conn_pool *pool, int fd, bool outbound, const char *peer,
+	 const struct sockaddr *sa)
 {
 	struct rn_conn *c = calloc(1, sizeof(*c));
 	int one = 1;
@@ -74,6 +94,7 @@ conn_new(struct rn_conn_pool *pool, int fd, bool outbound, const char *peer)
 	c->outbound = outbound;
 	c->last_rx_ms = c->last_tx_ms = rn_now_ms();
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	ip_of_sockaddr(sa, &c->peer_ip);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->want_out = outbound;   /* connect() completes with EPOLLOUT */
 	if (rn_control_watch(pool->ctl, fd, EPOLLIN | (outbound ? EPOLLOUT : 0),
@@ -109,18 +130,94 @@ format_peer(const struct sockaddr *sa, char *buf, size_t len)
 	snprintf(buf, len, "%s port %u", host, port);
 }
 
+/* An inbound connection still in its handshake: no endpoint has it. */
+static bool
+pending(const struct rn_conn *c)
+{
+	return !c->outbound && c->ep == NULL && !c->dead;
+}
+
+static unsigned int
+pending_from(const struct rn_conn_pool *pool, const struct in6_addr *ip)
+{
+	unsigned int n = 0;
+
+	for (const struct rn_conn *c = pool->live; c != NULL; c = c->next)
+		n += pending(c) &&
+		     memcmp(&c->peer_ip, ip, sizeof(*ip)) == 0;
+	return n;
+}
+
+/*
+ * With RN_CONN_MAX_PENDING handshakes in progress, close the oldest of the
+ * address that has the most. O(live + pending^2), on each accept.
+ */
+static void
+evict_pending(struct rn_conn_pool *pool)
+{
+	struct rn_conn *p[RN_CONN_MAX_PENDING], *victim = NULL;
+	unsigned int n = 0, most = 0;
+
+	for (struct rn_conn *c = pool->live; c != NULL; c = c->next)
+		if (pending(c) && n < RN_CONN_MAX_PENDING)
+			p[n++] = c;
+	if (n < RN_CONN_MAX_PENDING)
+		return;
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int from = 0;
+
+		for (unsigned int j = 0; j < n; j++)
+			from += memcmp(&p[j]->peer_ip, &p[i]->peer_ip,
+				       sizeof(p[i]->peer_ip)) == 0;
+		/* New connections go in front: on a tie, the later is older. */
+		if (from > most || (from == most &&
+				    p[i]->accepted_ms <= victim->accepted_ms)) {
+			most = from;
+			victim = p[i];
+		}
+	}
+	rn_conn_fail(victim, "handshake cut short: too many in progress, "
+		     "most from its address");
+}
+
 struct rn_conn *
 rn_conn_accepted(struct rn_conn_pool *pool, int fd, const struct sockaddr *sa,
 		 socklen_t len)
 {
+	struct in6_addr ip;
 	char peer[64];
 	struct rn_conn *c;
+	uint64_t suppressed;
 
 	(void)len;
 	format_peer(sa, peer, sizeof(peer));
-	c = conn_new(pool, fd, false, peer);
-	if (c != NULL)
-		rn_conn_enter(c, RN_CONN_WAIT_HELLO);
+	ip_of_sockaddr(sa, &ip);
+	if (pending_from(pool, &ip) >= RN_CONN_MAX_PENDING_PER_ADDRESS) {
+		if (rn_plane_log_refusal(rn_now_ms(), &suppressed)) {
+			char more[48] = "";
+
+			if (suppressed != 0)
+				snprintf(more, sizeof(more), " [and %" PRIu64
+					 " more not logged]", suppressed);
+			RN_PLANE_LOG(NOTICE, "refused %s: %u handshakes from "
+				     "that address in progress already%s",
+				     peer, RN_CONN_MAX_PENDING_PER_ADDRESS,
+				     more);
+		}
+		close(fd);
+		return NULL;
+	}
+	evict_pending(pool);
+	c = conn_new(pool, fd, false, peer, sa);
+	if (c == NULL)
+		return NULL;
+	c->accepted_ms = rn_now_ms();
+	rn_conn_enter(c, RN_CONN_WAIT_HELLO);
+	/* A caller sends its first frame with its connect: often it is in
+	 * already. Taken now, a HELLO (or a CHALLENGE answered) moves the
+	 * connection on before the next accept counts what is pending, so
+	 * a burst of callers from one address is not judged a flood. */
+	readable(c);
 	return c;
 }
 
@@ -153,8 +250,8 @@ rn_conn_connect(struct rn_conn_pool *pool, const char *address, uint16_t port,
 		return rc;
 	}
 	format_peer(ai->ai_addr, peer, sizeof(peer));
+	c = conn_new(pool, fd, true, peer, ai->ai_addr);
 	freeaddrinfo(ai);
-	c = conn_new(pool, fd, true, peer);
 	if (c == NULL)
 		return -ENOMEM;
 	rn_conn_enter(c, RN_CONN_TCP_CONNECTING);
@@ -434,4 +531,15 @@ rn_conn_from_address(const struct rn_conn *c, const char *address)
 	return end != NULL && ip_of(c->peer, (size_t)(end - c->peer), &from) &&
 	       ip_of(address, strlen(address), &configured) &&
 	       memcmp(&from, &configured, sizeof(from)) == 0;
+}
+
+int
+rn_conn_peer_ipv4(const struct rn_conn *c, uint8_t out[4])
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (memcmp(c->peer_ip.s6_addr, mapped, sizeof(mapped)) != 0)
+		return -EAFNOSUPPORT;
+	memcpy(out, &c->peer_ip.s6_addr[12], 4);
+	return 0;
 }

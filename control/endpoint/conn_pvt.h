@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "rn_control.h"
@@ -19,6 +20,17 @@
 
 #define RN_CONN_RX_MAX (RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD)
 #define RN_CONN_TX_MAX (4u << 20)   /* a peer that stops reading: cut off */
+/*
+ * Inbound connections in their handshake (no endpoint yet: before their
+ * HELLO, or before their proof), at most: in all, and from one address.
+ * A caller from an address that has RN_CONN_MAX_PENDING_PER_ADDRESS is
+ * turned away at once; when RN_CONN_MAX_PENDING are reached, the oldest
+ * of the address with the most goes. So strangers on a few addresses
+ * cannot keep a peer on another from calling, and the work and memory an
+ * unauthenticated caller costs stay bounded.
+ */
+#define RN_CONN_MAX_PENDING 64
+#define RN_CONN_MAX_PENDING_PER_ADDRESS 8
 
 /*
  * Where a connection is in its handshake (handshake.c moves it on). The
@@ -88,6 +100,8 @@ struct rn_conn {
 	bool dead;                    /* closed; freed on a tick or an accept */
 	enum rn_conn_phase phase;
 	char peer[64];                /* "address port", for log lines */
+	struct in6_addr peer_ip;      /* IPv4 ones mapped: ::ffff:a.b.c.d */
+	uint64_t accepted_ms;         /* inbound: when, for the pending cap */
 	uint64_t deadline_ms;         /* of the current handshake phase */
 	uint64_t last_rx_ms, last_tx_ms;
 	uint8_t *rx;
@@ -105,7 +119,10 @@ struct rn_conn {
  * (not a numeric address), -ENOMEM or -errno of socket() or connect(). */
 int rn_conn_connect(struct rn_conn_pool *pool, const char *address,
 		    uint16_t port, struct rn_conn **out);
-/* Take an accepted fd; NULL (fd closed) when out of memory. */
+/* Take an accepted fd, and read what it sent already (the layer above
+ * hears of it, and may close it). NULL (fd closed) when out of memory, or
+ * when the caller's address has its RN_CONN_MAX_PENDING_PER_ADDRESS
+ * handshakes in progress already (one rate-limited log line says so). */
 struct rn_conn *rn_conn_accepted(struct rn_conn_pool *pool, int fd,
 				 const struct sockaddr *sa, socklen_t len);
 /* Queue a frame; a queue over RN_CONN_TX_MAX fails the connection. */
@@ -128,5 +145,8 @@ void rn_conn_resume(struct rn_conn *c);
  * are one address, and so are 10.0.0.1 and ::ffff:10.0.0.1).
  */
 bool rn_conn_from_address(const struct rn_conn *c, const char *address);
+/* The IPv4 address (network order) c's peer is at; -EAFNOSUPPORT when it
+ * is an IPv6 one. */
+int rn_conn_peer_ipv4(const struct rn_conn *c, uint8_t out[4]);
 
 #endif /* RN_CONN_PVT_H */

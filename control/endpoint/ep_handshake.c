@@ -24,6 +24,32 @@ rn_ep_send_hello(struct rn_plane *pl, struct rn_conn *c, uint8_t type)
 				pl->cfg->notify.enabled);
 }
 
+/*
+ * Where our sim device's wire reaches the peer of c, and with what: the
+ * address c comes from (or goes to), never the one its HELLO or ACCEPT
+ * names, which could point our worker anywhere; and the token of this
+ * exchange, which the peer's device presents to ours and ours to it.
+ * Returns NULL, or why the endpoint fails.
+ */
+static const char *
+bind_wire(struct rn_plane *pl, const struct rn_conn *c,
+	  struct rn_nic_addr *addr)
+{
+	uint8_t ip[4];
+
+	if (rn_handshake_wire_token(c, &pl->auth, addr->token) != 0)
+		return "authentication: no wire token (libcrypto failed)";
+	if (pl->cfg->nic.provider != RN_NIC_SIM)
+		return NULL;
+	if (rn_conn_peer_ipv4(c, ip) != 0)
+		return "the sim device's wire needs an IPv4 control connection";
+	memset(addr->gid, 0, 10);
+	addr->gid[10] = 0xff;
+	addr->gid[11] = 0xff;
+	memcpy(&addr->gid[12], ip, sizeof(ip));
+	return NULL;
+}
+
 /* A HELLO for ep while ep->conn, our own call, is still in its handshake. */
 static bool
 lost_the_race(struct rn_plane *pl, struct rn_conn *c, struct rn_endpoint *ep)
@@ -53,6 +79,7 @@ static void
 on_hello(struct rn_plane *pl, struct rn_conn *c, const struct rn_proto_hello *h)
 {
 	struct rn_endpoint *ep;
+	const char *why;
 
 	if (strcmp(h->name, pl->cfg->dataplane.name) == 0) {
 		rn_handshake_refuse(c, RN_REFUSE_NAME, "that is this node's own name");
@@ -136,6 +163,11 @@ on_hello(struct rn_plane *pl, struct rn_conn *c, const struct rn_proto_hello *h)
 	if (ep->req == NULL)
 		return;   /* out of memory: rn_ep_open_qps failed the endpoint */
 	rn_handshake_side(h, &ep->req->remote);
+	why = bind_wire(pl, c, &ep->req->remote.addr);
+	if (why != NULL) {
+		rn_ep_fail(pl, ep, why);
+		return;
+	}
 	ep->serving = true;
 	if (ep->qps_open)
 		rn_ep_connect_qps(pl, ep);
@@ -146,6 +178,7 @@ on_accept(struct rn_plane *pl, struct rn_conn *c,
 	  const struct rn_proto_hello *h)
 {
 	struct rn_endpoint *ep = c->ep;
+	const char *bound;
 	char why[128];
 
 	if ((h->caps & ~RN_CAP_KNOWN) != 0 || strcmp(h->name, ep->name) != 0 ||
@@ -167,6 +200,11 @@ on_accept(struct rn_plane *pl, struct rn_conn *c,
 	ep->peer_generation = h->generation;
 	ep->peer_caps = h->caps;
 	rn_handshake_side(h, &ep->req->remote);
+	bound = bind_wire(pl, c, &ep->req->remote.addr);
+	if (bound != NULL) {
+		rn_ep_fail(pl, ep, bound);
+		return;
+	}
 	rn_conn_enter(c, RN_CONN_CONNECTING_QPS);
 	rn_ep_connect_qps(pl, ep);
 }

@@ -66,6 +66,11 @@ loop_back(struct rn_plane *pl, struct rn_endpoint *ep)
 	struct rn_ep_side *me = &ep->req->local;
 
 	ep->req->remote = *me;
+	/* Only its own QPs know it: nobody can join them on the sim wire. */
+	if (rn_handshake_random_token(ep->req->remote.addr.token) != 0) {
+		rn_ep_fail(pl, ep, "no random bytes for its wire token");
+		return;
+	}
 	ep->peer_session = me->session_id;
 	ep->peer_generation = me->generation;
 	ep->peer_caps = RN_CAP_TCP_FALLBACK |

@@ -11,6 +11,8 @@
  * frame means for an endpoint is the caller's to decide (ep_handshake.c):
  * this layer only names it.
  */
+#include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +20,9 @@
 #include "handshake_pvt.h"
 #include "log_pvt.h"
 #include "rn_plane.h"
+
+static_assert(RN_NIC_TOKEN_SIZE == RN_PROTO_TOKEN_SIZE,
+	      "a sim wire token is what the handshake derives");
 
 struct rn_ep_qp_info
 rn_handshake_qp_info(const struct rn_proto_qp *q)
@@ -178,6 +183,33 @@ transcript(const struct rn_conn *c, const struct rn_hs_auth *auth)
 		.callee_session = auth->session_id,
 		.caller_nonce = a->nonce_peer, .callee_nonce = a->nonce_mine,
 	};
+}
+
+int
+rn_handshake_wire_token(const struct rn_conn *c, const struct rn_hs_auth *auth,
+			uint8_t token[RN_NIC_TOKEN_SIZE])
+{
+	struct rn_proto_transcript t = transcript(c, auth);
+	uint8_t k = c->auth.key;
+
+	memset(token, 0, RN_NIC_TOKEN_SIZE);
+	if (!rn_hs_auth_on(auth))
+		return 0;
+	if (!c->auth.done)
+		return -EPERM;
+	return rn_proto_wire_token(auth->key[k], auth->key_len[k], &t, token) ==
+	       0 ? 0 : -EIO;
+}
+
+int
+rn_handshake_random_token(uint8_t token[RN_NIC_TOKEN_SIZE])
+{
+	uint8_t nonce[RN_PROTO_NONCE_SIZE];
+
+	if (rn_proto_nonce(nonce) != 0)
+		return -EIO;
+	memcpy(token, nonce, RN_NIC_TOKEN_SIZE);
+	return 0;
 }
 
 /* Which of our secrets the peer's proof (of role) was made with: 0 or 1,

@@ -80,6 +80,15 @@ void rn_handshake_send_ready(struct rn_conn *c, uint32_t generation);
 bool rn_handshake_log_allowed(char *more, size_t len);
 /* Refuse and close a connection that has no endpoint of its own. */
 void rn_handshake_refuse(struct rn_conn *c, uint16_t code, const char *text);
+/*
+ * The sim wire token of c's exchange (rn_proto_wire_token()), once both
+ * proofs checked; all zeros without a secret. Returns 0 or -EIO.
+ */
+int rn_handshake_wire_token(const struct rn_conn *c,
+			    const struct rn_hs_auth *auth,
+			    uint8_t token[RN_NIC_TOKEN_SIZE]);
+/* A random token, for an endpoint whose QPs are their own peers. */
+int rn_handshake_random_token(uint8_t token[RN_NIC_TOKEN_SIZE]);
 /* Every endpoint needs a data QP: the probe, and RDMA, run over QP 0. */
 bool rn_handshake_has_data_qp(const struct rn_proto_hello *h);
 

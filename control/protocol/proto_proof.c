@@ -17,7 +17,7 @@
 #include "proto_wire_pvt.h"
 #include "rn_proto.h"
 
-#define PROOF_LABEL_SIZE 6    /* "caller" or "callee" */
+#define PROOF_LABEL_SIZE 6    /* "caller", "callee" or "simwir" */
 #define PROOF_MSG_MAX (4 + 1 + PROOF_LABEL_SIZE + \
 		       2 * (1 + RN_PROTO_NAME_MAX) + 2 * 8 + \
 		       2 * RN_PROTO_NONCE_SIZE)
@@ -43,11 +43,12 @@ rn_proto_proof(const uint8_t *key, size_t key_len, enum rn_proto_role role,
 	if (key_len == 0 || key_len > RN_PROTO_SECRET_MAX || caller_len == 0 ||
 	    caller_len > RN_PROTO_NAME_MAX || callee_len == 0 ||
 	    callee_len > RN_PROTO_NAME_MAX ||
-	    (role != RN_PROTO_ROLE_CALLER && role != RN_PROTO_ROLE_CALLEE))
+	    role < RN_PROTO_ROLE_CALLER || role > RN_PROTO_ROLE_WIRE)
 		return -EINVAL;
 	wire_put32(p, RN_PROTO_MAGIC);
 	p[4] = RN_PROTO_VERSION;
-	memcpy(p + 5, role == RN_PROTO_ROLE_CALLER ? "caller" : "callee",
+	memcpy(p + 5, role == RN_PROTO_ROLE_CALLER ? "caller" :
+		      role == RN_PROTO_ROLE_CALLEE ? "callee" : "simwir",
 	       PROOF_LABEL_SIZE);
 	p += 5 + PROOF_LABEL_SIZE;
 	p = put_name(p, t->caller, caller_len);
@@ -62,6 +63,20 @@ rn_proto_proof(const uint8_t *key, size_t key_len, enum rn_proto_role role,
 		 &mac_len) == NULL || mac_len != RN_PROTO_MAC_SIZE)
 		return -EIO;
 	return 0;
+}
+
+int
+rn_proto_wire_token(const uint8_t *key, size_t key_len,
+		    const struct rn_proto_transcript *t,
+		    uint8_t token[RN_PROTO_TOKEN_SIZE])
+{
+	uint8_t mac[RN_PROTO_MAC_SIZE];
+	int rc = rn_proto_proof(key, key_len, RN_PROTO_ROLE_WIRE, t, mac);
+
+	if (rc == 0)
+		memcpy(token, mac, RN_PROTO_TOKEN_SIZE);
+	OPENSSL_cleanse(mac, sizeof(mac));
+	return rc;
 }
 
 bool

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define RN_PROTO_MAGIC 0x524e5450u        /* "RNTP" */
-#define RN_PROTO_VERSION 4
+#define RN_PROTO_VERSION 5
 #define RN_PROTO_HEADER_SIZE 12
 #define RN_PROTO_MAX_PAYLOAD (65536 + 64) /* a whole notification fits */
 #define RN_PROTO_NOTIFY_HEAD 4            /* native_before, then the frame */
@@ -28,6 +28,7 @@
 #define RN_PROTO_NONCE_SIZE 32            /* fresh from RAND_bytes each time */
 #define RN_PROTO_MAC_SIZE 32              /* HMAC-SHA256 */
 #define RN_PROTO_SECRET_MAX 1024          /* longest shared secret */
+#define RN_PROTO_TOKEN_SIZE 16            /* a sim wire token */
 /* The largest CHALLENGE/ANSWER payload. */
 #define RN_PROTO_AUTH_MAX (1 + RN_PROTO_NAME_MAX + 8 + RN_PROTO_NONCE_SIZE + \
 			   RN_PROTO_MAC_SIZE)
@@ -90,6 +91,9 @@ enum rn_proto_refusal {
 enum rn_proto_role {
 	RN_PROTO_ROLE_CALLER = 1,
 	RN_PROTO_ROLE_CALLEE = 2,
+	/* Not a proof: the key of the endpoint's sim wire connections
+	 * (rn_proto_wire_token()). */
+	RN_PROTO_ROLE_WIRE = 3,
 };
 
 enum rn_proto_qp_kind {
@@ -212,6 +216,15 @@ int rn_proto_proof(const uint8_t *key, size_t key_len, enum rn_proto_role role,
 /* Whether two proofs are equal, in time that does not depend on where
  * they differ. */
 bool rn_proto_proof_equal(const uint8_t *a, const uint8_t *b);
+/*
+ * The sim wire token of an authenticated exchange t: the first
+ * RN_PROTO_TOKEN_SIZE bytes of the MAC of t with the label "simwir" in
+ * place of the role, so both sides derive it and neither sends it on the
+ * control connection. Returns as rn_proto_proof().
+ */
+int rn_proto_wire_token(const uint8_t *key, size_t key_len,
+			const struct rn_proto_transcript *t,
+			uint8_t token[RN_PROTO_TOKEN_SIZE]);
 /* Fill nonce with RN_PROTO_NONCE_SIZE random bytes: 0 or -EIO. */
 int rn_proto_nonce(uint8_t nonce[RN_PROTO_NONCE_SIZE]);
 

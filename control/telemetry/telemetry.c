@@ -47,6 +47,13 @@ static const struct {
 	{ "cqs", offsetof(struct rn_lcore_stats, cqs) },
 	{ "cq_reserved", offsetof(struct rn_lcore_stats, cq_reserved) },
 	{ "no_cq_room", offsetof(struct rn_lcore_stats, no_cq_room) },
+	{ "client_sent", offsetof(struct rn_lcore_stats, client_sent) },
+	{ "client_delivered",
+	  offsetof(struct rn_lcore_stats, client_delivered) },
+	{ "client_held", offsetof(struct rn_lcore_stats, client_held) },
+	{ "client_refused", offsetof(struct rn_lcore_stats, client_refused) },
+	{ "refusals_dropped",
+	  offsetof(struct rn_lcore_stats, refusals_dropped) },
 	{ "device_events", offsetof(struct rn_lcore_stats, device_events) },
 };
 

@@ -292,7 +292,7 @@ static void
 retire(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
 	RTE_ASSERT(ep->n.qp == &ep->qps[ep->n_qps - 1]);
-	ep->natives_posted += ep->n.sends.posted;
+	ep->natives_posted += ep->n.sends.posted - ep->n.agent_posted;
 	ep->natives_received = ep->n.native_received;
 	release(lc, ep);
 	set_state(lc, ep, RN_CHANNEL_NONE);

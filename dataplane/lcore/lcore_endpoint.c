@@ -60,6 +60,7 @@ free_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	rn_lcore_count(&lc->stats.cq_reserved, -(uint64_t)ep->cq_reserved);
 	ep->cq_reserved = 0;
 	rn_lcore_channel_fini(lc, ep);
+	rn_lcore_xfer_ep_fini(lc, ep);
 	if (ep->probe_mr.priv != NULL)
 		lc->nic->ops->mr_dereg(lc->nic, &ep->probe_mr);
 	rte_free(ep->probe);
@@ -137,7 +138,9 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	}
 	ep->probe[0] = (struct ep_probe){ .magic = RN_EP_PROBE_MAGIC,
 					  .generation = req->local.generation,
-					  .session_id = req->local.session_id };
+					  .session_id = req->local.session_id,
+					  .lcore_id = lc->lcore_id };
+	ep->peer_lcore = UINT32_MAX;
 	memcpy(ep->probe[0].name, req->local.name, sizeof(ep->probe[0].name));
 	/* The peer READs the identity and WRITEs the credit word. */
 	rc = lc->nic->ops->mr_reg(lc->nic, ep->probe,
@@ -437,14 +440,19 @@ rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc)
 			ep_failed(lc, ep, wc->status);
 		return;
 	}
+	if (RN_EP_WR_KIND(wc->wr_id) == RN_EP_WR_XFER)
+		rn_lcore_xfer_completion(lc, ep, wc);
 	if (wc->status != 0) {
 		ep_failed(lc, ep, wc->status);
 		return;
 	}
 	if (wc->opcode == RN_WC_READ && RN_EP_WR_KIND(wc->wr_id) == RN_EP_WR_PROBE) {
+		int rc = probe_result(ep);
+
 		ep->probing = false;
-		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_PROBED,
-				 probe_result(ep), ep->req);
+		if (rc == 0)
+			ep->peer_lcore = ep->probe[1].lcore_id;
+		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_PROBED, rc, ep->req);
 	}
 }
 

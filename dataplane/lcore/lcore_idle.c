@@ -7,6 +7,8 @@
  * Application threads write the eventfd only when the lcore says it sleeps
  * (a syscall per notification otherwise): the lcore raises `sleeping`, then
  * looks at its rings once more; the sender queues, then looks at `sleeping`.
+ * Client processes do the same with the status page's word for this lcore
+ * (rn_client_shm.h), which is raised and lowered with `sleeping`.
  */
 #include <errno.h>
 #include <sys/epoll.h>
@@ -14,6 +16,7 @@
 #include <time.h>
 
 #include "lcore_pvt.h"
+#include "rn_lcore_xfer.h"
 
 #define SLEEP_MAX_EVENTS 16
 
@@ -23,7 +26,9 @@ has_work(const struct rn_lcore *lc)
 {
 	return !rte_ring_empty(lc->cmd_ring) ||
 	       !rte_ring_empty(lc->notify_requests) ||
-	       !rte_ring_empty(lc->notify_releases);
+	       !rte_ring_empty(lc->notify_releases) ||
+	       rn_lcore_client_pending(lc) ||
+	       rn_lcore_xfer_queued(lc);
 }
 
 void
@@ -38,6 +43,14 @@ rn_lcore_wake(struct rn_lcore *lc)
 		eventfd_write(lc->wake_fd, 1);
 }
 
+static void
+set_awake(struct rn_lcore *lc)
+{
+	__atomic_store_n(&lc->sleeping, 0, __ATOMIC_RELAXED);
+	if (lc->client_sleeping != NULL)
+		__atomic_store_n(lc->client_sleeping, 0, __ATOMIC_RELAXED);
+}
+
 bool
 rn_lcore_sleep(struct rn_lcore *lc)
 {
@@ -49,14 +62,17 @@ rn_lcore_sleep(struct rn_lcore *lc)
 	int n;
 
 	__atomic_store_n(&lc->sleeping, 1, __ATOMIC_SEQ_CST);
+	/* Pairs with a client's enqueue, then load of the word. */
+	if (lc->client_sleeping != NULL)
+		__atomic_store_n(lc->client_sleeping, 1, __ATOMIC_SEQ_CST);
 	if (has_work(lc)) {
-		__atomic_store_n(&lc->sleeping, 0, __ATOMIC_RELAXED);
+		set_awake(lc);
 		return true;
 	}
 	rn_lcore_count(&lc->stats.sleeps, 1);
 	n = epoll_pwait2(lc->epoll_fd, events, SLEEP_MAX_EVENTS, &timeout,
 			 NULL);
-	__atomic_store_n(&lc->sleeping, 0, __ATOMIC_RELAXED);
+	set_awake(lc);
 	for (int i = 0; i < n; i++) {
 		if (events[i].data.fd == lc->wake_fd) {
 			eventfd_t value;

@@ -5,13 +5,15 @@
  *   2. progress the NIC (the sim device's work; nothing for hardware),
  *   3. poll the CQ of this lcore's endpoints and dispatch the completions,
  *      then take the application's notifications to send and the receive
- *      slots it released,
+ *      slots it released, then the client processes' submit rings
+ *      (lcore_client.c),
  *   4. reap endpoints whose QPs finished draining, and failed native
  *      channels (rarely any),
  *   5. apply the idle policy when the iteration found nothing to do.
  */
 #include "lcore_pvt.h"
 #include "rn_cq.h"
+#include "rn_lcore_xfer.h"
 
 static void
 execute(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
@@ -29,6 +31,10 @@ execute(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 	}
 	case RN_LCORE_CMD_STOP:
 		lc->running = false;
+		break;
+	case RN_LCORE_CMD_CLIENT_ADD:
+	case RN_LCORE_CMD_CLIENT_REMOVE:
+		rn_lcore_client_command(lc, cmd);
 		break;
 	default:
 		rn_lcore_ep_command(lc, cmd);
@@ -88,6 +94,9 @@ rn_lcore_run(void *arg)
 		work += rn_nic_progress(lc->nic);
 		work += poll_completions(lc);
 		work += rn_lcore_notify_poll(lc);
+		if (lc->n_clients != 0)
+			work += rn_lcore_client_poll(lc);
+		work += rn_lcore_xfer_poll(lc);
 		if (unlikely(lc->closing != NULL))
 			rn_lcore_ep_reap(lc);
 		if (unlikely(lc->channels_failed != 0))

@@ -43,7 +43,10 @@ rn_lcore_notify_init(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 			   rte_zmalloc("rn_notify_cookie",
 				       slots * sizeof(*n->sends.cookie), 0),
 			   rte_zmalloc("rn_notify_want", slots, 0));
-	if (n->sends.cookie == NULL || n->sends.want == NULL)
+	n->client_sent = rte_zmalloc("rn_client_sent",
+				     slots * sizeof(*n->client_sent), 0);
+	if (n->sends.cookie == NULL || n->sends.want == NULL ||
+	    n->client_sent == NULL)
 		return -ENOMEM;
 	n->recv_slots = rn_notify_recv_slot(&lc->notify, (uint32_t)ep->bay, 0);
 	n->recv_wr_id = RN_EP_WR_ID(generation(ep), RN_EP_WR_RECV, 0);
@@ -79,10 +82,10 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	 * by it (RN_WR_PACED): a no-op with 2 entries or more, where the ring
 	 * has a WQE of the largest size per entry (tests/nic/test_sim.c);
 	 * with one entry, each paced SEND may take half the ring only. */
-	n->max_inline = RTE_MIN(RTE_MIN(n->max_frame, lc->max_inline),
-				n->qp->sq.max_inline);
-	n->max_inline = RTE_MIN(n->max_inline, rn_sq_send_inline_max(
-		rn_sq_paced_max_bbs(&n->qp->sq, n->sends.signal_mask + 1)));
+	n->agent_inline = RTE_MIN(RTE_MIN(n->max_frame, n->qp->sq.max_inline),
+		rn_sq_send_inline_max(rn_sq_paced_max_bbs(
+			&n->qp->sq, n->sends.signal_mask + 1)));
+	n->max_inline = RTE_MIN(n->agent_inline, lc->max_inline);
 	/* Slots released before now (the peer may send first) are credits
 	 * the peer waits for. */
 	if (rn_credit_update_due(&n->rx))
@@ -94,6 +97,7 @@ rn_lcore_notify_stop(struct rn_lcore_ep *ep)
 {
 	ep->n.max_frame = 0;
 	ep->n.max_inline = 0;
+	ep->n.agent_inline = 0;
 }
 
 /* A send's fate, to the application; counted when its ring is full. */
@@ -115,9 +119,20 @@ rn_lcore_notify_fail_pending(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	struct ep_notify *n = &ep->n;
 	uint64_t cookie;
 
-	while (rn_send_window_used(&n->sends) != 0)
-		if (rn_send_window_fail_oldest(&n->sends, &cookie))
+	while (rn_send_window_used(&n->sends) != 0) {
+		struct rn_client_sent *s =
+			&n->client_sent[rn_send_window_oldest(&n->sends)];
+
+		/* A client's SEND: its fate goes to its client, asked for
+		 * or not. */
+		if (s->id != 0 && s->seq == n->sends.freed) {
+			rn_lcore_client_report(lc, s, -EPIPE);
+			s->id = 0;
+		}
+		if (rn_send_window_fail_oldest(&n->sends, &cookie) ==
+		    RN_SEND_REPORT_APP)
 			report(lc, cookie, -EPIPE);
+	}
 }
 
 void
@@ -129,8 +144,10 @@ rn_lcore_notify_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 		rn_lcore_notify_fail_pending(lc, ep);
 	rte_free(ep->n.sends.cookie);
 	rte_free(ep->n.sends.want);
+	rte_free(ep->n.client_sent);
 	ep->n.sends.cookie = NULL;
 	ep->n.sends.want = NULL;
+	ep->n.client_sent = NULL;
 }
 
 /* The peer's count of reposted slots, as it RDMA WROTE it to us, into
@@ -178,6 +195,47 @@ next_send(const struct ep_notify *n, bool want)
 }
 
 /*
+ * Write a SEND's frame: o's node-level frame, or a's agent frame (or
+ * refusal). Inlined with a constant NULL a, the node-level frame pays
+ * nothing for the other kinds.
+ */
+static __rte_always_inline void
+frame_write(uint8_t *dst, const struct rn_notify_out *o,
+	    const struct rn_lcore_agent_out *a)
+{
+	if (a == NULL)
+		rn_notify_frame_write(dst, o->name, o->name_len, o->msg,
+				      o->msg_len);
+	else
+		rn_notify_agent_frame_write(dst, a->kind, a->cookie, a->dst,
+					    a->dst_len, a->src, a->src_len,
+					    a->name_len, a->msg_len, a->body);
+}
+
+/*
+ * The window entry of the SEND just posted: o's report (want), or the
+ * client a's SEND is for, whose fate is reported to it in any case.
+ */
+static __rte_always_inline void
+push(struct ep_notify *n, const struct rn_notify_out *o,
+     const struct rn_lcore_agent_out *a, bool want)
+{
+	if (a == NULL) {
+		rn_send_window_push(&n->sends, o->cookie, want);
+		return;
+	}
+	if (a->client_id != 0)
+		n->client_sent[rn_send_window_next(&n->sends)] =
+			(struct rn_client_sent){
+				.cookie = a->cookie, .seq = n->sends.posted,
+				.id = a->client_id, .client = a->client,
+			};
+	n->agent_posted++;
+	rn_send_window_push(&n->sends, a->cookie,
+			    a->want ? RN_SEND_REPORT_CLIENT : 0);
+}
+
+/*
  * The immediate of every SEND_IMM of a request: how many of the endpoint's
  * NOTIFY frames were queued on TCP before it. The same for all of them: a
  * request's notifications go one after the other, and only its first may
@@ -202,23 +260,24 @@ tcp_before(const struct rn_lcore_ep *ep)
  */
 static int
 post_from_buf(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-	       const struct rn_notify_out *o, uint32_t req_flags, __be32 imm,
-	       uint32_t len)
+	       const struct rn_notify_out *o, const struct rn_lcore_agent_out *a,
+	       uint32_t req_flags, __be32 imm, uint32_t len)
 {
 	struct ep_notify *n = &ep->n;
-	struct send_head h = next_send(n, (req_flags &
-					    RN_NOTIFY_WANT_COMPLETION) != 0);
+	struct send_head h = next_send(n, a != NULL ? a->want :
+				       (req_flags &
+					RN_NOTIFY_WANT_COMPLETION) != 0);
 	uint8_t *buf = rn_notify_send_buf(&lc->notify, (uint32_t)ep->bay,
 					   rn_send_window_next(&n->sends));
 	struct rn_sge sge = { (uintptr_t)buf, len, lc->notify.mr.lkey };
 	int rc;
 
-	rn_notify_frame_write(buf, o->name, o->name_len, o->msg, o->msg_len);
+	frame_write(buf, o, a);
 	rc = rn_sq_post_send_sge(&n->qp->sq, &sge, RN_WR_SEND_IMM, imm, h.flags,
 				 h.wr_id);
 	if (rc != 0)
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
-	rn_send_window_push(&n->sends, o->cookie, h.want);
+	push(n, o, a, h.want);
 	return 0;
 }
 
@@ -235,7 +294,8 @@ forward_tcp(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
 				     .lcore_id = (uint16_t)lc->lcore_id,
 				     .cookie = (uintptr_t)req };
 
-	req->native_before = ep->natives_posted + ep->n.sends.posted;
+	req->native_before = ep->natives_posted + ep->n.sends.posted -
+			     ep->n.agent_posted;
 	req->generation = generation(ep);
 	rn_lcore_post_event_wait(lc, ev);
 }
@@ -281,22 +341,23 @@ usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
  * and restores registers for every notification.
  */
 static __rte_always_inline bool
-post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o, bool want,
-	    __be32 imm, uint64_t len)
+post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o,
+	    const struct rn_lcore_agent_out *a, bool want, __be32 imm,
+	    uint64_t len)
 {
 	struct ep_notify *n = &ep->n;
 	struct rn_sq_place at;
 	struct send_head h;
 
-	if (unlikely(len > n->max_inline ||
+	if (unlikely(len > (a == NULL ? n->max_inline : a->inline_max) ||
 		     !rn_sq_send_inline_place(&n->qp->sq, (uint32_t)len, &at)))
 		return false;
-	rn_notify_frame_write(at.data, o->name, o->name_len, o->msg, o->msg_len);
+	frame_write(at.data, o, a);
 	h = next_send(n, want);
 	rn_sq_post_send_inline_placed(&n->qp->sq, &at, (uint32_t)len,
 				      RN_WR_SEND_IMM, imm,
 				      h.flags | RN_WR_PACED, h.wr_id);
-	rn_send_window_push(&n->sends, o->cookie, h.want);
+	push(n, o, a, h.want);
 	return true;
 }
 
@@ -315,15 +376,29 @@ post_one(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 
 	if (!entry_and_credit(ep))
 		rc = -EAGAIN;
-	else if (post_inline(ep, o, want, imm, len))
+	else if (post_inline(ep, o, NULL, want, imm, len))
 		rc = 0;
 	else
-		rc = post_from_buf(lc, ep, o, req_flags, imm, (uint32_t)len);
+		rc = post_from_buf(lc, ep, o, NULL, req_flags, imm,
+				   (uint32_t)len);
 	if (rc == 0) {
 		rn_sq_ring_doorbell(&ep->n.qp->sq);
 		rn_lcore_count(&lc->stats.notify_sent, 1);
 	}
 	return rc;
+}
+
+int
+rn_lcore_notify_post(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+		     const struct rn_notify_out *o)
+{
+	uint64_t len = rn_notify_frame_size(o->name_len, o->msg_len);
+
+	if (ep->n.state != RN_CHANNEL_NATIVE)
+		return ep->n.state == RN_CHANNEL_DRAINING ? -EPIPE : -ENOTSUP;
+	if (len > ep->n.max_frame)
+		return -EMSGSIZE;
+	return post_one(lc, ep, o, 0, len);
 }
 
 /*
@@ -362,7 +437,7 @@ send_one(struct rn_lcore *lc, struct rn_notify_request *req)
 	const struct rn_notify_out *o = &req->out[0];
 
 	if (unlikely(ep == NULL || req->flags != 0 || !entry_and_credit(ep) ||
-		     !post_inline(ep, o, false, tcp_before(ep),
+		     !post_inline(ep, o, NULL, false, tcp_before(ep),
 				  rn_notify_frame_size(o->name_len,
 						       o->msg_len)))) {
 		send_general(lc, req);
@@ -404,9 +479,9 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 		const struct rn_notify_out *o = &req->out[went];
 		uint64_t len = rn_notify_frame_size(o->name_len, o->msg_len);
 
-		if (!post_inline(ep, o, want, imm, len) &&
+		if (!post_inline(ep, o, NULL, want, imm, len) &&
 		    (len > ep->n.max_frame ||
-		     post_from_buf(lc, ep, o, req->flags, imm,
+		     post_from_buf(lc, ep, o, NULL, req->flags, imm,
 				    (uint32_t)len) != 0))
 			break;
 	}
@@ -417,6 +492,27 @@ send_burst(struct rn_lcore *lc, struct rn_notify_request *req)
 	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);
 	rn_lcore_count(&lc->stats.notify_sent, went);
 	rn_notify_answer_sent(req, (int)went);
+}
+
+int
+rn_lcore_notify_post_agent(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			   const struct rn_lcore_agent_out *a, uint64_t len)
+{
+	/* The receiver reads no immediate of an agent frame: the send order
+	 * across channels is the embedded API's alone. */
+	__be32 imm = rn_notify_imm(0);
+
+	if (!entry_and_credit(ep))
+		return -EAGAIN;
+	if (post_inline(ep, NULL, a, a->want, imm, len))
+		return 0;
+	return post_from_buf(lc, ep, NULL, a, 0, imm, (uint32_t)len);
+}
+
+void
+rn_lcore_notify_ring(struct rn_lcore_ep *ep)
+{
+	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);
 }
 
 /*
@@ -471,6 +567,16 @@ rn_lcore_ep_lcore(const struct rn_lcore_ep *ep)
 	return ep->lc;
 }
 
+void
+rn_lcore_notify_repost(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+		       uint32_t index, bool held)
+{
+	if (held)
+		ep->n.held--;
+	if (!ep->closing && !ep->failed && ep->n.state != RN_CHANNEL_DRAINING)
+		repost(lc, ep, index);
+}
+
 const uint8_t *
 rn_lcore_ep_recv_slot(const struct rn_lcore_ep *ep, uint32_t index)
 {
@@ -507,6 +613,29 @@ rejected(struct rn_lcore *lc, const struct rn_lcore_ep *ep, uint32_t len)
 	lc->rejected_unlogged = 0;
 }
 
+/*
+ * A frame the node-level reader refused, d its delivery: another kind
+ * (rn_notify_frame.h), a client's, which lcore_client.c takes, off the
+ * embedded API's ring and out of its send order; or a malformed one,
+ * rejected and delivered all the same, as received() says. received()
+ * ends in this call, so that its common path keeps no more registers.
+ */
+static __rte_noinline __rte_cold void
+not_node_level(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+	       struct rn_notify_delivery *d)
+{
+	const uint8_t *frame = ep->n.recv_slots +
+			       (size_t)d->index * lc->notify.slot_size;
+
+	if (rn_lcore_client_received(lc, ep, frame, d->index, d->len) == 0) {
+		ep->n.native_received--;
+		return;
+	}
+	rejected(lc, ep, d->len);
+	rte_ring_sp_enqueue_elem(lc->notify_deliveries, d, sizeof(*d));
+	ep->n.held++;
+}
+
 /* Out of line, as send_one() is, for the instruction bench. */
 static __rte_noinline void
 received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
@@ -524,13 +653,40 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 					.generation = generation(ep) };
 	struct rn_notify_view v;
 
-	if (unlikely(rn_notify_frame_read(frame, wc->byte_len, &v) != 0))
-		rejected(lc, ep, wc->byte_len);
-	else
-		rn_lcore_count(&lc->stats.notify_received, 1);
+	if (unlikely(rn_notify_frame_read(frame, wc->byte_len, &v) != 0)) {
+		not_node_level(lc, ep, &d);
+		return;
+	}
+	rn_lcore_count(&lc->stats.notify_received, 1);
 	/* The ring holds every receive slot of the lcore: never full. */
 	rte_ring_sp_enqueue_elem(lc->notify_deliveries, &d, sizeof(d));
 	n->held++;
+}
+
+/* A SEND completed, which made room in the SQ: a credit WRITE that found
+ * it full goes now. */
+static inline void
+retry_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	if (unlikely(rn_credit_update_due(&ep->n.rx)) &&
+	    ep->n.state == RN_CHANNEL_NATIVE)
+		write_credits(lc, ep);
+}
+
+/*
+ * The same for a SEND that wanted its success reported, in entry: to the
+ * application, or to a client (its entry's record says which). Out of
+ * line, so that the completion path keeps no frame for it.
+ */
+static __rte_noinline void
+report_sent(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t entry,
+	    uint8_t to, uint64_t cookie)
+{
+	if (to == RN_SEND_REPORT_APP)
+		report(lc, cookie, 0);
+	else
+		rn_lcore_client_report(lc, &ep->n.client_sent[entry], 0);
+	retry_credits(lc, ep);
 }
 
 void
@@ -548,15 +704,15 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		received(lc, ep, wc);
 	} else if (kind == RN_EP_WR_SEND) {
 		/* It and every unsignalled SEND before it completed. */
+		uint32_t entry = RN_EP_WR_INDEX(wc->wr_id);
 		uint64_t cookie;
+		uint8_t to = rn_send_window_complete(&n->sends, entry, &cookie);
 
-		if (rn_send_window_complete(&n->sends, RN_EP_WR_INDEX(wc->wr_id),
-					   &cookie))
-			report(lc, cookie, 0);
-		/* A credit WRITE that found the SQ full, now it has room. */
-		if (unlikely(rn_credit_update_due(&n->rx)) &&
-		    n->state == RN_CHANNEL_NATIVE)
-			write_credits(lc, ep);
+		if (unlikely(to != 0)) {
+			report_sent(lc, ep, entry, to, cookie);
+			return;
+		}
+		retry_credits(lc, ep);
 	}
 }
 

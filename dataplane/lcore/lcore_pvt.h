@@ -21,7 +21,9 @@ struct ep_probe {
 	uint32_t generation;
 	uint64_t session_id;
 	char name[32];
-	uint8_t pad[16];
+	uint32_t lcore_id;       /* the lcore that owns it: which of a
+				  * transfer descriptor's rkeys is its */
+	uint8_t pad[12];
 };
 _Static_assert(sizeof(struct ep_probe) == RN_EP_PROBE_SIZE, "probe size");
 
@@ -75,6 +77,19 @@ const char *rn_channel_state_name(unsigned int state);
 /* Whether the table allows a channel in state from to enter state to. */
 bool rn_channel_can_enter(unsigned int from, unsigned int to);
 
+/*
+ * What a window entry remembers of a client process's SEND: whom to tell
+ * its fate (lcore_client.c). Written only for clients' SENDs; an entry
+ * reused by another SEND leaves it stale, which seq tells: it is the
+ * entry's SEND only while seq is the window's count of that SEND.
+ */
+struct rn_client_sent {
+	uint64_t cookie;
+	uint32_t seq;             /* sends.posted when it went */
+	uint32_t id;              /* the client's attachment here (0: none) */
+	uint8_t client;           /* its slot in lc->clients */
+};
+
 /* One incarnation's native notification channel (owning lcore only). */
 struct ep_notify {
 	struct rn_qp *qp;        /* NULL: RN_CHANNEL_NONE */
@@ -85,6 +100,10 @@ struct ep_notify {
 				  * lc->max_inline, the SQ's and what its
 				  * paced SENDs may take (rn_sq.h); 0 like
 				  * max_frame */
+	uint32_t agent_inline;   /* the largest agent frame inline, of those
+				  * whose name + msg go inline: what the SQ
+				  * takes (as max_inline, less the [notify]
+				  * max_inline bound); 0 like max_frame */
 	uint32_t peer_slot_size; /* from its QP record; 0 before CONNECTED */
 	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */
 	uint64_t credit_raddr;   /* the peer's EP_PROBE_CREDITS word */
@@ -94,8 +113,15 @@ struct ep_notify {
 	struct rn_send_window sends; /* taken and freed in order */
 	uint8_t *recv_slots;     /* its bay's receive slot 0 */
 	uint64_t recv_wr_id;     /* RN_EP_WR_ID(generation, RECV, 0) */
-	uint32_t held;           /* delivered, not released by the app yet */
-	uint32_t native_received; /* SENDs received, rejected ones too */
+	uint32_t held;           /* delivered, not released by the app yet,
+				  * or held for a client (lcore_client.c) */
+	uint32_t native_received; /* SENDs received, rejected ones too; not
+				   * agent frames, which the send order
+				   * does not count */
+	uint32_t agent_posted;   /* SENDs of agent frames and refusals posted:
+				  * sends.posted less these is what the send
+				  * order counts */
+	struct rn_client_sent *client_sent;  /* per window entry */
 };
 
 struct rn_lcore_ep {
@@ -118,6 +144,9 @@ struct rn_lcore_ep {
 	 * (dataplane/api/notify_order_pvt.h). */
 	uint32_t natives_posted;    /* SENDs posted */
 	uint32_t natives_received;  /* SENDs received */
+	struct rn_xfer_ep *xfer;    /* transfers (lcore_transfer.c), or NULL */
+	uint32_t peer_lcore;        /* the peer's owning lcore, probed; or
+				     * UINT32_MAX */
 	struct rn_lcore_ep *next;   /* lc->closing */
 	struct rn_lcore_ep *prev_all, *next_all;   /* lc->eps */
 };
@@ -263,6 +292,72 @@ void rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 				const struct rn_wc *wc);
 /* Drain the app's send requests and buffer releases. */
 unsigned int rn_lcore_notify_poll(struct rn_lcore *lc);
+
+/* An agent frame, or a refusal, for the native channel (lcore_client.c
+ * fills it, lcore_notify.c posts it). */
+struct rn_lcore_agent_out {
+	uint32_t kind;            /* enum rn_notify_kind */
+	uint8_t dst_len;
+	uint8_t src_len;
+	uint8_t client;           /* the sender's slot in lc->clients */
+	bool want;                /* it wants its success reported */
+	uint32_t client_id;       /* its attachment; 0: a refusal */
+	uint32_t inline_max;      /* it goes inline up to this length */
+	uint32_t name_len;
+	uint32_t msg_len;
+	uint64_t cookie;
+	const uint8_t *dst;       /* dst_len bytes */
+	const uint8_t *src;       /* src_len bytes */
+	const uint8_t *body;      /* name, then msg */
+};
+/* Post a's frame of len bytes (at most ep->n.max_frame) on ep's native
+ * channel, inline or from its send buffer, with the same window, credits
+ * and signalling as a node-level one; the doorbell is the caller's
+ * (rn_lcore_notify_ring()). Returns 0, -EAGAIN (no credit, window entry or
+ * SQ room: nothing changed) or -EPIPE. */
+int rn_lcore_notify_post_agent(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			       const struct rn_lcore_agent_out *a,
+			       uint64_t len);
+/* Ring ep's SQ doorbell for what was posted. */
+void rn_lcore_notify_ring(struct rn_lcore_ep *ep);
+/* Receive slot index of ep is free again: reposted if its channel still
+ * receives. For a slot held by lcore_client.c, held is counted down. */
+void rn_lcore_notify_repost(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			    uint32_t index, bool held);
+
+/*
+ * Client processes (lcore_client.c, rn_lcore_client.h). The commands;
+ * their submit rings, each turn (returns the entries taken and frames
+ * delivered); whether a SEND waits there (before sleeping).
+ */
+void rn_lcore_client_command(struct rn_lcore *lc,
+			     const struct rn_lcore_cmd *cmd);
+unsigned int rn_lcore_client_poll(struct rn_lcore *lc);
+bool rn_lcore_client_pending(const struct rn_lcore *lc);
+/* A frame of len bytes at frame, receive slot index of ep, that the
+ * node-level reader refused: an agent frame or refusal is delivered, held
+ * or refused here, its slot reposted or held (0); anything else is
+ * -EBADMSG, for the caller to reject as before. */
+int rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			     const uint8_t *frame, uint32_t index,
+			     uint32_t len);
+/* The fate of a client's SEND, s its window entry's record: to its
+ * client's deliver ring, unless that client is gone. */
+void rn_lcore_client_report(struct rn_lcore *lc,
+			    const struct rn_client_sent *s, int status);
+/* At rn_lcore_fini(). */
+void rn_lcore_client_fini(struct rn_lcore *lc);
+
+/* Post o on ep's native channel, for the transfer engine: 0, -EAGAIN (no
+ * credit or room now), -ENOTSUP (no native channel), -EPIPE, -EMSGSIZE. */
+int rn_lcore_notify_post(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			 const struct rn_notify_out *o);
+
+/* Transfers (lcore_transfer.c): a chunk's CQE, whatever its status; an
+ * endpoint freed, its batches failed. */
+void rn_lcore_xfer_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			      const struct rn_wc *wc);
+void rn_lcore_xfer_ep_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 
 struct rn_notify_request;
 /*

@@ -9,6 +9,7 @@
 #include <rte_random.h>
 
 #include "lcore_pvt.h"
+#include "rn_lcore_xfer.h"
 
 /*
  * The notify QP carries frames of up to lc->max_inline bytes inline (at
@@ -86,6 +87,10 @@ rn_lcore_qp_connect(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t i,
 		.min_rnr_timer = 1,
 		.access = RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE |
 			  RN_ACCESS_REMOTE_READ,
+		/* Transfers' READs: the engine keeps within it, and the
+		 * peer's data QP takes as many. */
+		.max_rd_atomic = RN_XFER_RD_ATOMIC,
+		.max_dest_rd_atomic = RN_XFER_RD_ATOMIC,
 	};
 	int rc = rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_RTR, &c);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lcore_pvt.h"
+#include "rn_lcore_xfer.h"
 #include "rn_notify_engine.h"
 
 RTE_LOG_REGISTER_SUFFIX(rn_lcore_logtype, lcore, INFO);
@@ -240,6 +241,12 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 		goto free_region;
 	}
 	rc = check_cq_room(lc, cfg, why, why_len);
+	if (rc == 0) {
+		rc = rn_lcore_xfer_init(lc);
+		if (rc != 0)
+			snprintf(why, why_len, "transfer ring: %s",
+				 strerror(-rc));
+	}
 	if (rc != 0)
 		goto free_region;
 	return 0;
@@ -269,7 +276,11 @@ rn_lcore_fini(struct rn_lcore *lc)
 {
 	if (lc->cmd_ring == NULL)
 		return;
+	/* Clients first: the SENDs that fail as their endpoints go are
+	 * reported to nobody, whatever became of the regions. */
+	rn_lcore_client_fini(lc);
 	rn_lcore_ep_free_all(lc);
+	rn_lcore_xfer_fini(lc);
 	free_notify_rings(lc);
 	rn_notify_region_destroy(lc->nic, &lc->notify);
 	destroy_cqs(lc);

@@ -49,7 +49,9 @@ enum rn_lcore_cmd_type {
 				      * failed: ours stops and goes to ERR */
 	/* Client processes (rn_lcore_client.h); the cookie is a struct
 	 * rn_client_link *: */
-	RN_LCORE_CMD_CLIENT_ADD,     /* poll its submit ring, deliver to it */
+	RN_LCORE_CMD_CLIENT_ADD,     /* poll its submit ring, deliver to it
+				      * (this lcore's: see
+				      * rn_lcore_set_client_sleeping()) */
 	RN_LCORE_CMD_CLIENT_REMOVE,  /* stop touching it: CLIENT_REMOVED */
 };
 
@@ -113,6 +115,16 @@ struct rn_lcore_stats {
 	uint64_t cqs;           /* CQs in use */
 	uint64_t cq_reserved;   /* CQEs reserved by live endpoints, all CQs */
 	uint64_t no_cq_room;    /* endpoints or native channels refused */
+	/* Client processes (lcore_client.c): */
+	uint64_t client_sent;   /* their SENDs posted (in notify_sent too) */
+	uint64_t client_delivered;/* agent frames handed to their clients */
+	uint64_t client_held;   /* agent frames that found the client's
+				 * deliver ring full: held, retried */
+	uint64_t client_refused;/* agent frames for an agent not attached
+				 * here: dropped, a refusal sent back */
+	uint64_t refusals_dropped;/* refusals not sent: no credit */
+	uint64_t xfer_wqes;     /* transfer chunks posted */
+	uint64_t xfer_batches;  /* transfer batches finished */
 	/* Written by the control thread alone, as it takes them: */
 	uint64_t device_events; /* asynchronous events of the worker's NIC */
 };
@@ -155,6 +167,9 @@ struct rn_lcore {
 	struct rte_ring *notify_releases;   /* app -> lcore, SP/SC */
 	struct rte_ring *notify_completions;/* shared, to the app */
 	struct rn_notify_region notify; /* base NULL: no native channels */
+	uint32_t n_clients;             /* client processes attached here */
+	struct rn_lcore_clients *clients;   /* lcore_client.c; NULL before
+					     * the first CLIENT_ADD */
 	/* Written every turn; read by telemetry from another thread, so on
 	 * lines of their own. */
 	struct rn_lcore_stats stats __rte_cache_aligned;
@@ -182,6 +197,9 @@ struct rn_lcore {
 	int epoll_fd;            /* wake_fd and the NIC's wait fds */
 	int wake_fd;             /* eventfd: control -> sleeping lcore */
 	int control_wake_fd;     /* eventfd: lcore -> control, after an event */
+	uint32_t *client_sleeping;  /* the status page's word for this lcore
+				     * (rn_lcore_set_client_sleeping()) */
+	uint32_t client_index;   /* its rings in client regions: submit[i] */
 	uint64_t tsc_hz;
 	uint32_t cq_size;        /* CQEs asked of the device for each CQ */
 	uint32_t cq_cqes;        /* CQEs each holds (mlx5 rounds up more) */
@@ -197,6 +215,7 @@ struct rn_lcore {
 	 * the same way for every endpoint. */
 	bool notify_qp_refused_said;
 	uint64_t channel_reap_tsc;      /* failed channels looked at next */
+	struct rn_lcore_xfer *xfer;     /* transfers (rn_lcore_xfer.h) */
 } __rte_cache_aligned;
 
 /* The hot scalars fit three cache lines, the most a turn should pay for

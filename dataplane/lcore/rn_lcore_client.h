@@ -18,6 +18,9 @@
 #include "rn_client.h"
 #include "rn_client_shm.h"
 
+/* Clients an lcore serves at most: [client] max_clients is no more. */
+#define RN_LCORE_MAX_CLIENTS 64
+
 struct rn_client_link {
 	struct rn_client_region *region;  /* the daemon's mapping */
 	uint64_t region_size;
@@ -29,9 +32,13 @@ struct rn_client_link {
 
 struct rn_lcore;
 
-/* Before the lcores run: the word of lc in the status page that says it
- * may sleep (a client reads it to know when to write lc's wake eventfd). */
-void rn_lcore_set_client_sleeping(struct rn_lcore *lc, uint32_t *sleeping);
+/* Before the lcores run: lc is worker index (0 to n_lcores - 1 of every
+ * region: its rings are submit[index] and deliver[index]), and sleeping
+ * is its word in the status page that says it may sleep (a client reads
+ * it to know when to write lc's wake eventfd). Without this call an lcore
+ * is worker 0 and raises no word. */
+void rn_lcore_set_client_sleeping(struct rn_lcore *lc, uint32_t index,
+				  uint32_t *sleeping);
 
 /* Wake the client of link when it armed its eventfd (rn_client_shm.h). Any
  * thread, after it enqueued for the client. */

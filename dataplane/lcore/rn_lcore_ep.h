@@ -31,6 +31,8 @@ enum rn_ep_wr_kind {
 	RN_EP_WR_RECV = 2,        /* a notification receive slot */
 	RN_EP_WR_SEND = 3,        /* a notification SEND: its window entry */
 	RN_EP_WR_CREDIT = 4,      /* a credit-only RDMA WRITE */
+	RN_EP_WR_XFER = 5,        /* a transfer chunk: its place in its data
+				   * QP's FIFO (lcore_transfer.c) */
 };
 #define RN_EP_WR_ID(generation, kind, index) \
 	((uint64_t)(generation) << 32 | (uint64_t)(kind) << 24 | (index))

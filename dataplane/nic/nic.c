@@ -51,6 +51,46 @@ rn_nic_close(struct rn_nic *nic)
 	nic->ops->close(nic);
 }
 
+/* What every provider refuses alike, before it is asked. */
+static int
+mr_check(size_t length, uint32_t access)
+{
+	if (length == 0 || (access & ~(uint32_t)RN_ACCESS_ALL) != 0 ||
+	    ((access & RN_ACCESS_REMOTE_WRITE) &&
+	     !(access & RN_ACCESS_LOCAL_WRITE)))
+		return -EINVAL;
+	return 0;
+}
+
+int
+rn_nic_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint32_t access,
+	      struct rn_mr *mr)
+{
+	int rc = mr_check(length, access);
+
+	return rc != 0 ? rc : nic->ops->mr_reg(nic, addr, length, access, mr);
+}
+
+int
+rn_nic_mr_reg_dmabuf(struct rn_nic *nic, uint64_t offset, size_t length,
+		     uint64_t iova, int fd, uint32_t access, struct rn_mr *mr)
+{
+	int rc = mr_check(length, access);
+
+	if (rc == 0 && fd < 0)
+		rc = -EBADF;
+	return rc != 0 ? rc : nic->ops->mr_reg_dmabuf(nic, offset, length, iova,
+						      fd, access, mr);
+}
+
+int
+rn_nic_mr_dereg(struct rn_nic *nic, struct rn_mr *mr)
+{
+	if (mr->priv == NULL)
+		return -EINVAL;
+	return nic->ops->mr_dereg(nic, mr);
+}
+
 int
 rn_qp_table_create(unsigned int order, struct rn_qp_table **out)
 {

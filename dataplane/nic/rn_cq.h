@@ -45,6 +45,15 @@ rn_cq_complete_recv(struct rn_qp *qp, uint16_t wqe_counter, struct rn_wc *wc)
 void rn_cq_decode_error(const struct mlx5_cqe64 *cqe, uint8_t opcode,
 			struct rn_qp *qp, struct rn_wc *wc);
 
+/*
+ * wc->status (0 or an mlx5 CQE syndrome) as the verbs status libmlx5
+ * reports for it: MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR is
+ * IBV_WC_REM_ACCESS_ERR, LOCAL_PROT IBV_WC_LOC_PROT_ERR, WR_FLUSH
+ * IBV_WC_WR_FLUSH_ERR, and so on; one it does not know,
+ * IBV_WC_GENERAL_ERR. ibv_wc_status_str() names it for a log line.
+ */
+enum ibv_wc_status rn_wc_status_ibv(uint8_t status);
+
 static inline uint8_t
 rn_wc_send_opcode(uint8_t wqe_opcode)
 {

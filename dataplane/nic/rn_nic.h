@@ -34,12 +34,26 @@ enum rn_access {
 	RN_ACCESS_REMOTE_READ = 1 << 2,
 };
 
-/* Where a peer reaches this device: what the handshake carries. */
+#define RN_ACCESS_ALL (RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE | \
+		       RN_ACCESS_REMOTE_READ)
+
+/* READs (RDMA READ requests) a QP may have outstanding, as requester and
+ * as responder: what rn_qp_connect's 0 stands for, and the most asked. */
+#define RN_QP_MAX_RD_ATOMIC 16
+
+#define RN_NIC_TOKEN_SIZE 16
+
+/* Where a peer reaches this device: what the handshake carries (gid, lid,
+ * port, mtu), and with what. */
 struct rn_nic_addr {
 	uint8_t gid[16];
 	uint16_t lid;
 	uint8_t port;
 	uint8_t mtu;            /* IBV_MTU_* of the active port */
+	/* sim: what the wire connections between this peer's device and ours
+	 * present (rn_sim.h); set by the control plane from the handshake,
+	 * which never carries it. Hardware ignores it. */
+	uint8_t token[RN_NIC_TOKEN_SIZE];
 };
 
 struct rn_mr {
@@ -69,6 +83,13 @@ struct rn_qp_connect {
 	uint8_t rnr_retry;      /* 0..7, 7 = retry forever */
 	uint8_t min_rnr_timer;  /* IB encoding, 1..31 (0 = 655 ms) */
 	uint32_t access;        /* enum rn_access for the peer */
+	/* READs outstanding at most (0: RN_QP_MAX_RD_ATOMIC; a device
+	 * allowing fewer caps it): as requester (RTS, max_rd_atomic: the
+	 * QP waits before starting one more) and as responder (RTR,
+	 * max_dest_rd_atomic: one more is refused, an invalid request).
+	 * A requester's must not exceed its peer's responder's. */
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
 };
 
 struct rn_nic;
@@ -134,6 +155,39 @@ extern const struct rn_nic_ops rn_nic_mlx5_ops;
 int rn_nic_open(const struct rn_nic_config *cfg, const char *listen,
 		struct rn_nic **out, char *why, size_t why_len);
 void rn_nic_close(struct rn_nic *nic);
+
+/*
+ * Register [addr, addr + length) of this process for access (enum
+ * rn_access; local read is always granted): mr->lkey goes in this
+ * context's data segments, mr->rkey to the peer for its WRITEs and READs
+ * (rkey == lkey on the sim). mlx5: ibv_reg_mr, which pins the pages.
+ * Control path; the owning lcore must not have WQEs using mr in flight
+ * when it is deregistered (the device would fail them: LOCAL_PROT, or
+ * REMOTE_ACCESS at the peer).
+ * Returns 0, -EINVAL (length 0, an unknown access bit, or REMOTE_WRITE
+ * without LOCAL_WRITE, which ibv_reg_mr refuses too), -ENOSPC (sim: its
+ * table of SIM_MAX_MRS is full), -ENOMEM, -EFAULT (mlx5: the range is not
+ * mapped), -EPERM (mlx5: over RLIMIT_MEMLOCK) or another -errno of the
+ * device.
+ */
+int rn_nic_mr_reg(struct rn_nic *nic, void *addr, size_t length,
+		  uint32_t access, struct rn_mr *mr);
+
+/*
+ * Register length bytes at offset of the dma-buf fd (GPU memory its driver
+ * exported), known to the device and peers by iova: mr->addr is iova, and
+ * a data segment or a peer's raddr names bytes of it by iova + offset in
+ * it. mlx5: ibv_reg_dmabuf_mr. Same errors as rn_nic_mr_reg(), and
+ * -EOPNOTSUPP on the sim (no device memory behind a software NIC) or a
+ * kernel without dma-buf support, -EBADF for a bad fd.
+ */
+int rn_nic_mr_reg_dmabuf(struct rn_nic *nic, uint64_t offset, size_t length,
+			 uint64_t iova, int fd, uint32_t access,
+			 struct rn_mr *mr);
+
+/* Deregister mr; its keys no longer match. Returns 0, -EINVAL (not a live
+ * registration of nic), or -errno of the device. */
+int rn_nic_mr_dereg(struct rn_nic *nic, struct rn_mr *mr);
 
 /*
  * Create a CQ of at least min_cqe entries (rounded up to a power of two),

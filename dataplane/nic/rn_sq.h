@@ -83,6 +83,32 @@ rn_sq_set_data(const struct rn_sq *sq, uint32_t off, const struct rn_wr *wr)
 	return n;
 }
 
+/*
+ * The remote-address segment of WRITE, WRITE_IMM and READ: the peer's
+ * virtual address and the rkey of its registration, big endian, the
+ * reserved word zero (as rdma-core writes it).
+ */
+static inline void
+rn_sq_set_raddr(struct mlx5_wqe_raddr_seg *seg, uint64_t raddr, uint32_t rkey)
+{
+	seg->raddr = rte_cpu_to_be_64(raddr);
+	seg->rkey = rte_cpu_to_be_32(rkey);
+	seg->reserved = 0;
+}
+
+/* The ctrl segment's immediate: what the work request carries for
+ * SEND_IMM and WRITE_IMM, 0 for every other opcode (as rdma-core, which
+ * reads the immediate only for those two). The _IMM opcodes are the odd
+ * ones (0x0b, 0x09; SEND 0x0a, WRITE 0x08, READ 0x10): no branch. */
+static inline __be32
+rn_wr_ctrl_imm(uint8_t opcode, __be32 imm)
+{
+	RTE_BUILD_BUG_ON(!(RN_WR_SEND_IMM & 1) || !(RN_WR_WRITE_IMM & 1) ||
+			 (RN_WR_SEND & 1) || (RN_WR_WRITE & 1) ||
+			 (RN_WR_READ & 1));
+	return imm & (__be32)-(uint32_t)(opcode & 1);
+}
+
 /* Free BBs: how much a caller may post before the next completion. */
 static inline uint32_t
 rn_sq_room(const struct rn_sq *sq)
@@ -216,13 +242,9 @@ rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 	nbb = (ds + 3) / 4;
 	if (unlikely(nbb > rn_sq_room(sq)))
 		return -EAGAIN;
-	if (remote) {
-		struct mlx5_wqe_raddr_seg *raddr = (void *)(ctrl + 1);
-
-		raddr->raddr = rte_cpu_to_be_64(wr->raddr);
-		raddr->rkey = rte_cpu_to_be_32(wr->rkey);
-		raddr->reserved = 0;
-	}
+	if (remote)
+		rn_sq_set_raddr((struct mlx5_wqe_raddr_seg *)(ctrl + 1),
+				wr->raddr, wr->rkey);
 	/* ctrl + raddr are 32 bytes: the rest starts inside the first BB. */
 	if (wr->flags & RN_WR_INLINE) {
 		rn_sq_set_inline(sq, off + head * RN_WQE_SEG, wr,
@@ -232,8 +254,41 @@ rn_sq_post(struct rn_sq *sq, const struct rn_wr *wr)
 		nbb = (ds + 3) / 4;
 	}
 	rn_sq_set_ctrl(sq, ctrl, wr->opcode, ds,
-		       rn_sq_fm_ce_se(sq, nbb, wr->flags), wr->imm);
+		       rn_sq_fm_ce_se(sq, nbb, wr->flags),
+		       rn_wr_ctrl_imm(wr->opcode, wr->imm));
 	rn_sq_commit(sq, off, nbb, wr->wr_id, ctrl);
+	return 0;
+}
+
+/*
+ * The transfer case, leaner than rn_sq_post(): one-sided RDMA between one
+ * local buffer and raddr/rkey, by a data segment. opcode is RN_WR_WRITE,
+ * RN_WR_WRITE_IMM (imm passed to the peer's receive CQE) or RN_WR_READ
+ * (sge is where the bytes land; its lkey must grant LOCAL_WRITE);
+ * sge->length > 0 (an empty entry would be left out: use rn_sq_post()).
+ * ctrl + raddr + data: 3 units in one BB that never wraps. Same checks,
+ * same results as rn_sq_post(): 0 or -EAGAIN when the ring is full.
+ */
+static inline int
+rn_sq_post_rdma(struct rn_sq *sq, uint8_t opcode, const struct rn_sge *sge,
+		uint64_t raddr, uint32_t rkey, __be32 imm, uint8_t flags,
+		uint64_t wr_id)
+{
+	uint32_t off = (sq->pi & sq->wqe_mask) * MLX5_SEND_WQE_BB;
+	struct mlx5_wqe_ctrl_seg *ctrl = (void *)(sq->buf + off);
+	struct mlx5_wqe_raddr_seg *rseg = (void *)(ctrl + 1);
+
+	RTE_ASSERT(sge->length != 0);
+	RTE_ASSERT(opcode == RN_WR_WRITE || opcode == RN_WR_WRITE_IMM ||
+		   opcode == RN_WR_READ);
+	if (unlikely(rn_sq_room(sq) == 0))
+		return -EAGAIN;
+	rn_sq_set_raddr(rseg, raddr, rkey);
+	mlx5dv_set_data_seg((struct mlx5_wqe_data_seg *)(rseg + 1), sge->length,
+			    sge->lkey, sge->addr);
+	rn_sq_set_ctrl(sq, ctrl, opcode, 3, rn_sq_fm_ce_se(sq, 1, flags),
+		       rn_wr_ctrl_imm(opcode, imm));
+	rn_sq_commit(sq, off, 1, wr_id, ctrl);
 	return 0;
 }
 
@@ -342,9 +397,7 @@ rn_sq_post_write_word(struct rn_sq *sq, uint32_t word, uint64_t raddr,
 		return -EINVAL;
 	if (unlikely(rn_sq_room(sq) == 0))
 		return -EAGAIN;
-	rseg->raddr = rte_cpu_to_be_64(raddr);
-	rseg->rkey = rte_cpu_to_be_32(rkey);
-	rseg->reserved = 0;
+	rn_sq_set_raddr(rseg, raddr, rkey);
 	inl->byte_count = rte_cpu_to_be_32(sizeof(word) | MLX5_INLINE_SEG);
 	memcpy(inl + 1, &word, sizeof(word));
 	rn_sq_set_ctrl(sq, ctrl, RN_WR_WRITE, 3,

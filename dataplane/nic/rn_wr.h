@@ -43,7 +43,8 @@ struct rn_wr {
 	uint32_t num_sge;
 	uint8_t opcode;            /* enum rn_wr_opcode */
 	uint8_t flags;             /* enum rn_wr_flags */
-	__be32 imm;                /* SEND_IMM, WRITE_IMM: passed through as is */
+	__be32 imm;                /* SEND_IMM, WRITE_IMM: passed through as
+				    * is; the other opcodes send 0 */
 	uint64_t raddr;            /* WRITE, READ */
 	uint32_t rkey;
 };

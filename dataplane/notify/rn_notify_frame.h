@@ -6,7 +6,25 @@
  * A notification on the wire, in one SEND (or one NOTIFY frame over TCP):
  *   u32 name_len | name | u32 msg_len | msg
  * lengths little endian, name and msg any bytes. The receiver accepts a
- * frame only when the lengths add up to exactly what arrived.
+ * frame only when the lengths add up to exactly what arrived. That is the
+ * node-level frame, of the embedded API (rn_notify.h).
+ *
+ * Client processes' notifications travel natively only, as agent frames
+ * (protocol version 5), which a first word of RN_NOTIFY_KIND_MIN or more
+ * tells apart: a node-level frame's first word is its name_len, less than
+ * a slot. The node-level reader rejects such a frame by its lengths, so the
+ * receiver looks for another kind only once that reader refused: the
+ * node-level frame pays nothing for them (docs/notifications.md).
+ *   AGENT    u32 kind | u8 dst_len | u8 src_len | u16 0 | u32 name_len |
+ *            u32 msg_len | u64 cookie | dst | src | name | msg
+ *            from agent src (the sending lcore writes it from the client's
+ *            link: a client cannot forge it) to agent dst of the peer;
+ *            cookie is the sender's, for a refusal to return.
+ *   REFUSAL  the same header, name_len and msg_len 0: dst is the agent
+ *            whose AGENT frame was refused, src the agent absent there,
+ *            cookie the refused frame's.
+ * Integers little endian, agents 1 to RN_NOTIFY_AGENT_MAX bytes; accepted
+ * only when 24 + dst + src + name + msg is exactly what arrived.
  */
 
 #include <errno.h>
@@ -138,6 +156,108 @@ rn_notify_frame_read(const uint8_t *src, uint32_t len,
 	out->name_len = name_len;
 	out->msg = src + 8 + name_len;
 	out->msg_len = msg_len;
+	return 0;
+}
+
+/* First words from here on name a frame kind, not a name_len. */
+#define RN_NOTIFY_KIND_MIN 0xffffff00u
+enum rn_notify_kind {
+	RN_NOTIFY_KIND_AGENT = 0xffffff01u,
+	RN_NOTIFY_KIND_REFUSAL = 0xffffff02u,
+};
+#define RN_NOTIFY_AGENT_MAX 128u       /* RN_CLIENT_AGENT_MAX */
+
+/* The 24 bytes before an agent frame's (or a refusal's) agents. */
+struct rn_notify_agent_hdr {
+	uint32_t kind;            /* enum rn_notify_kind */
+	uint8_t dst_len;
+	uint8_t src_len;
+	uint16_t zero;
+	uint32_t name_len;
+	uint32_t msg_len;
+	uint64_t cookie;
+};
+_Static_assert(sizeof(struct rn_notify_agent_hdr) == 24, "wire header");
+
+/* Bytes the agent frame takes; a refusal's with name_len = msg_len = 0. */
+static inline uint64_t
+rn_notify_agent_frame_size(uint32_t dst_len, uint32_t src_len,
+			   uint32_t name_len, uint32_t msg_len)
+{
+	return sizeof(struct rn_notify_agent_hdr) + (uint64_t)dst_len +
+	       src_len + name_len + msg_len;
+}
+
+/*
+ * Write an agent frame (or a refusal: kind, body_len 0) into dst, room
+ * for rn_notify_agent_frame_size() bytes: the header, the agents, then
+ * body_len bytes of name and msg, as they lie one after the other in the
+ * sender's buffer.
+ */
+static inline void
+rn_notify_agent_frame_write(uint8_t *dst, uint32_t kind, uint64_t cookie,
+			    const void *dst_agent, uint8_t dst_len,
+			    const void *src_agent, uint8_t src_len,
+			    uint32_t name_len, uint32_t msg_len,
+			    const void *body)
+{
+	struct rn_notify_agent_hdr h = {
+		.kind = rte_cpu_to_le_32(kind), .dst_len = dst_len,
+		.src_len = src_len, .name_len = rte_cpu_to_le_32(name_len),
+		.msg_len = rte_cpu_to_le_32(msg_len),
+		.cookie = rte_cpu_to_le_64(cookie),
+	};
+
+	memcpy(dst, &h, sizeof(h));
+	dst += sizeof(h);
+	rn_notify_copy(dst, dst_agent, dst_len);
+	rn_notify_copy(dst + dst_len, src_agent, src_len);
+	rn_notify_copy(dst + dst_len + src_len, body, name_len + msg_len);
+}
+
+struct rn_notify_agent_view {
+	uint32_t kind;            /* enum rn_notify_kind */
+	uint8_t dst_len;
+	uint8_t src_len;
+	uint32_t name_len;
+	uint32_t msg_len;
+	uint64_t cookie;
+	const uint8_t *dst;       /* then src, name, msg, one after the other */
+	const uint8_t *src;
+};
+
+/*
+ * Read the agent frame or refusal of len bytes at src (a frame the
+ * node-level reader refused). Returns 0, or -EBADMSG when it is of no
+ * kind known, its agents' lengths are out of range, a refusal carries a
+ * name or msg, or the lengths do not add up to len exactly. Reads no byte
+ * past len.
+ */
+static inline int
+rn_notify_agent_frame_read(const uint8_t *src, uint32_t len,
+			   struct rn_notify_agent_view *out)
+{
+	struct rn_notify_agent_hdr h;
+
+	if (len < sizeof(h))
+		return -EBADMSG;
+	memcpy(&h, src, sizeof(h));
+	out->kind = rte_le_to_cpu_32(h.kind);
+	out->name_len = rte_le_to_cpu_32(h.name_len);
+	out->msg_len = rte_le_to_cpu_32(h.msg_len);
+	if ((out->kind != RN_NOTIFY_KIND_AGENT &&
+	     (out->kind != RN_NOTIFY_KIND_REFUSAL || out->name_len != 0 ||
+	      out->msg_len != 0)) ||
+	    h.zero != 0 || h.dst_len == 0 || h.dst_len > RN_NOTIFY_AGENT_MAX ||
+	    h.src_len == 0 || h.src_len > RN_NOTIFY_AGENT_MAX ||
+	    rn_notify_agent_frame_size(h.dst_len, h.src_len, out->name_len,
+				       out->msg_len) != len)
+		return -EBADMSG;
+	out->dst_len = h.dst_len;
+	out->src_len = h.src_len;
+	out->cookie = rte_le_to_cpu_64(h.cookie);
+	out->dst = src + sizeof(h);
+	out->src = out->dst + h.dst_len;
 	return 0;
 }
 

@@ -48,6 +48,10 @@
  * max_inline by it). */
 #define RN_SEND_SIGNAL_EVERY 32
 
+/* Whom a SEND's report goes to, in its entry's want; 0: none. */
+#define RN_SEND_REPORT_APP 1      /* the embedded API's completions */
+#define RN_SEND_REPORT_CLIENT 2   /* a client process (lcore_client.c) */
+
 struct rn_send_window {
 	uint32_t mask;           /* entries - 1: a power of two */
 	uint32_t posted;         /* SENDs posted so far; the next takes
@@ -59,7 +63,8 @@ struct rn_send_window {
 	uint32_t signal_mask;    /* every - 1: entry k signals when
 				  * k & signal_mask == signal_mask */
 	uint64_t *cookie;        /* per entry, where want is set */
-	uint8_t *want;           /* per entry: report its completion */
+	uint8_t *want;           /* per entry: report its completion to
+				  * RN_SEND_REPORT_APP or _CLIENT */
 };
 
 /* n entries (a power of two) over the caller's arrays of n cookies and n
@@ -132,13 +137,14 @@ rn_send_window_signal(const struct rn_send_window *w, bool want)
 	return want || (w->posted & w->signal_mask) == w->signal_mask;
 }
 
-/* The next SEND was posted, signalled as rn_send_window_signal() said. */
+/* The next SEND was posted, signalled as rn_send_window_signal() said;
+ * want: whom its report goes to (RN_SEND_REPORT_*), 0 for none. */
 static inline void
-rn_send_window_push(struct rn_send_window *w, uint64_t cookie, bool want)
+rn_send_window_push(struct rn_send_window *w, uint64_t cookie, uint8_t want)
 {
 	if (want) {
 		w->cookie[w->posted & w->mask] = cookie;
-		w->want[w->posted & w->mask] = 1;
+		w->want[w->posted & w->mask] = want;
 	}
 	w->posted++;
 }
@@ -149,32 +155,35 @@ rn_send_window_oldest(const struct rn_send_window *w)
 	return w->freed & w->mask;
 }
 
-/* The report entry holds, if any, taken out of it. */
-static inline bool
+/* The report entry holds, if any, taken out of it: whom it goes to
+ * (RN_SEND_REPORT_*), or 0. */
+static inline uint8_t
 rn_send_window_take_report(struct rn_send_window *w, uint32_t entry,
 			   uint64_t *cookie)
 {
-	if (w->want[entry] == 0)
-		return false;
+	uint8_t want = w->want[entry];
+
+	if (want == 0)
+		return 0;
 	w->want[entry] = 0;
 	*cookie = w->cookie[entry];
-	return true;
+	return want;
 }
 
 /*
  * The SEND in entry completed (a CQE with status 0): free it and every
- * earlier entry. Returns true when it asked for its completion to be
- * reported, with its cookie in *cookie. An entry not in use (its SEND
- * already failed with the QP) frees nothing.
+ * earlier entry. Returns whom its report goes to (RN_SEND_REPORT_*) when
+ * it asked for one, with its cookie in *cookie, else 0. An entry not in
+ * use (its SEND already failed with the QP) frees nothing.
  */
-static inline bool
+static inline uint8_t
 rn_send_window_complete(struct rn_send_window *w, uint32_t entry,
 			uint64_t *cookie)
 {
 	uint32_t done = ((entry - w->freed) & w->mask) + 1;
 
 	if (done > rn_send_window_used(w))
-		return false;
+		return 0;
 	w->freed += done;
 	rn_send_window_bound(w);
 	return rn_send_window_take_report(w, entry, cookie);
@@ -182,10 +191,10 @@ rn_send_window_complete(struct rn_send_window *w, uint32_t entry,
 
 /*
  * The QP failed: free the oldest entry in use (only while some are).
- * Returns true when its SEND asked for its completion to be reported, with
- * its cookie in *cookie: it failed.
+ * Returns whom its report goes to (RN_SEND_REPORT_*) when its SEND asked
+ * for one, with its cookie in *cookie: it failed; else 0.
  */
-static inline bool
+static inline uint8_t
 rn_send_window_fail_oldest(struct rn_send_window *w, uint64_t *cookie)
 {
 	uint32_t entry = rn_send_window_oldest(w);

@@ -30,6 +30,38 @@ bench_post_gather_send(struct rn_sq *sq, const struct rn_wr *wr)
 	rn_sq_ring_doorbell(sq);
 }
 
+/* One RDMA WRITE of one buffer (the transfer engine's chunk), posted
+ * signalled and doorbelled on its own. */
+NOINLINE void
+bench_post_write(struct rn_sq *sq, const struct rn_sge *sge, uint64_t raddr,
+		 uint32_t rkey)
+{
+	rn_sq_post_rdma(sq, RN_WR_WRITE, sge, raddr, rkey, 0, RN_WR_SIGNALED,
+			0);
+	rn_sq_ring_doorbell(sq);
+}
+
+/* BURST WRITEs as a batch goes out: the last one signalled, one
+ * doorbell for all (per WQE: divided by BURST). */
+NOINLINE void
+bench_post_write_burst(struct rn_sq *sq, const struct rn_sge *sge,
+		       uint64_t raddr, uint32_t rkey)
+{
+	for (int j = 0; j < BURST; j++)
+		rn_sq_post_rdma(sq, RN_WR_WRITE, &sge[j],
+				raddr + (uint64_t)sge[j].length * j, rkey, 0,
+				j == BURST - 1 ? RN_WR_SIGNALED : 0,
+				(uint64_t)j);
+	rn_sq_ring_doorbell(sq);
+}
+
+/* The CQE of a WRITE polled, decoded and matched, one per call. */
+NOINLINE unsigned int
+bench_poll_write_cqe(struct rn_cq *cq, struct rn_wc *wc)
+{
+	return rn_cq_poll(cq, wc, 1);
+}
+
 /* One CQE polled, decoded and matched to its QP and work request. */
 NOINLINE unsigned int
 bench_poll_cqe(struct rn_cq *cq, struct rn_wc *wc)
@@ -102,7 +134,8 @@ main(void)
 	    rn_harness_open(&b, NULL, 256, NULL) != 0 ||
 	    a.nic->ops->mr_reg(a.nic, abuf, sizeof(abuf), RN_ACCESS_LOCAL_WRITE,
 			       &amr) != 0 ||
-	    b.nic->ops->mr_reg(b.nic, bbuf, sizeof(bbuf), RN_ACCESS_LOCAL_WRITE,
+	    b.nic->ops->mr_reg(b.nic, bbuf, sizeof(bbuf),
+			       RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE,
 			       &bmr) != 0) {
 		fprintf(stderr, "bench: cannot open the sim devices\n");
 		return 1;
@@ -142,7 +175,39 @@ main(void)
 		await_cqes(ends, &a.cq, BURST);
 		rn_cq_poll(&a.cq, wc, BURST);
 	}
+	for (int i = 0; i < ITERATIONS; i++) {
+		struct rn_wc wc;
+
+		bench_post_write(&a.qp.sq, &gather[0], (uintptr_t)bbuf,
+				 bmr.rkey);
+		await_cqes(ends, &a.cq, 1);
+		if (bench_poll_write_cqe(&a.cq, &wc) != 1 || wc.status != 0 ||
+		    wc.opcode != RN_WC_WRITE) {
+			fprintf(stderr, "bench: WRITE failed: status 0x%x\n",
+				wc.status);
+			return 1;
+		}
+	}
+	for (int i = 0; i < ITERATIONS / BURST; i++) {
+		struct rn_sge chunks[BURST];
+		struct rn_wc wc;
+
+		for (int j = 0; j < BURST; j++)
+			chunks[j] = (struct rn_sge){
+				(uintptr_t)abuf + 4096u * j, 4096, amr.lkey };
+		bench_post_write_burst(&a.qp.sq, chunks, (uintptr_t)bbuf,
+				       bmr.rkey);
+		await_cqes(ends, &a.cq, 1);
+		if (rn_cq_poll(&a.cq, &wc, 1) != 1 || wc.status != 0 ||
+		    wc.wr_id != BURST - 1) {
+			fprintf(stderr, "bench: WRITE burst failed\n");
+			return 1;
+		}
+	}
 	printf("bench_post_inline_send %d\n", ITERATIONS);
+	printf("bench_post_write %d\n", ITERATIONS);
+	printf("bench_post_write_burst %d\n", ITERATIONS / BURST * BURST);
+	printf("bench_poll_write_cqe %d\n", ITERATIONS);
 	printf("bench_poll_burst %d\n", ITERATIONS / BURST * BURST);
 	printf("bench_post_gather_send %d\n", ITERATIONS);
 	printf("bench_poll_cqe %lu\n", polls);

@@ -73,7 +73,7 @@ static const struct bad_case bad_cases[] = {
 	{ "empty key", "[nic]\n = 1\n", "%s:2: '=' without a key before it" },
 	{ "unknown section", "; comment\n[dataplan]\nname = a\n",
 	  "%s:2: unknown section [dataplan]; allowed [dataplane], [nic], "
-	  "[notify], [control], [peer NAME], [telemetry]" },
+	  "[notify], [transfer], [control], [peer NAME], [telemetry]" },
 	{ "unknown key", "[nic]\nprovider = sim\ndevce = mlx5_0\n",
 	  "%s:3: [nic] unknown key 'devce'; allowed provider, device, port, "
 	  "gid_index, traffic_class, service_level, data_qps, qp_timeout, "
@@ -88,6 +88,10 @@ static const struct bad_case bad_cases[] = {
 	  "%s:1: [peer b] missing required key 'port'" },
 	{ "number out of range high", "[notify]\nslot_size = 65537\n",
 	  "%s:2: [notify] slot_size = 65537: out of range; allowed 64..65536" },
+	{ "transfer chunk over the largest message",
+	  "[transfer]\nchunk_size = 1048577\n",
+	  "%s:2: [transfer] chunk_size = 1048577: out of range; allowed "
+	  "4096..1048576" },
 	{ "number out of range low", "[notify]\nslot_size = 63\n",
 	  "%s:2: [notify] slot_size = 63: out of range; allowed 64..65536" },
 	{ "number overflowing uint64",

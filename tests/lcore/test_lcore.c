@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +27,8 @@
 #include <rte_malloc.h>
 
 #include "lcore_pvt.h"
+#include "rn_client_region.h"
+#include "rn_lcore_client.h"
 #include "rn_notify_engine.h"
 #include "rn_cq.h"
 #include "rn_test_seed.h"
@@ -41,6 +44,7 @@ struct side {
 };
 
 static struct side A, B;
+static void clients_down(void);
 static struct rte_ring *events;
 static int wake_fd;
 static struct rn_lcore_event seen[256];
@@ -69,6 +73,8 @@ turn(struct rn_lcore *lc, bool poll_cqs)
 			rn_lcore_ep_completion(lc, &wc[i]);
 	}
 	rn_lcore_notify_poll(lc);
+	if (lc->n_clients != 0)
+		rn_lcore_client_poll(lc);
 	if (lc->closing != NULL)
 		rn_lcore_ep_reap(lc);
 	if (lc->channels_failed != 0)
@@ -195,6 +201,7 @@ lcore_up(struct side *s, unsigned int id, bool fallback)
 		.notify_depth = SLOTS, .notify_slot_size = SLOT_SIZE,
 		.qp_timeout = 14, .qp_retry_cnt = 7,
 		.local = { .session_id = 100 + id, .generation = 1 },
+		.peer_tag = 0x7a60 + id,
 	};
 	snprintf(s->req.local.name, sizeof(s->req.local.name), "%s",
 		 id == 0 ? "a" : "b");
@@ -220,6 +227,7 @@ teardown(void **state)
 	rte_ring_free(B.completions);
 	rte_free(A.lc);
 	rte_free(B.lc);
+	clients_down();
 	return 0;
 }
 
@@ -855,6 +863,782 @@ test_completion_reports(void **state)
 	assert_int_equal(rn_send_window_used(&ep_of(&A)->n.sends), 0);
 }
 
+/* ---- client processes (lcore_client.c) ---- */
+
+/*
+ * A client process as the test plays it: a region laid out by
+ * rn_client_region_init() on ordinary memory, its link, and the client's
+ * side of the rings (rn_client_shm.h) written here as the library does:
+ * a SEND's buffer at its ring position, then the entry; deliveries taken
+ * with the peek API and finished after their buffers were read.
+ */
+#define CLIENT_RING 16
+#define MAX_TCLIENTS 4
+
+struct tclient {
+	struct rn_client_link link;
+	struct rn_client_region *r;
+	struct side *on;          /* the lcore it is attached to */
+	uint32_t worker;          /* that lcore's rings in the region */
+	bool added;
+};
+
+static struct tclient tclients[MAX_TCLIENTS];
+static unsigned int n_tclients;
+
+/* What a client took from its deliver ring. */
+struct taken {
+	uint16_t type;
+	uint16_t ep_index;
+	int32_t status;
+	uint64_t cookie;
+	char node[RN_CLIENT_NODE_MAX + 1];
+	char agent[RN_CLIENT_AGENT_MAX + 1];
+	uint32_t name_len, msg_len;
+	uint8_t name[SLOT_SIZE], msg[SLOT_SIZE];
+	struct rn_client_event ev;
+};
+
+/* A region with rings for n_lcores lcores, on's being worker. */
+static struct tclient *
+client_new_of(struct side *on, const char *agent, uint32_t ring_size,
+	      uint32_t n_lcores, uint32_t worker)
+{
+	struct tclient *t;
+	uint64_t size = rn_client_region_size(n_lcores, ring_size, SLOT_SIZE);
+
+	assert_true(n_tclients < MAX_TCLIENTS);
+	assert_true(size != 0);
+	t = &tclients[n_tclients++];
+	*t = (struct tclient){ .on = on, .worker = worker };
+	t->r = aligned_alloc(64, size);
+	assert_non_null(t->r);
+	memset(t->r, 0, size);
+	assert_int_equal(rn_client_region_init(t->r, n_lcores, ring_size,
+					       SLOT_SIZE), 0);
+	t->link = (struct rn_client_link){
+		.region = t->r, .region_size = size, .client_id = n_tclients,
+		.efd = eventfd(0, EFD_NONBLOCK),
+		.agent_len = (uint8_t)strlen(agent),
+	};
+	assert_true(t->link.efd >= 0);
+	memcpy(t->link.agent, agent, t->link.agent_len);
+	return t;
+}
+
+static struct tclient *
+client_new(struct side *on, const char *agent, uint32_t ring_size)
+{
+	return client_new_of(on, agent, ring_size, 1, 0);
+}
+
+static void
+client_command(struct tclient *t, uint32_t type)
+{
+	struct rn_lcore_cmd cmd = { .type = type, .arg = 0,
+				    .cookie = (uintptr_t)&t->link };
+
+	rn_lcore_client_command(t->on->lc, &cmd);
+	t->added = type == RN_LCORE_CMD_CLIENT_ADD;
+}
+
+/* Attached to on's lcore as agent. */
+static struct tclient *
+client_up(struct side *on, const char *agent, uint32_t ring_size)
+{
+	struct tclient *t = client_new(on, agent, ring_size);
+	uint32_t before = on->lc->n_clients;
+
+	client_command(t, RN_LCORE_CMD_CLIENT_ADD);
+	assert_int_equal(on->lc->n_clients, before + 1);
+	return t;
+}
+
+/* After rn_lcore_fini(): nothing points into the regions any more. */
+static void
+clients_down(void)
+{
+	for (unsigned int i = 0; i < n_tclients; i++) {
+		close(tclients[i].link.efd);
+		free(tclients[i].r);
+	}
+	n_tclients = 0;
+}
+
+/* Put an entry of type on t's submit ring, its buffer hdr + body. */
+static int
+client_put(struct tclient *t, uint16_t type, uint16_t ep_index,
+	   const struct rn_client_send_hdr *h, const void *body,
+	   uint32_t body_len, uint64_t cookie)
+{
+	struct rte_ring *r = rn_client_submit_ring(t->r, t->worker);
+	struct rn_client_entry e = { .type = type, .ep_index = ep_index,
+				     .cookie = cookie };
+	uint8_t *buf;
+
+	if (rte_ring_enqueue_bulk_elem_start(r, 1, NULL) == 0)
+		return -EAGAIN;
+	buf = rn_client_send_buf(t->r, t->worker, r->prod.tail);
+	assert_true(sizeof(*h) + body_len <= SLOT_SIZE);
+	memcpy(buf, h, sizeof(*h));
+	memcpy(buf + sizeof(*h), body, body_len);
+	rte_ring_enqueue_elem_finish(r, &e, sizeof(e), 1);
+	return 0;
+}
+
+/* A SEND of (name, msg) to agent on the node of t's endpoint, as
+ * rn_client_send() makes it: 0 or -EAGAIN (ring full). */
+static int
+client_send(struct tclient *t, const char *agent, const void *name,
+	    uint32_t name_len, const void *msg, uint32_t msg_len,
+	    uint64_t cookie, uint32_t flags)
+{
+	uint8_t body[SLOT_SIZE];
+	uint32_t alen = (uint32_t)strlen(agent);
+	struct rn_client_send_hdr h = {
+		.ep_tag = t->on->req.peer_tag, .flags = flags,
+		.name_len = name_len, .msg_len = msg_len,
+		.agent_len = (uint8_t)alen,
+	};
+
+	assert_true(alen + name_len + msg_len <= sizeof(body));
+	memcpy(body, agent, alen);
+	memcpy(body + alen, name, name_len);
+	memcpy(body + alen + name_len, msg, msg_len);
+	return client_put(t, RN_CLIENT_ENTRY_SEND,
+			  (uint16_t)t->on->req.ep_index, &h, body,
+			  alen + name_len + msg_len, cookie);
+}
+
+/* Take up to max entries from t's deliver ring, buffers read. */
+static unsigned int
+client_take(struct tclient *t, struct taken *out, unsigned int max)
+{
+	struct rte_ring *r = rn_client_deliver_ring(t->r, t->worker);
+	struct rn_client_entry e[CLIENT_RING];
+	uint32_t pos = r->cons.tail;
+	unsigned int n = rte_ring_dequeue_burst_elem_start(
+		r, e, sizeof(e[0]), RTE_MIN(max, (unsigned int)CLIENT_RING),
+		NULL);
+
+	for (unsigned int i = 0; i < n; i++) {
+		const uint8_t *buf = rn_client_recv_buf(t->r, t->worker,
+							pos + i);
+		struct taken *k = &out[i];
+
+		memset(k, 0, sizeof(*k));
+		k->type = e[i].type;
+		k->ep_index = e[i].ep_index;
+		k->status = e[i].status;
+		k->cookie = e[i].cookie;
+		if (k->type == RN_CLIENT_ENTRY_DELIVERY) {
+			struct rn_client_recv_hdr h;
+
+			memcpy(&h, buf, sizeof(h));
+			assert_true(sizeof(h) + h.agent_len + h.name_len +
+				    h.msg_len <= SLOT_SIZE);
+			memcpy(k->node, h.node, sizeof(k->node));
+			memcpy(k->agent, buf + sizeof(h), h.agent_len);
+			k->name_len = h.name_len;
+			k->msg_len = h.msg_len;
+			memcpy(k->name, buf + sizeof(h) + h.agent_len,
+			       h.name_len);
+			memcpy(k->msg, buf + sizeof(h) + h.agent_len +
+			       h.name_len, h.msg_len);
+		} else if (k->type == RN_CLIENT_ENTRY_REFUSED) {
+			memcpy(&k->ev, buf, sizeof(k->ev));
+		}
+	}
+	if (n != 0)
+		rte_ring_dequeue_elem_finish(r, n);
+	return n;
+}
+
+/* Turn both loops until t took want entries (into out). */
+static void
+client_wait(struct tclient *t, struct taken *out, unsigned int want)
+{
+	uint64_t until = now_ms() + WAIT_MS;
+	unsigned int got = 0;
+
+	while (got < want && now_ms() < until) {
+		turn_both();
+		got += client_take(t, &out[got], want - got);
+	}
+	if (got != want)
+		fail_msg("%.*s took %u entries, want %u", t->link.agent_len,
+			 t->link.agent, got, want);
+}
+
+/* Turn both loops a while; t must take nothing. */
+static void
+client_none(struct tclient *t)
+{
+	struct taken k;
+
+	for (int i = 0; i < 50; i++)
+		turn_both();
+	if (client_take(t, &k, 1) != 0)
+		fail_msg("unexpected entry of type %u status %d", k.type,
+			 k.status);
+}
+
+static void
+assert_delivery(const struct taken *k, const char *node, const char *agent,
+		const void *name, uint32_t name_len, const void *msg,
+		uint32_t msg_len)
+{
+	assert_int_equal(k->type, RN_CLIENT_ENTRY_DELIVERY);
+	assert_string_equal(k->node, node);
+	assert_string_equal(k->agent, agent);
+	assert_int_equal(k->name_len, name_len);
+	assert_int_equal(k->msg_len, msg_len);
+	assert_memory_equal(k->name, name, name_len);
+	assert_memory_equal(k->msg, msg, msg_len);
+}
+
+static void
+assert_completion(const struct taken *k, uint64_t cookie, int status)
+{
+	if (k->type != RN_CLIENT_ENTRY_COMPLETION || k->cookie != cookie ||
+	    k->status != status)
+		fail_msg("entry type %u cookie %" PRIu64 " status %d; want a "
+			 "completion of %" PRIu64 " with %d", k->type,
+			 k->cookie, k->status, cookie, status);
+}
+
+/* alpha on A sends to beta on B: byte-exact, with A's node name and
+ * alpha's agent; B's slot is reposted at once; node-level notifications
+ * on the same channel still reach the embedded API, counted as before. */
+static void
+test_client_delivery_is_exact(void **state)
+{
+	static const uint8_t msg[] = { 0, 1, 2, 0xff, 'x', 0, 7 };
+	struct rn_notify_delivery d[1];
+	char msgs[1][16] = { "node-level" };
+	struct tclient *alpha, *beta;
+	struct taken k;
+
+	(void)state;
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	assert_int_equal(client_send(alpha, "beta", "nm", 2, msg, sizeof(msg),
+				     1, 0), 0);
+	client_wait(beta, &k, 1);
+	assert_delivery(&k, "a", "alpha", "nm", 2, msg, sizeof(msg));
+	assert_int_equal(k.ep_index, B.req.ep_index);
+	assert_int_equal(ep_of(&B)->n.held, 0);
+	assert_int_equal(B.lc->stats.client_delivered, 1);
+	assert_int_equal(A.lc->stats.client_sent, 1);
+	/* Not the embedded API's: neither delivered to it nor counted in
+	 * its send order. */
+	assert_int_equal(rte_ring_count(B.lc->notify_deliveries), 0);
+	assert_int_equal(ep_of(&B)->n.native_received, 0);
+	assert_int_equal(ep_of(&A)->n.agent_posted, 1);
+	assert_int_equal(B.lc->stats.notify_rejected, 0);
+	/* No completion without RN_CLIENT_WANT_COMPLETION. */
+	client_none(alpha);
+	/* An empty name and msg go too. */
+	assert_int_equal(client_send(alpha, "beta", "", 0, "", 0, 2, 0), 0);
+	client_wait(beta, &k, 1);
+	assert_delivery(&k, "a", "alpha", "", 0, "", 0);
+	/* The embedded API on the same channel, unchanged. */
+	assert_int_equal(send_note(&A, 0, 0, msgs[0]), 1);
+	receive_notes(&B, d, 1, msgs);
+	assert_int_equal(d[0].pos, 0);
+	assert_int_equal(B.lc->stats.notify_received, 1);
+}
+
+/* The deterministic content of notification i of a run seeded seed. */
+static uint32_t
+mix(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352d;
+	x ^= x >> 15;
+	x *= 0x846ca68b;
+	return x ^ (x >> 16);
+}
+
+static void
+order_note(unsigned int seed, uint32_t i, uint8_t *name, uint32_t *name_len,
+	   uint8_t *msg, uint32_t *msg_len)
+{
+	/* What fits: 48 + "alpha" + name + msg within SLOT_SIZE. */
+	uint32_t room = SLOT_SIZE - 48 - 5;
+	uint32_t r = mix(seed ^ mix(i));
+
+	*name_len = r % 17;
+	*msg_len = 4 + (r >> 8) % (room - 16 - 4 + 1);
+	memcpy(msg, &i, 4);
+	for (uint32_t b = 0; b < *name_len; b++)
+		name[b] = (uint8_t)mix(r + b);
+	for (uint32_t b = 4; b < *msg_len; b++)
+		msg[b] = (uint8_t)mix(r ^ (b << 20));
+}
+
+/* 1000 notifications of seeded random sizes (seed printed): each arrives
+ * once, in the order sent, byte for byte; the credits (SLOTS) throttle
+ * the sender, whose entries wait at its ring's head meanwhile. */
+static void
+test_client_order_per_sender(void **state)
+{
+	enum { N = 1000 };
+	unsigned int seed = rn_test_seed(__func__, 17);
+	struct tclient *alpha, *beta;
+	uint32_t sent = 0, got = 0;
+	uint64_t until;
+
+	(void)state;
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	until = now_ms() + 10 * WAIT_MS;
+	while (got < N && now_ms() < until) {
+		struct taken k[CLIENT_RING];
+		unsigned int n;
+
+		while (sent < N) {
+			uint8_t name[SLOT_SIZE], msg[SLOT_SIZE];
+			uint32_t nl, ml;
+
+			order_note(seed, sent, name, &nl, msg, &ml);
+			if (client_send(alpha, "beta", name, nl, msg, ml, sent,
+					0) != 0)
+				break;
+			sent++;
+		}
+		turn_both();
+		n = client_take(beta, k, CLIENT_RING);
+		for (unsigned int j = 0; j < n; j++, got++) {
+			uint8_t name[SLOT_SIZE], msg[SLOT_SIZE];
+			uint32_t nl, ml, seq;
+
+			order_note(seed, got, name, &nl, msg, &ml);
+			memcpy(&seq, k[j].msg, 4);
+			if (seq != got)
+				fail_msg("seed %u: notification %u came as %u",
+					 seed, seq, got);
+			assert_delivery(&k[j], "a", "alpha", name, nl, msg, ml);
+		}
+	}
+	assert_int_equal(got, N);
+	assert_int_equal(B.lc->stats.client_delivered, N);
+	assert_int_equal(A.lc->stats.client_sent, N);
+	client_none(beta);
+	client_none(alpha);     /* no report: none was asked for */
+}
+
+/* The source agent is the link's: what a client writes in its buffer
+ * cannot name another (eve's buffer looks like alpha's frame). */
+static void
+test_client_cannot_forge_its_agent(void **state)
+{
+	struct tclient *eve, *beta;
+	struct taken k;
+	uint8_t forged[64];
+	struct rn_notify_agent_hdr h = { .kind = RN_NOTIFY_KIND_AGENT,
+					 .dst_len = 4, .src_len = 5 };
+
+	(void)state;
+	open_pair(true, true);
+	client_up(&A, "alpha", CLIENT_RING);
+	eve = client_up(&A, "eve", CLIENT_RING);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	memcpy(forged, &h, sizeof(h));
+	memcpy(forged + sizeof(h), "betaalpha", 9);
+	assert_int_equal(client_send(eve, "beta", forged, sizeof(h) + 9,
+				     "hi", 2, 5, 0), 0);
+	client_wait(beta, &k, 1);
+	assert_delivery(&k, "a", "eve", forged, sizeof(h) + 9, "hi", 2);
+}
+
+/* A SEND the lcore cannot take is reported with its cookie, whether or
+ * not it asked: another peer's tag, an index out of range or of no
+ * endpoint here, a channel that is not native; the next goes. */
+static void
+test_client_send_errors_are_reported(void **state)
+{
+	struct rn_client_send_hdr h = { .name_len = 1, .msg_len = 1,
+					.agent_len = 4 };
+	struct tclient *alpha, *beta;
+	struct taken k[4];
+
+	(void)state;
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	h.ep_tag = A.req.peer_tag + 1;
+	assert_int_equal(client_put(alpha, RN_CLIENT_ENTRY_SEND,
+				    (uint16_t)A.req.ep_index, &h, "betanm", 6,
+				    11), 0);
+	h.ep_tag = A.req.peer_tag;
+	assert_int_equal(client_put(alpha, RN_CLIENT_ENTRY_SEND,
+				    RN_MAX_ENDPOINTS, &h, "betanm", 6, 12), 0);
+	assert_int_equal(client_put(alpha, RN_CLIENT_ENTRY_SEND,
+				    (uint16_t)A.req.ep_index + 1, &h, "betanm",
+				    6, 13), 0);
+	assert_int_equal(client_send(alpha, "beta", "n", 1, "ok", 2, 14, 0), 0);
+	client_wait(alpha, k, 3);
+	assert_completion(&k[0], 11, -ENOENT);
+	assert_completion(&k[1], 12, -ENOENT);
+	assert_completion(&k[2], 13, -ENOTCONN);
+	client_wait(beta, k, 1);
+	assert_delivery(&k[0], "a", "alpha", "n", 1, "ok", 2);
+	assert_int_equal(A.lc->stats.client_sent, 1);
+	/* Without a native channel: -ENOTSUP. The one before, delivered
+	 * but unsignalled (its window entry still held), has its fate
+	 * unknown to A as the channel stops: -EPIPE, though not asked. */
+	command(&A, RN_LCORE_CMD_NOTIFY_CLOSE);
+	assert_state(&A, RN_CHANNEL_DRAINING);
+	assert_int_equal(client_send(alpha, "beta", "n", 1, "x", 1, 15, 0), 0);
+	client_wait(alpha, k, 2);
+	assert_completion(&k[0], 14, -EPIPE);
+	assert_completion(&k[1], 15, -ENOTSUP);
+}
+
+/* Lengths beyond the buffer, bad agent lengths, unknown flags or entry
+ * types, a frame over the peer's slot: an error completion each, nothing
+ * posted, nothing read past the buffer; the lcore carries on. */
+static void
+test_client_malformed_buffers(void **state)
+{
+	static const struct {
+		uint16_t type;
+		uint32_t name_len, msg_len, flags;
+		uint8_t agent_len;
+		int rc;
+	} bad[] = {
+		{ RN_CLIENT_ENTRY_SEND, SLOT_SIZE, 1, 0, 4, -EINVAL },
+		{ RN_CLIENT_ENTRY_SEND, 1, UINT32_MAX, 0, 4, -EINVAL },
+		{ RN_CLIENT_ENTRY_SEND, UINT32_MAX, UINT32_MAX, 0, 4, -EINVAL },
+		{ RN_CLIENT_ENTRY_SEND, 1, SLOT_SIZE - 24 - 4, 0, 4, -EINVAL },
+		{ RN_CLIENT_ENTRY_SEND, 1, 1, 0, 0, -EINVAL },
+		{ RN_CLIENT_ENTRY_SEND, 1, 1, 0, 200, -EINVAL },
+		{ RN_CLIENT_ENTRY_SEND, 1, 1, 2, 4, -EINVAL },
+		{ RN_CLIENT_ENTRY_DELIVERY, 1, 1, 0, 4, -EINVAL },
+		{ 0, 1, 1, 0, 4, -EINVAL },
+		/* Fits the buffer, not the receiver's: 48 + 5 + 1 + 203. */
+		{ RN_CLIENT_ENTRY_SEND, 1, 203, 0, 4, -EMSGSIZE },
+	};
+	struct tclient *alpha, *beta;
+	uint8_t body[SLOT_SIZE];
+	struct taken k[RTE_DIM(bad)];
+
+	(void)state;
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	memset(body, 'b', sizeof(body));
+	for (unsigned int i = 0; i < RTE_DIM(bad); i++) {
+		struct rn_client_send_hdr h = {
+			.ep_tag = A.req.peer_tag, .flags = bad[i].flags,
+			.name_len = bad[i].name_len, .msg_len = bad[i].msg_len,
+			.agent_len = bad[i].agent_len,
+		};
+
+		assert_int_equal(client_put(alpha, bad[i].type,
+					    (uint16_t)A.req.ep_index, &h, body,
+					    SLOT_SIZE - sizeof(h), 100 + i), 0);
+	}
+	client_wait(alpha, k, RTE_DIM(bad));
+	for (unsigned int i = 0; i < RTE_DIM(bad); i++)
+		assert_completion(&k[i], 100 + i, bad[i].rc);
+	assert_int_equal(A.lc->stats.client_sent, 0);
+	assert_int_equal(rn_send_window_used(&ep_of(&A)->n.sends), 0);
+	/* The largest that fits the receiver goes. */
+	assert_int_equal(client_send(alpha, "beta", "n", 1, body, 202, 1, 0),
+			 0);
+	client_wait(beta, k, 1);
+	assert_delivery(&k[0], "a", "alpha", "n", 1, body, 202);
+}
+
+/* RN_CLIENT_WANT_COMPLETION: 0 once the peer's NIC acknowledged it; one
+ * in flight when the channel fails: -EPIPE, asked for or not. */
+static void
+test_client_completions(void **state)
+{
+	struct tclient *alpha, *beta;
+	struct taken k[2];
+
+	(void)state;
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	assert_int_equal(client_send(alpha, "beta", "n", 1, "m", 1, 41,
+				     RN_CLIENT_WANT_COMPLETION), 0);
+	client_wait(alpha, k, 1);
+	assert_completion(&k[0], 41, 0);
+	client_wait(beta, k, 1);
+	/* Two in flight, one asking: both fail with the channel. */
+	assert_int_equal(client_send(alpha, "beta", "n", 1, "m", 1, 42, 0), 0);
+	assert_int_equal(client_send(alpha, "beta", "n", 1, "m", 1, 43,
+				     RN_CLIENT_WANT_COMPLETION), 0);
+	rn_lcore_client_poll(A.lc);
+	assert_int_equal(rn_send_window_used(&ep_of(&A)->n.sends), 2);
+	rn_lcore_notify_fail_pending(A.lc, ep_of(&A));
+	assert_int_equal(client_take(alpha, k, 2), 2);
+	assert_completion(&k[0], 42, -EPIPE);
+	assert_completion(&k[1], 43, -EPIPE);
+	/* Their window entries reused by node-level SENDs that want their
+	 * completions: those go to the embedded API, nothing more to the
+	 * client. */
+	for (unsigned int i = 0; i < 2 * SLOTS;) {
+		struct rn_notify_delivery d;
+		struct rn_notify_event ev;
+
+		if (send_note(&A, RN_NOTIFY_WANT_COMPLETION, i, "x") == 1)
+			i++;
+		turn_both();
+		while (rte_ring_sc_dequeue_elem(B.lc->notify_deliveries, &d,
+						sizeof(d)) == 0)
+			release(&B, &d);
+		while (rte_ring_sc_dequeue_elem(A.completions, &ev,
+						sizeof(ev)) == 0)
+			assert_int_equal(ev.status, 0);
+		client_take(beta, k, 2);
+	}
+	client_none(alpha);
+}
+
+/* To an agent not attached at B: dropped there, its slot reposted, and
+ * refused: alpha gets a REFUSED entry (node, the absent agent, cookie). */
+static void
+test_client_refusal_reaches_the_sender(void **state)
+{
+	struct tclient *alpha, *beta;
+	struct taken k;
+
+	(void)state;
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	assert_int_equal(client_send(alpha, "nobody-here", "n", 1, "m", 1,
+				     0xfeed, 0), 0);
+	client_wait(alpha, &k, 1);
+	assert_int_equal(k.type, RN_CLIENT_ENTRY_REFUSED);
+	assert_int_equal(k.cookie, 0xfeed);
+	assert_int_equal(k.ev.type, RN_CLIENT_EVENT_REFUSED);
+	assert_int_equal(k.ev.cookie, 0xfeed);
+	assert_string_equal(k.ev.node, "b");
+	assert_string_equal(k.ev.agent, "nobody-here");
+	assert_int_equal(B.lc->stats.client_refused, 1);
+	assert_int_equal(B.lc->stats.refusals_dropped, 0);
+	assert_int_equal(ep_of(&B)->n.held, 0);
+	client_none(beta);
+	/* Nobody attached at B at all: refused the same way. */
+	client_command(beta, RN_LCORE_CMD_CLIENT_REMOVE);
+	assert_ptr_equal(wait_event(RN_LCORE_EVENT_CLIENT_REMOVED, NULL), 0);
+	assert_int_equal(B.lc->n_clients, 0);
+	assert_int_equal(client_send(alpha, "beta", "n", 1, "m", 1, 7, 0), 0);
+	client_wait(alpha, &k, 1);
+	assert_int_equal(k.type, RN_CLIENT_ENTRY_REFUSED);
+	assert_string_equal(k.ev.agent, "beta");
+	assert_int_equal(k.ev.cookie, 7);
+}
+
+/* beta's deliver ring full: the frame waits in its slot (not reposted),
+ * the sender's credits stop the rest; nothing is lost, all come in order
+ * once beta drains. */
+static void
+test_client_deliver_ring_full_holds(void **state)
+{
+	enum { N = 3 * SLOTS, RING = 4 };     /* RING - 1 entries fit */
+	struct tclient *alpha, *beta;
+	struct taken k[N];
+	unsigned int sent = 0, got = 0;
+	uint64_t until;
+
+	(void)state;
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_up(&B, "beta", RING);
+	for (; sent < CLIENT_RING - 1; sent++)
+		assert_int_equal(client_send(alpha, "beta", "n", 1, &sent, 4,
+					     sent, 0), 0);
+	for (int i = 0; i < 100; i++)
+		turn_both();
+	/* RING - 1 delivered; the next SLOTS - (RING - 1) held in their
+	 * slots (no credit comes back for them); the rest wait at alpha. */
+	assert_int_equal(B.lc->stats.client_delivered, RING - 1);
+	assert_int_equal(ep_of(&B)->n.held, SLOTS - (RING - 1));
+	assert_int_equal(A.lc->stats.client_sent, SLOTS);
+	assert_int_equal(rte_ring_count(rn_client_submit_ring(alpha->r, 0)),
+			 CLIENT_RING - 1 - SLOTS);
+	until = now_ms() + WAIT_MS;
+	while (got < N && now_ms() < until) {
+		for (; sent < N && client_send(alpha, "beta", "n", 1, &sent, 4,
+					       sent, 0) == 0; sent++)
+			;
+		turn_both();
+		got += client_take(beta, &k[got], N - got);
+	}
+	assert_int_equal(got, N);
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t seq;
+
+		memcpy(&seq, k[i].msg, 4);
+		assert_int_equal(seq, i);
+	}
+	assert_true(B.lc->stats.client_held >= SLOTS - (RING - 1));
+	assert_int_equal(ep_of(&B)->n.held, 0);
+	assert_false(rn_lcore_client_pending(B.lc));
+}
+
+/* CLIENT_REMOVE while frames are held for the client and SENDs wait in
+ * its submit ring: CLIENT_REMOVED at once, the held slots back, the
+ * SENDs never go; later traffic for the agent is refused. */
+static void
+test_client_remove_with_work_pending(void **state)
+{
+	enum { RING = 2 };
+	struct tclient *alpha, *beta, *gamma;
+	struct taken k[CLIENT_RING];
+	uint32_t i;
+	uint64_t sent;
+
+	(void)state;
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	gamma = client_up(&A, "gamma", CLIENT_RING);
+	beta = client_up(&B, "beta", RING);
+	for (i = 0; i < CLIENT_RING - 1; i++)
+		assert_int_equal(client_send(alpha, "beta", "n", 1, &i, 4, i,
+					     0), 0);
+	for (int t = 0; t < 100; t++)
+		turn_both();
+	assert_true(ep_of(&B)->n.held > 0);
+	/* Held frames keep nobody awake: the client may not poll soon. */
+	assert_false(rn_lcore_client_pending(B.lc));
+	client_command(beta, RN_LCORE_CMD_CLIENT_REMOVE);
+	assert_ptr_equal(wait_event(RN_LCORE_EVENT_CLIENT_REMOVED, NULL), 0);
+	assert_int_equal(ep_of(&B)->n.held, 0);
+	assert_int_equal(B.lc->n_clients, 0);
+	/* alpha goes too, its SENDs still waiting at its ring's head. */
+	sent = A.lc->stats.client_sent;
+	assert_true(rte_ring_count(rn_client_submit_ring(alpha->r, 0)) > 0);
+	client_command(alpha, RN_LCORE_CMD_CLIENT_REMOVE);
+	assert_ptr_equal(wait_event(RN_LCORE_EVENT_CLIENT_REMOVED, NULL), 0);
+	assert_int_equal(A.lc->n_clients, 1);
+	for (int t = 0; t < 100; t++)
+		turn_both();
+	assert_int_equal(A.lc->stats.client_sent, sent);
+	/* beta is gone at B: gamma is refused. */
+	assert_int_equal(client_send(gamma, "beta", "n", 1, "m", 1, 9, 0), 0);
+	client_wait(gamma, k, 1);
+	assert_int_equal(k[0].type, RN_CLIENT_ENTRY_REFUSED);
+	assert_string_equal(k[0].ev.agent, "beta");
+	/* A REMOVE of a client never added is answered all the same. */
+	client_command(beta, RN_LCORE_CMD_CLIENT_REMOVE);
+	assert_ptr_equal(wait_event(RN_LCORE_EVENT_CLIENT_REMOVED, NULL), 0);
+	(void)alpha;
+}
+
+/* The agent table: many agents, each found, sharing first and last bytes
+ * too; a second client of an attached agent is not added. */
+static void
+test_client_agent_table(void **state)
+{
+	struct tclient *alpha, *dup, *ts[2];
+	struct taken k;
+
+	(void)state;
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	/* Same length, same first and last eight bytes. */
+	ts[0] = client_up(&B, "0123456789-a-abcdefgh", CLIENT_RING);
+	ts[1] = client_up(&B, "0123456789-b-abcdefgh", CLIENT_RING);
+	dup = client_new(&B, "0123456789-b-abcdefgh", CLIENT_RING);
+	client_command(dup, RN_LCORE_CMD_CLIENT_ADD);
+	assert_int_equal(B.lc->n_clients, 2);
+	for (unsigned int i = 0; i < 2; i++) {
+		char agent[32];
+
+		snprintf(agent, sizeof(agent), "0123456789-%c-abcdefgh",
+			 'a' + i);
+		assert_int_equal(client_send(alpha, agent, "n", 1, &i, 4, i,
+					     0), 0);
+		client_wait(ts[i], &k, 1);
+		assert_int_equal(k.type, RN_CLIENT_ENTRY_DELIVERY);
+		assert_memory_equal(k.msg, &i, 4);
+	}
+	/* A prefix of one is no agent here. */
+	assert_int_equal(client_send(alpha, "0123456789-a-abcdefg", "n", 1,
+				     "m", 1, 3, 0), 0);
+	client_wait(alpha, &k, 1);
+	assert_int_equal(k.type, RN_CLIENT_ENTRY_REFUSED);
+}
+
+/* A client as the library waits on a sleeping lcore: it sees the status
+ * page word raised, enqueues, then writes the lcore's wake eventfd. */
+struct waker {
+	uint32_t *word;
+	struct tclient *t;
+	int rc;
+};
+
+static void *
+wake_when_asleep(void *arg)
+{
+	struct waker *w = arg;
+	uint64_t until = now_ms() + WAIT_MS;
+
+	while (__atomic_load_n(w->word, __ATOMIC_ACQUIRE) == 0) {
+		if (now_ms() > until) {
+			w->rc = -ETIMEDOUT;
+			return NULL;
+		}
+	}
+	w->rc = client_send(w->t, "alpha", "n", 1, "late", 4, 2, 0);
+	if (w->rc == 0 &&
+	    __atomic_load_n(w->word, __ATOMIC_SEQ_CST) != 0)
+		eventfd_write(w->t->on->lc->wake_fd, 1);
+	return NULL;
+}
+
+/* An lcore that is worker 1 uses the rings of index 1 of every region;
+ * it raises its status page word while it sleeps and lowers it after;
+ * its idle check looks at its clients' submit rings, and a client's
+ * wake-up ends its sleep. */
+static void
+test_client_worker_index_and_sleeping_word(void **state)
+{
+	uint32_t word = 0;
+	struct tclient *alpha, *beta;
+	struct waker w = { .word = &word };
+	struct taken k;
+	pthread_t th;
+
+	(void)state;
+	open_pair(true, true);
+	rn_lcore_set_client_sleeping(B.lc, 1, &word);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_new_of(&B, "beta", CLIENT_RING, 2, 1);
+	client_command(beta, RN_LCORE_CMD_CLIENT_ADD);
+	assert_int_equal(B.lc->n_clients, 1);
+	assert_int_equal(client_send(alpha, "beta", "n", 1, "m", 1, 1, 0), 0);
+	client_wait(beta, &k, 1);
+	assert_delivery(&k, "a", "alpha", "n", 1, "m", 1);
+	assert_int_equal(rte_ring_count(rn_client_deliver_ring(beta->r, 0)),
+			 0);
+	/* Work in a client's submit ring: no sleep at all. */
+	assert_int_equal(client_send(beta, "alpha", "n", 1, "x", 1, 1, 0), 0);
+	assert_true(rn_lcore_sleep(B.lc));
+	assert_int_equal(word, 0);
+	client_wait(alpha, &k, 1);
+	/* Asleep for as long as it takes: the client wakes it. */
+	B.lc->idle_sleep_us = 10 * 1000 * 1000;
+	w.t = beta;
+	assert_int_equal(pthread_create(&th, NULL, wake_when_asleep, &w), 0);
+	assert_true(rn_lcore_sleep(B.lc));
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(w.rc, 0);
+	assert_int_equal(word, 0);
+	client_wait(alpha, &k, 1);
+	assert_delivery(&k, "b", "beta", "n", 1, "late", 4);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -880,6 +1664,17 @@ main(int argc, char **argv)
 		T(test_credits_bound_the_sender),
 		T(test_window_entries_wait_for_completions),
 		T(test_completion_reports),
+		T(test_client_delivery_is_exact),
+		T(test_client_order_per_sender),
+		T(test_client_cannot_forge_its_agent),
+		T(test_client_send_errors_are_reported),
+		T(test_client_malformed_buffers),
+		T(test_client_completions),
+		T(test_client_refusal_reaches_the_sender),
+		T(test_client_deliver_ring_full_holds),
+		T(test_client_remove_with_work_pending),
+		T(test_client_agent_table),
+		T(test_client_worker_index_and_sleeping_word),
 	};
 
 	(void)argc;

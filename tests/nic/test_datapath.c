@@ -839,6 +839,38 @@ test_cq_error_and_recv_decode(void **state)
 	assert_int_equal(qp.sq.ci, 3);
 }
 
+/* Syndromes as libmlx5 reports them in verbs terms. */
+static void
+test_wc_status_as_verbs(void **state)
+{
+	static const struct {
+		uint8_t syndrome;
+		enum ibv_wc_status ibv;
+	} map[] = {
+		{ 0, IBV_WC_SUCCESS },
+		{ MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, IBV_WC_LOC_LEN_ERR },
+		{ MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, IBV_WC_LOC_QP_OP_ERR },
+		{ MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, IBV_WC_LOC_PROT_ERR },
+		{ MLX5_CQE_SYNDROME_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR },
+		{ MLX5_CQE_SYNDROME_BAD_RESP_ERR, IBV_WC_BAD_RESP_ERR },
+		{ MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR, IBV_WC_LOC_ACCESS_ERR },
+		{ MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
+		  IBV_WC_REM_INV_REQ_ERR },
+		{ MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, IBV_WC_REM_ACCESS_ERR },
+		{ MLX5_CQE_SYNDROME_REMOTE_OP_ERR, IBV_WC_REM_OP_ERR },
+		{ MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+		  IBV_WC_RETRY_EXC_ERR },
+		{ MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR,
+		  IBV_WC_RNR_RETRY_EXC_ERR },
+		{ MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR, IBV_WC_REM_ABORT_ERR },
+		{ 0x77, IBV_WC_GENERAL_ERR },
+	};
+
+	(void)state;
+	for (unsigned int i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		assert_int_equal(rn_wc_status_ibv(map[i].syndrome), map[i].ibv);
+}
+
 /* 128-byte CQEs: the mlx5_cqe64 is the second half of each entry. */
 static void
 test_cq_128_byte_entries(void **state)
@@ -919,6 +951,7 @@ main(void)
 		cmocka_unit_test_setup(test_cq_stale_qpn_is_counted_not_delivered,
 				       setup_cq),
 		cmocka_unit_test_setup(test_cq_error_and_recv_decode, setup_cq),
+		cmocka_unit_test(test_wc_status_as_verbs),
 	};
 
 	int failed = cmocka_run_group_tests_name("datapath", tests, NULL, NULL);

@@ -16,101 +16,15 @@
 
 #include <cmocka.h>
 
-#include "nic_harness.h"
 #include "rn_notify_window.h"
+#include "sim_pair.h"
 
 #define BUF_SIZE (1 << 20)
-#define WAIT_MS 5000   /* a deadline for events, not a timing assertion */
-
-struct pair {
-	struct end a, b;
-	struct end *ends[3];
-	uint8_t *abuf, *bbuf;
-	struct rn_mr amr, bmr;
-};
-
-static const uint32_t all_access = RN_ACCESS_LOCAL_WRITE |
-				   RN_ACCESS_REMOTE_WRITE |
-				   RN_ACCESS_REMOTE_READ;
 
 static int
 pair_setup(void **state)
 {
-	struct pair *p = calloc(1, sizeof(*p));
-
-	if (p == NULL || rn_harness_open(&p->a, NULL, 256, NULL) != 0 ||
-	    rn_harness_open(&p->b, NULL, 256, NULL) != 0)
-		return -1;
-	p->abuf = calloc(1, BUF_SIZE);
-	p->bbuf = calloc(1, BUF_SIZE);
-	if (p->abuf == NULL || p->bbuf == NULL ||
-	    p->a.nic->ops->mr_reg(p->a.nic, p->abuf, BUF_SIZE, all_access,
-				  &p->amr) != 0 ||
-	    p->b.nic->ops->mr_reg(p->b.nic, p->bbuf, BUF_SIZE, all_access,
-				  &p->bmr) != 0)
-		return -1;
-	rn_harness_pair(&p->a, &p->b);
-	p->ends[0] = &p->a;
-	p->ends[1] = &p->b;
-	*state = p;
-	return 0;
-}
-
-static int
-pair_teardown(void **state)
-{
-	struct pair *p = *state;
-
-	rn_harness_close(&p->a);
-	rn_harness_close(&p->b);
-	free(p->abuf);
-	free(p->bbuf);
-	free(p);
-	return 0;
-}
-
-static void
-print_wc(const struct rn_wc *wc)
-{
-	print_message("# wc: wr_id %lu qpn 0x%x opcode %u status 0x%x len %u\n",
-		      (unsigned long)wc->wr_id, wc->qp->qpn, wc->opcode, wc->status,
-		      wc->byte_len);
-}
-
-/* Wait for one completion on e and check what matters. */
-static struct rn_wc
-expect_wc(struct pair *p, struct end *e, uint8_t opcode, uint8_t status,
-	  uint64_t wr_id)
-{
-	struct rn_wc wc = { 0 };
-
-	if (rn_harness_wait(p->ends, e, &wc, 1, WAIT_MS) != 1)
-		fail_msg("no completion on qpn 0x%x (state %s)", e->qp.qpn,
-			 rn_qp_state_name(rn_sim_qp_state(&e->qp)));
-	print_wc(&wc);
-	assert_int_equal(wc.status, status);
-	assert_int_equal(wc.opcode, opcode);
-	assert_int_equal(wc.wr_id, wr_id);
-	assert_ptr_equal(wc.qp, &e->qp);
-	return wc;
-}
-
-static void
-expect_no_wc(struct pair *p, struct end *e, int ms)
-{
-	struct rn_wc wc;
-
-	if (rn_harness_wait(p->ends, e, &wc, 1, ms) != 0) {
-		print_wc(&wc);
-		fail_msg("unexpected completion");
-	}
-}
-
-static void
-fill(uint8_t *buf, size_t len, uint8_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = (uint8_t)(seed + i * 31 + (i >> 8));
+	return pair_open(state, BUF_SIZE);
 }
 
 static void

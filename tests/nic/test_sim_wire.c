@@ -6,7 +6,8 @@
  * network namespaces joined by veth (root only; otherwise skipped).
  *
  * Then strangers on the wire's listener, as any local process can be: a
- * huge frame, garbage first bytes, no HELLO in time, and more idle
+ * huge frame, garbage first bytes, a HELLO without the endpoint's token,
+ * no HELLO in time, and more idle
  * connections than the device keeps, while a real peer must still get
  * through. Their random choices print their seed (RNOTIFY_TEST_SEED).
  */
@@ -318,7 +319,8 @@ remove_namespaces(void **state)
 #define HDR_SIZE 40
 #define HELLO_TYPE 1
 #define REQUEST_TYPE 2
-#define HELLO_SIZE (HDR_SIZE + 8)
+#define HELLO_SIZE (HDR_SIZE + 24)   /* ip, port, pad, token */
+#define TOKEN_SIZE 16
 #define STRANGER_WAIT_MS 3000
 
 static uint32_t run_seed;
@@ -353,15 +355,25 @@ put_hdr(uint8_t *p, uint32_t length, uint8_t type)
 	p[4] = type;
 }
 
+/* A HELLO from the device at 127.0.0.1 port, with token (NULL: the
+ * harness's, all zeros). */
 static void
-put_hello(uint8_t *p, uint16_t port)
+put_hello_token(uint8_t *p, uint16_t port, const uint8_t *token)
 {
 	uint32_t ip = htonl(INADDR_LOOPBACK);
 
-	put_hdr(p, 8, HELLO_TYPE);
+	put_hdr(p, HELLO_SIZE - HDR_SIZE, HELLO_TYPE);
 	memcpy(p + HDR_SIZE, &ip, 4);
 	memcpy(p + HDR_SIZE + 4, &port, 2);
-	memset(p + HDR_SIZE + 6, 0, 2);
+	memset(p + HDR_SIZE + 6, 0, 2 + TOKEN_SIZE);
+	if (token != NULL)
+		memcpy(p + HDR_SIZE + 8, token, TOKEN_SIZE);
+}
+
+static void
+put_hello(uint8_t *p, uint16_t port)
+{
+	put_hello_token(p, port, NULL);
 }
 
 /* A TCP connection to the device listening on port; blocking, bounded. */
@@ -463,8 +475,9 @@ local_pair_send(struct local_pair *p, uint32_t len, uint64_t id)
 	assert_true(pattern_ok(p->buf + 4096, len, (uint32_t)id));
 }
 
-/* A HELLO, then a header announcing more than a message: closed at once,
- * before any room is made for it. The real pair is not disturbed. */
+/* A HELLO as the real peer would send it (the token, a's address), then a
+ * header announcing more than a message: closed at once, before any room
+ * is made for it. The real pair is not disturbed. */
 static void
 test_huge_frame_closes_its_connection(void **state)
 {
@@ -480,7 +493,7 @@ test_huge_frame_closes_its_connection(void **state)
 	local_pair_open(&p);
 	local_pair_send(&p, 100, 1);
 	fd = stranger_connect(rn_sim_port(p.b.nic));
-	put_hello(bytes, (uint16_t)rng_next(&rng));
+	put_hello(bytes, rn_sim_port(p.a.nic));
 	put_hdr(bytes + HELLO_SIZE, huge, REQUEST_TYPE);
 	for (size_t i = HELLO_SIZE + HDR_SIZE; i < sizeof(bytes); i++)
 		bytes[i] = (uint8_t)rng_next(&rng);
@@ -489,7 +502,7 @@ test_huge_frame_closes_its_connection(void **state)
 	assert_true(wait_closed(p.ends, fd, STRANGER_WAIT_MS));
 	rn_sim_stats(p.b.nic, &st);
 	assert_int_equal(st.wires_oversize, 1);
-	assert_int_equal(st.wires_bad_hello, 0);
+	assert_int_equal(st.wires_bad_hello + st.wires_bad_token, 0);
 	local_pair_send(&p, 4096, 2);
 	close(fd);
 	local_pair_close(&p);
@@ -520,7 +533,7 @@ test_garbage_first_bytes_close_only_that_connection(void **state)
 	memcpy(junk, &length, 4);
 	print_message("# %zu bytes, type %u, length %u\n", len, junk[4], length);
 	idle = stranger_connect(rn_sim_port(p.b.nic));
-	put_hello(hello, (uint16_t)rng_next(&rng));
+	put_hello(hello, rn_sim_port(p.a.nic));   /* a's token: kept */
 	send_all(idle, hello, sizeof(hello));
 	bad = stranger_connect(rn_sim_port(p.b.nic));
 	send_all(bad, junk, len);
@@ -532,6 +545,62 @@ test_garbage_first_bytes_close_only_that_connection(void **state)
 	assert_int_equal(st.wires_evicted + st.wires_oversize, 0);
 	close(bad);
 	close(idle);
+	local_pair_close(&p);
+}
+
+/*
+ * A HELLO whose token no connected QP has (random, or none), or that names
+ * a device no QP is connected to: closed at once, counted, and the real
+ * pair goes on. An ACK that carries bytes, or a REQUEST over the path
+ * MTU, from a wire with the token, is closed too: acknowledgements carry
+ * nothing, and no packet more than RN_SIM_MTU.
+ */
+static void
+test_wrong_token_closes_at_once(void **state)
+{
+	uint32_t rng = rng_for(__func__);
+	uint8_t hello[HELLO_SIZE + HDR_SIZE + 8], token[TOKEN_SIZE];
+	uint16_t other = (uint16_t)(1 + rng_next(&rng) % 65535);
+	struct local_pair p;
+	struct rn_sim_stats st;
+	int fd[3];
+
+	(void)state;
+	local_pair_open(&p);
+	local_pair_send(&p, 64, 7);
+	for (size_t i = 0; i < sizeof(token); i++)
+		token[i] = (uint8_t)rng_next(&rng);
+	token[0] |= 1;   /* never the pair's all-zero token */
+	if (other == rn_sim_port(p.a.nic))
+		other++;
+	print_message("# token %02x%02x..., other port %u\n", token[0],
+		      token[1], other);
+	fd[0] = stranger_connect(rn_sim_port(p.b.nic));
+	put_hello_token(hello, rn_sim_port(p.a.nic), token);
+	send_all(fd[0], hello, HELLO_SIZE);
+	fd[1] = stranger_connect(rn_sim_port(p.b.nic));
+	put_hello(hello, other);
+	send_all(fd[1], hello, HELLO_SIZE);
+	for (int i = 0; i < 2; i++)
+		assert_true(wait_closed(p.ends, fd[i], 500));
+	rn_sim_stats(p.b.nic, &st);
+	assert_int_equal(st.wires_bad_token, 2);
+	fd[2] = stranger_connect(rn_sim_port(p.b.nic));
+	put_hello(hello, rn_sim_port(p.a.nic));
+	put_hdr(hello + HELLO_SIZE, 8, 4 /* ACK */);
+	send_all(fd[2], hello, sizeof(hello));
+	assert_true(wait_closed(p.ends, fd[2], 500));
+	close(fd[2]);
+	/* A packet one byte over the path MTU, from the token's holder. */
+	fd[2] = stranger_connect(rn_sim_port(p.b.nic));
+	put_hdr(hello + HELLO_SIZE, RN_SIM_MTU + 1, REQUEST_TYPE);
+	send_all(fd[2], hello, sizeof(hello));
+	assert_true(wait_closed(p.ends, fd[2], 500));
+	rn_sim_stats(p.b.nic, &st);
+	assert_int_equal(st.wires_oversize, 2);
+	local_pair_send(&p, 4096, 8);
+	for (int i = 0; i < 3; i++)
+		close(fd[i]);
 	local_pair_close(&p);
 }
 
@@ -751,8 +820,9 @@ test_strangers_cannot_keep_a_real_peer_out(void **state)
 	assert_int_equal(done, REAL_SENDS);
 	assert_int_equal(rep.received, REAL_SENDS);
 	assert_true(closed >= n - RN_SIM_WIRE_MAX_UNMATCHED);
-	assert_true(rep.stats.wires_evicted + rep.stats.wires_hello_timeout >=
-		    n - RN_SIM_WIRE_MAX_UNMATCHED);
+	/* A HELLO alone names no endpoint of the victim's: closed at once. */
+	assert_true(rep.stats.wires_evicted + rep.stats.wires_hello_timeout +
+		    rep.stats.wires_bad_token >= n - RN_SIM_WIRE_MAX_UNMATCHED);
 	assert_int_equal(rep.stats.wires_bad_hello + rep.stats.wires_oversize, 0);
 }
 
@@ -766,6 +836,7 @@ main(void)
 					  remove_namespaces),
 		cmocka_unit_test(test_huge_frame_closes_its_connection),
 		cmocka_unit_test(test_garbage_first_bytes_close_only_that_connection),
+		cmocka_unit_test(test_wrong_token_closes_at_once),
 		cmocka_unit_test(test_no_hello_in_time_closes),
 		cmocka_unit_test(test_strangers_cannot_keep_a_real_peer_out),
 	};

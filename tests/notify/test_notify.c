@@ -89,6 +89,106 @@ test_frame_refuses_what_does_not_add_up(void **state)
 }
 
 /* The immediate's bytes on the wire: little endian (protocol version 3). */
+/* An agent frame round trip: the bytes as rn_notify_frame.h draws them,
+ * and the node-level reader refuses it (which is how the receiver tells
+ * the kinds apart). */
+static void
+test_agent_frame_round_trip(void **state)
+{
+	static const uint8_t want[] = {
+		0x01, 0xff, 0xff, 0xff, 4, 5, 0, 0,     /* kind, dst, src, 0 */
+		2, 0, 0, 0, 3, 0, 0, 0,                 /* name_len, msg_len */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* cookie */
+		'b', 'e', 't', 'a', 'a', 'l', 'p', 'h', 'a',
+		'n', 'm', 0, 0xff, 'z',
+	};
+	struct rn_notify_agent_view a;
+	struct rn_notify_view v;
+	uint8_t buf[64];
+
+	(void)state;
+	assert_int_equal(rn_notify_agent_frame_size(4, 5, 2, 3), sizeof(want));
+	rn_notify_agent_frame_write(buf, RN_NOTIFY_KIND_AGENT,
+				    0x0102030405060708ull, "beta", 4, "alpha",
+				    5, 2, 3, "nm\0\xffz");
+	assert_memory_equal(buf, want, sizeof(want));
+	assert_int_equal(rn_notify_frame_read(buf, sizeof(want), &v), -EBADMSG);
+	assert_int_equal(rn_notify_agent_frame_read(buf, sizeof(want), &a), 0);
+	assert_int_equal(a.kind, RN_NOTIFY_KIND_AGENT);
+	assert_int_equal(a.cookie, 0x0102030405060708ull);
+	assert_ptr_equal(a.dst, buf + 24);
+	assert_int_equal(a.dst_len, 4);
+	assert_ptr_equal(a.src, buf + 28);
+	assert_int_equal(a.src_len, 5);
+	assert_int_equal(a.name_len, 2);
+	assert_int_equal(a.msg_len, 3);
+	/* A refusal: agents only. */
+	rn_notify_agent_frame_write(buf, RN_NOTIFY_KIND_REFUSAL, 9, "alpha", 5,
+				    "nobody", 6, 0, 0, NULL);
+	assert_int_equal(rn_notify_agent_frame_read(buf, 35, &a), 0);
+	assert_int_equal(a.kind, RN_NOTIFY_KIND_REFUSAL);
+	assert_memory_equal(a.src, "nobody", 6);
+	assert_int_equal(rn_notify_frame_read(buf, 35, &v), -EBADMSG);
+}
+
+/* Every shape that does not add up, or is of no known kind, is refused;
+ * every length short of the frame too, so nothing is read past len. */
+static void
+test_agent_frame_refuses_what_does_not_add_up(void **state)
+{
+	static const struct {
+		const char *what;
+		size_t offset;
+		uint8_t value;
+	} bad[] = {
+		{ "unknown kind", 0, 0x03 },
+		{ "node-level first word", 3, 0x00 },
+		{ "dst_len 0", 4, 0 },
+		{ "dst_len over the maximum", 4, RN_NOTIFY_AGENT_MAX + 1 },
+		{ "src_len 0", 5, 0 },
+		{ "src_len over the maximum", 5, 255 },
+		{ "reserved bytes", 6, 1 },
+		{ "name_len one more", 8, 3 },
+		{ "msg_len one less", 12, 2 },
+		{ "msg_len past 4 GiB", 15, 0x80 },
+	};
+	struct rn_notify_agent_view a;
+	uint8_t good[64], buf[64];
+	uint32_t len = (uint32_t)rn_notify_agent_frame_size(4, 5, 2, 3);
+
+	(void)state;
+	rn_notify_agent_frame_write(good, RN_NOTIFY_KIND_AGENT, 1, "beta", 4,
+				    "alpha", 5, 2, 3, "nmmsg");
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memcpy(buf, good, sizeof(buf));
+		buf[bad[i].offset] = bad[i].value;
+		if (rn_notify_agent_frame_read(buf, len, &a) != -EBADMSG)
+			fail_msg("%s: accepted", bad[i].what);
+	}
+	for (uint32_t n = 0; n < len; n++)
+		assert_int_equal(rn_notify_agent_frame_read(good, n, &a),
+				 -EBADMSG);
+	assert_int_equal(rn_notify_agent_frame_read(good, len + 1, &a),
+			 -EBADMSG);
+	/* A refusal with a name or msg is none. */
+	rn_notify_agent_frame_write(buf, RN_NOTIFY_KIND_REFUSAL, 1, "beta", 4,
+				    "alpha", 5, 2, 3, "nmmsg");
+	assert_int_equal(rn_notify_agent_frame_read(buf, len, &a), -EBADMSG);
+	/* The largest agents are allowed. */
+	memset(buf, 'x', sizeof(buf));
+	{
+		uint8_t big[24 + 2 * RN_NOTIFY_AGENT_MAX];
+		uint8_t agent[RN_NOTIFY_AGENT_MAX];
+
+		memset(agent, 'a', sizeof(agent));
+		rn_notify_agent_frame_write(big, RN_NOTIFY_KIND_REFUSAL, 1,
+					    agent, RN_NOTIFY_AGENT_MAX, agent,
+					    RN_NOTIFY_AGENT_MAX, 0, 0, NULL);
+		assert_int_equal(rn_notify_agent_frame_read(big, sizeof(big),
+							    &a), 0);
+	}
+}
+
 static void
 test_imm_little_endian(void **state)
 {
@@ -582,6 +682,8 @@ main(void)
 		cmocka_unit_test(test_frame_full_size),
 		cmocka_unit_test(test_frame_refuses_what_does_not_add_up),
 		cmocka_unit_test(test_frame_copy_every_length),
+		cmocka_unit_test(test_agent_frame_round_trip),
+		cmocka_unit_test(test_agent_frame_refuses_what_does_not_add_up),
 		cmocka_unit_test(test_imm_little_endian),
 		cmocka_unit_test(test_credits_window),
 		cmocka_unit_test(test_credits_wrap_around),

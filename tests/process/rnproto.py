@@ -10,7 +10,7 @@ import struct
 import time
 
 MAGIC = 0x524E5450
-VERSION = 4
+VERSION = 5
 HELLO, ACCEPT, REFUSE, READY, HEARTBEAT, CLOSE, NOTIFY, NOTIFY_QP, \
     CHALLENGE, ANSWER, PROOF = range(1, 12)
 REFUSE_DUPLICATE, REFUSE_NAME, REFUSE_AUTH = 3, 4, 7
@@ -79,7 +79,7 @@ def proof(mac):
 def proof_mac(key, role, caller, callee, caller_session, callee_session,
               caller_nonce, callee_nonce):
     """HMAC-SHA256 of the transcript docs/protocol.md describes; role is
-    "caller" or "callee"."""
+    "caller" or "callee" (or "simwir": wire_token())."""
     msg = struct.pack(">IB", MAGIC, VERSION) + role.encode()
     msg += bytes([len(caller)]) + caller.encode()
     msg += bytes([len(callee)]) + callee.encode()
@@ -88,10 +88,23 @@ def proof_mac(key, role, caller, callee, caller_session, callee_session,
     return hmac.new(key, msg, hashlib.sha256).digest()
 
 
+def wire_token(key, *transcript):
+    """The sim wire token of an exchange: transcript as proof_mac() takes
+    it after the role (caller, callee, sessions, nonces)."""
+    return proof_mac(key, "simwir", *transcript)[:16]
+
+
 def authenticate(sock, key, name, session, callee):
     """The caller's side of the challenge exchange with key: returns the
     callee's (session, proof_ok) after sending PROOF (made with key even
     when the callee's proof did not check)."""
+    peer_session, ok, _ = authenticate_transcript(sock, key, name, session,
+                                                  callee)
+    return peer_session, ok
+
+
+def authenticate_transcript(sock, key, name, session, callee):
+    """authenticate(), and the transcript (for wire_token()) last."""
     nonce = secrets.token_bytes(32)
     sock.sendall(challenge(name, session, nonce))
     ftype, payload = read_frame(sock)
@@ -102,7 +115,7 @@ def authenticate(sock, key, name, session, callee):
     ok = peer == callee and hmac.compare_digest(
         peer_proof, proof_mac(key, "callee", *args))
     sock.sendall(proof(proof_mac(key, "caller", *args)))
-    return peer_session, ok
+    return peer_session, ok, args
 
 
 def read_frame(sock, timeout=10):
@@ -129,6 +142,45 @@ def accept_fields(payload):
     session, generation, caps = struct.unpack(">QII", payload[1 + n:17 + n])
     n_qps = payload[1 + n + 35]
     return name, session, generation, caps, n_qps
+
+
+def accept_address(payload):
+    """(IPv4 address, LID) of a HELLO/ACCEPT payload's GID and LID: where
+    the sender's sim device listens."""
+    n = payload[0]
+    gid = payload[1 + n + 16:1 + n + 32]
+    (lid,) = struct.unpack(">H", payload[1 + n + 32:1 + n + 34])
+    return socket.inet_ntoa(gid[12:]), lid
+
+
+# The sim device's wire (dataplane/nic/sim/sim_frame_pvt.h): a 40-byte
+# header in host order (little endian here), HELLO first.
+SIM_HELLO, SIM_REQUEST, SIM_READ_RESP, SIM_ACK = 1, 2, 3, 4
+SIM_HEADER_SIZE = 40
+SIM_MTU = 4096   # RN_SIM_MTU: no frame carries more
+
+
+def sim_frame(ftype, payload=b"", length=None):
+    """A wire frame; length (announced) defaults to the payload's."""
+    head = struct.pack("<IBBBBIIIIQII", len(payload) if length is None
+                       else length, ftype, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    return head + payload
+
+
+def sim_hello(ip, port, token=b"\0" * 16):
+    """HELLO of the device at ip:port presenting token; token=None: the
+    8-byte HELLO of protocol 4, with no token at all."""
+    body = socket.inet_aton(ip) + struct.pack("<HH", port, 0)
+    return sim_frame(SIM_HELLO, body if token is None else body + token)
+
+
+def sim_hello_fields(frame_bytes):
+    """(ip, port, token) of a whole wire HELLO frame."""
+    length, ftype = struct.unpack("<IB", frame_bytes[:5])
+    assert ftype == SIM_HELLO and length == 24, (ftype, length)
+    body = frame_bytes[SIM_HEADER_SIZE:SIM_HEADER_SIZE + 24]
+    (port,) = struct.unpack("<H", body[4:6])
+    return socket.inet_ntoa(body[:4]), port, body[8:24]
 
 
 def refusal(payload):

@@ -9,6 +9,7 @@ import ctypes
 import json
 import os
 import random
+import secrets
 import shutil
 import signal
 import socket
@@ -33,6 +34,32 @@ SLOW_QPS = "qp_timeout = 20\n"
 FAKE_PEER_DEAD_AFTER_MS = 30000
 
 
+def _secret_file():
+    """The tests' shared secret, as scripts/setup.sh writes one: random,
+    in a file of its own, mode 0600. Returns (path, key)."""
+    path = os.path.join(TMP, "secret")
+    key = secrets.token_hex(32).encode()
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+              "wb") as f:
+        f.write(key + b"\n")
+    return path, key
+
+
+# Every config written here names it unless told otherwise (secret=None:
+# a node whose callers need not prove anything, for fake peers that speak
+# the protocol without the challenge exchange). With it comes
+# accept_unknown = true: a caller that proves the secret under a name the
+# node does not configure gets an endpoint, as without a secret, which the
+# hubs of the tests rely on (test_strangers.py says otherwise where it
+# tests the names).
+SECRET_FILE, SECRET_KEY = _secret_file()
+
+
+def secret_keys(path):
+    """The [control] keys of a node with the secret in path."""
+    return f"secret_file = {path}\naccept_unknown = true\n"
+
+
 def unique(tag):
     return f"t{os.getpid() % 100000}{tag}"
 
@@ -44,10 +71,17 @@ def write_config(name, text):
     return path
 
 
-def config(name, extra=""):
+def config(name, extra="", secret=SECRET_FILE):
     """A test daemon's config; its control port is any free one unless
-    extra has a [control] section."""
+    extra has a [control] section; with the tests' secret unless secret
+    is None."""
     control = "" if "[control]" in extra else "[control]\nport = 0\n"
+    if secret is not None:
+        if "[control]\n" in extra:
+            extra = extra.replace("[control]\n", "[control]\n" +
+                                  secret_keys(secret), 1)
+        else:
+            control += secret_keys(secret)
     notify = "" if "[notify]" in extra else \
         "[notify]\nslots = 16\nslot_size = 4096\n"
     return write_config(name, f"[dataplane]\nname = {name}\nmemory_mb = 32\n"
@@ -62,9 +96,10 @@ def free_port():
 
 def node_text(name, port, peers, listen="127.0.0.1", nic="",
               dead_after=DEAD_AFTER_MS, notify=NOTIFY, connect_timeout=1000,
-              connect="eager", dataplane=""):
+              connect="eager", dataplane="", secret=SECRET_FILE):
     """A daemon's whole config, with its control plane's timing made short
-    for the tests; peers: list of (name, address, port)."""
+    for the tests, and the tests' secret (secret=None: none); peers: list
+    of (name, address, port)."""
     text = (f"[dataplane]\nname = {name}\nmemory_mb = 32\nidle = adaptive\n"
             f"{dataplane}"
             f"[nic]\n{nic}\n[notify]\n{notify}\n"
@@ -72,6 +107,8 @@ def node_text(name, port, peers, listen="127.0.0.1", nic="",
             f"heartbeat_ms = {HEARTBEAT_MS}\ndead_after_ms = {dead_after}\n"
             f"connect_timeout_ms = {connect_timeout}\n"
             f"reconnect_min_ms = 20\nreconnect_max_ms = 200\n")
+    if secret is not None:
+        text += secret_keys(secret)
     for peer, address, peer_port in peers:
         text += (f"[peer {peer}]\naddress = {address}\nport = {peer_port}\n"
                  f"connect = {connect}\n")
@@ -132,6 +169,15 @@ def endpoints(name):
             return out
         assert e["next"] > start, e
         start = e["next"]
+
+
+def rss_kib(pid):
+    """A process's resident memory, in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
 
 
 def lcore_counters(name):

@@ -16,8 +16,9 @@ import subprocess
 import rnproto
 from rntest import (DEAD_AFTER_MS, FAKE_PEER_DEAD_AFTER_MS, NOTIFY, SLOW_QPS,
                     Daemon, Pair, endpoint, endpoints, free_port,
-                    lcore_counters, node_text, run_tests, skip_unless, status,
-                    stop_all, unique, wait_connected, wait_until)
+                    lcore_counters, node_text, rss_kib, run_tests,
+                    skip_unless, status, stop_all, unique, wait_connected,
+                    wait_until)
 
 # How late the declaration may come: one tick (half a heartbeat), plus
 # scheduling on a busy 2-core machine. The daemon measures the silence
@@ -183,7 +184,7 @@ def test_simultaneous_connect_leaves_one_endpoint():
         d = Daemon(name, text=node_text(
             name, free_port(), [(peer_name, "127.0.0.1", fake.port)],
             nic=SLOW_QPS, dead_after=FAKE_PEER_DEAD_AFTER_MS,
-            connect_timeout=10000))
+            connect_timeout=10000, secret=None))   # we play HELLO only
         try:
             d.wait_running()
             port = status(name)["control_port"]
@@ -248,7 +249,8 @@ def test_mute_peer_does_not_stall_the_others():
         e = wait_until("the mute peer given up on", lambda: (
             lambda e: e if "timed out" in e["last_error"] else None)(
             endpoint(p_name, "mute")))
-        assert "waiting for ACCEPT timed out" in e["last_error"], e
+        # With the tests' secret, our call waits for its ANSWER first.
+        assert "waiting for ANSWER timed out" in e["last_error"], e
         assert endpoint(p_name, good)["state"] == "connected"
     finally:
         for c in held:
@@ -264,12 +266,12 @@ def test_bad_frames_close_only_their_connection():
         port = status(p.names[0])["control_port"]
         cases = [
             (b"GET / HTTP/1.0\r\n\r\n", "wrong magic 0x47455420", None),
-            (rnproto.frame(rnproto.HELLO, b"", version=5),
-             "protocol version 5; this side speaks 4", 1),
+            (rnproto.frame(rnproto.HELLO, b"", version=4),
+             "protocol version 4; this side speaks 5", 1),
             (rnproto.frame(12, b""), "unknown frame type 12", None),
             (rnproto.ready(1), "READY out of order", None),
             (rnproto.hello("x", 1, 1, []), "hello: 0 QPs", None),
-            (b"RNTP\x04\x01\x00\x00\x7f\x00\x00\x00",
+            (b"RNTP\x05\x01\x00\x00\x7f\x00\x00\x00",
              "frame of 2130706432 bytes", None),
         ]
         for data, reason, refusal in cases:
@@ -295,14 +297,6 @@ def fd_count(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 CHURN_CYCLES = 1000
 WARM_UP_CYCLES = 200
 
@@ -314,7 +308,7 @@ def test_endpoint_churn_leaks_nothing():
     # about.
     d = Daemon(name, text=node_text(name, 0, [], nic=SLOW_QPS,
                                     dead_after=FAKE_PEER_DEAD_AFTER_MS,
-                                    connect_timeout=10000))
+                                    connect_timeout=10000, secret=None))
     try:
         d.wait_running()
         port = status(name)["control_port"]

@@ -34,7 +34,8 @@ def hub(tag):
     d = Daemon(name, text=node_text(
         name, 0, [], nic=SLOW_QPS + "data_qps = 1\n",
         notify="slots = 16\nslot_size = 256\n",
-        dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000))
+        dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000,
+        secret=None))   # fake peers without the challenge exchange
     d.wait_running()
     return name, d
 

@@ -75,7 +75,7 @@ def test_runtime_dir_of_another_user_refused():
     base = tempfile.mkdtemp(prefix="rn-hygiene-", dir=TMP)
     os.chmod(TMP, 0o755)
     os.chmod(base, 0o755)
-    path = config(unique("r"))
+    path = config(unique("r"), secret=None)   # nobody cannot read ours
     os.replace(path, os.path.join(base, "r.ini"))
     path = os.path.join(base, "r.ini")
     os.chmod(path, 0o644)

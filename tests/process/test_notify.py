@@ -967,7 +967,8 @@ def hub_text(name, cqs):
     return node_text(name, 0, [], nic=SLOW_QPS + "data_qps = 1\n"
                      f"cq_size = 1024\ncqs_per_lcore = {cqs}\n",
                      notify=notify_cfg("endpoints_per_lcore = 16\n"),
-                     dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000)
+                     dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000,
+                     secret=None)   # fake peers without the challenge
 
 
 def call(port, name, native=True):
@@ -1168,7 +1169,7 @@ def names_hub(tag):
     return name, Daemon(name, text=node_text(
         name, 0, [], nic=SLOW_QPS + "data_qps = 1\ncq_size = 32768\n",
         notify=notify_cfg(), dead_after=FAKE_PEER_DEAD_AFTER_MS,
-        connect_timeout=10000))
+        connect_timeout=10000, secret=None))
 
 
 def read_notify(sock):
@@ -1449,7 +1450,7 @@ def test_offer_to_notifications_off_is_refused():
     off = unique("no")
     d = Daemon(off, text=node_text(off, 0, [], notify=notify_cfg(
         "enabled = false\n"), dead_after=FAKE_PEER_DEAD_AFTER_MS,
-        connect_timeout=10000))
+        connect_timeout=10000, secret=None))   # fake peers: no challenge
     try:
         d.wait_running()
         s, caps = call(status(off)["control_port"], "asker")
@@ -1474,7 +1475,8 @@ def test_crossing_offers_the_first_name_goes_on():
         d = Daemon(hub, text=node_text(
             hub, 0, [], nic=SLOW_QPS,
             notify=notify_cfg("endpoints_per_lcore = 1\n"),
-            dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000))
+            dead_after=FAKE_PEER_DEAD_AFTER_MS, connect_timeout=10000,
+            secret=None))   # fake peers: no challenge
         held = []
         try:
             d.wait_running()

@@ -65,7 +65,7 @@ test_hello_round_trip(void **state)
 	n = rn_proto_encode_hello(buf, sizeof(buf), RN_PROTO_ACCEPT, &h);
 	assert_int_equal(n, RN_PROTO_HEADER_SIZE + 1 + 6 + 48 + 3 * 24);
 	/* Header bytes as docs/protocol.md gives them. */
-	assert_memory_equal(buf, "RNTP\x04\x02\x00\x00", 8);
+	assert_memory_equal(buf, "RNTP\x05\x02\x00\x00", 8);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(used, n);
 	assert_int_equal(f.type, RN_PROTO_ACCEPT);
@@ -186,7 +186,7 @@ struct mutation {
 static const struct mutation mutations[] = {
 	{ "wrong magic", 0, 'X', -EPROTO, "wrong magic 0x584e5450" },
 	{ "other version", 4, 3, -EPROTONOSUPPORT,
-	  "protocol version 3; this side speaks 4" },
+	  "protocol version 3; this side speaks 5" },
 	{ "unknown type", 5, 12, -EPROTO, "unknown frame type 12" },
 	{ "flags set", 7, 1, -EPROTO, "unknown flags 0x0001" },
 	{ "oversized length", 8, 0x7f, -EPROTO,
@@ -435,11 +435,12 @@ test_auth_bad_name(void **state)
 /*
  * Known answers, computed independently of this code with
  *   python3 -c 'import hmac, hashlib, struct; print(hmac.new(
- *     b"0123456789abcdef0123456789abcdef", b"RNTP\x04" + ROLE +
+ *     b"0123456789abcdef0123456789abcdef", b"RNTP\x05" + ROLE +
  *     b"\x06node-a\x06node-b" + struct.pack(">QQ", 0x0123456789abcdef,
  *     0xfedcba9876543210) + bytes(range(32)) + bytes(range(32, 64)),
  *     hashlib.sha256).hexdigest())'
- * with ROLE b"caller" and b"callee" (`openssl dgst -sha256 -mac HMAC
+ * with ROLE b"caller" and b"callee", and b"simwir" for the sim wire
+ * token (its first 16 bytes) (`openssl dgst -sha256 -mac HMAC
  * -macopt key:0123456789abcdef0123456789abcdef` over the same bytes
  * agrees).
  */
@@ -448,13 +449,17 @@ test_proof_known_answers(void **state)
 {
 	static const uint8_t key[] = "0123456789abcdef0123456789abcdef";
 	static const uint8_t caller_mac[RN_PROTO_MAC_SIZE] =
-		"\x45\xca\x41\x04\x6a\x4e\x68\x1d\xae\x86\x2b\xb5\xad\x48"
-		"\xd4\xb8\x40\xea\x17\x63\xf3\x66\x87\xe8\xf2\xdb\x67\x13"
-		"\xdd\xb4\x53\xe4";
+		"\x34\xee\xca\xd9\xe9\x6f\xab\xa0\x5c\xdb\x63\x2a\x1a\x51"
+		"\xb5\xaf\x85\x8c\x16\xc1\x33\xda\xa1\x29\x62\x4b\x40\x3f"
+		"\x3f\x37\xf2\x65";
 	static const uint8_t callee_mac[RN_PROTO_MAC_SIZE] =
-		"\x71\xf5\xa7\x07\xfb\x5b\x11\xd6\x26\xe9\xfd\x1c\x06\x09"
-		"\x1c\x86\x02\x01\xc5\x98\x44\x2d\xa0\x9c\xc7\x00\x3b\xcc"
-		"\xc2\xb4\x09\xd7";
+		"\x33\xd4\xce\x54\x0f\xa0\x39\xf1\x3b\x06\x6f\x96\x04\xd0"
+		"\x05\xbc\x77\xfc\x9e\xdb\x5b\x11\x94\xbe\x6e\x3c\x2e\xf5"
+		"\xf9\x32\x14\x62";
+	static const uint8_t wire_token[RN_PROTO_TOKEN_SIZE] =
+		"\x8b\x7e\xdd\x1a\x46\x5e\x7c\xf0\xe9\x9f\x27\x7d\xce\x89"
+		"\x49\xf3";
+	uint8_t token[RN_PROTO_TOKEN_SIZE];
 	uint8_t nc[RN_PROTO_NONCE_SIZE], ns[RN_PROTO_NONCE_SIZE];
 	uint8_t mac[RN_PROTO_MAC_SIZE], other[RN_PROTO_MAC_SIZE];
 	struct rn_proto_transcript t = {
@@ -477,6 +482,8 @@ test_proof_known_answers(void **state)
 			 0);
 	assert_memory_equal(mac, callee_mac, sizeof(mac));
 	assert_false(rn_proto_proof_equal(mac, caller_mac));
+	assert_int_equal(rn_proto_wire_token(key, 32, &t, token), 0);
+	assert_memory_equal(token, wire_token, sizeof(token));
 	/* Every field counts: another nonce, session or name, another proof. */
 	ns[31] ^= 1;
 	assert_int_equal(rn_proto_proof(key, 32, RN_PROTO_ROLE_CALLEE, &t,

@@ -62,7 +62,8 @@ check_gid(struct mlx5_ctx *ctx, const struct rn_nic_config *cfg,
 	return -EINVAL;
 }
 
-/* At most 16 READs in flight per QP, within what the device allows. */
+/* At most RN_QP_MAX_RD_ATOMIC READs in flight per QP, within what the
+ * device allows. */
 static int
 read_limits(struct mlx5_ctx *ctx)
 {
@@ -71,8 +72,10 @@ read_limits(struct mlx5_ctx *ctx)
 
 	if (rc != 0)
 		return -rc;   /* ibv_query_device returns the errno */
-	ctx->max_rd_atomic = (uint8_t)RTE_MIN(16, attr.max_qp_init_rd_atom);
-	ctx->max_dest_rd_atomic = (uint8_t)RTE_MIN(16, attr.max_qp_rd_atom);
+	ctx->max_rd_atomic = (uint8_t)RTE_MIN(RN_QP_MAX_RD_ATOMIC,
+					      attr.max_qp_init_rd_atom);
+	ctx->max_dest_rd_atomic = (uint8_t)RTE_MIN(RN_QP_MAX_RD_ATOMIC,
+						   attr.max_qp_rd_atom);
 	return 0;
 }
 
@@ -250,14 +253,22 @@ mlx5_mr_reg_dmabuf(struct rn_nic *nic, uint64_t offset, size_t length,
 	if (m == NULL)
 		return -errno;
 	fill_mr(m, mr);
+	/* libibverbs leaves the dma-buf offset in ibv_mr.addr; the device
+	 * and the peers know the region by iova. */
+	mr->addr = (void *)(uintptr_t)iova;
 	return 0;
 }
 
 static int
 mlx5_mr_dereg(struct rn_nic *nic, struct rn_mr *mr)
 {
+	int rc;
+
 	(void)nic;
-	return -ibv_dereg_mr(mr->priv);
+	rc = ibv_dereg_mr(mr->priv);   /* returns the errno */
+	if (rc == 0)
+		mr->priv = NULL;
+	return -rc;
 }
 
 static int

@@ -118,6 +118,14 @@ rn_mlx5_qp_create(struct rn_nic *nic, struct rn_cq *send_cq,
 	return 0;
 }
 
+/* READs outstanding: what the connection asks (0: the most), within
+ * what the device allows (ctx, at most RN_QP_MAX_RD_ATOMIC). */
+static uint8_t
+rd_atomic(uint8_t asked, uint8_t device)
+{
+	return asked == 0 ? device : RTE_MIN(asked, device);
+}
+
 /* Remote rights come at RTR, from the connection, as in the sim. */
 static int
 to_init(struct ibv_qp *iqp, uint8_t port)
@@ -143,7 +151,8 @@ to_rtr(struct mlx5_ctx *ctx, struct ibv_qp *iqp,
 		.path_mtu = RTE_MIN(ctx->mtu, (enum ibv_mtu)c->remote.mtu),
 		.dest_qp_num = c->remote_qpn,
 		.rq_psn = c->remote_psn & 0xffffff,
-		.max_dest_rd_atomic = ctx->max_dest_rd_atomic,
+		.max_dest_rd_atomic = rd_atomic(c->max_dest_rd_atomic,
+						ctx->max_dest_rd_atomic),
 		.min_rnr_timer = c->min_rnr_timer,
 		.ah_attr = {
 			.is_global = 1,
@@ -172,7 +181,8 @@ to_rts(struct mlx5_ctx *ctx, struct ibv_qp *iqp, const struct rn_qp_connect *c,
 		.timeout = c->timeout,
 		.retry_cnt = c->retry_cnt,
 		.rnr_retry = c->rnr_retry,
-		.max_rd_atomic = ctx->max_rd_atomic,
+		.max_rd_atomic = rd_atomic(c->max_rd_atomic,
+					   ctx->max_rd_atomic),
 	};
 
 	/* RTS -> RTS may change the responder's RNR timer and rights only. */

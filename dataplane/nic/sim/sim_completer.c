@@ -59,7 +59,7 @@ progress_made(struct sim_qp *sqp)
 }
 
 /*
- * Retire every in-flight WQE with a PSN before limit (or up to and
+ * Retire every in-flight WQE whose last PSN is before limit (or up to and
  * including it when inclusive). A READ needs its response: an ACK stops
  * there. A CQE that overruns the send CQ puts the QP in ERR, which flushes
  * the rest: the loop ends there.
@@ -71,7 +71,7 @@ retire_until(struct sim_qp *sqp, uint32_t limit, bool inclusive)
 
 	while (sqp->state == RN_QP_RTS && sqp->inflight_count > 0) {
 		const struct sim_inflight *f = rn_sim_inflight_at(sqp, 0);
-		int32_t d = rn_sim_psn_diff(f->psn, limit);
+		int32_t d = rn_sim_psn_diff(f->last_psn, limit);
 		struct sim_inflight done;
 
 		if (d > 0 || (d == 0 && !inclusive) ||
@@ -100,6 +100,13 @@ rn_sim_completer_fail(struct sim_qp *sqp, uint32_t pos, uint8_t syndrome)
 		rn_sim_qp_enter_err(sqp);
 }
 
+/*
+ * A READ response packet: for the oldest WQE in flight, a READ, the next
+ * of its packets (the k-th has the READ's PSN + k), scattered at the
+ * bytes its predecessors took; the last completes the READ. Anything else
+ * is a duplicate (the READ was resent) or comes after a lost one (the
+ * ACK timer resends): dropped.
+ */
 static void
 receive_read_resp(struct sim_qp *sqp, const struct sim_frame_hdr *h,
 		  const uint8_t *data)
@@ -107,24 +114,40 @@ receive_read_resp(struct sim_qp *sqp, const struct sim_frame_hdr *h,
 	const struct sim_inflight *f;
 	struct sim_inflight done;
 	struct sim_wqe w;
-	uint32_t capacity;
+	uint32_t capacity, at;
 
 	retire_until(sqp, h->psn, false);
 	if (sqp->state != RN_QP_RTS || sqp->inflight_count == 0)
 		return;
 	f = rn_sim_inflight_at(sqp, 0);
-	if (f->psn != h->psn || f->opcode != MLX5_OPCODE_RDMA_READ)
-		return;   /* a duplicate response to a resent READ */
+	if (f->opcode != MLX5_OPCODE_RDMA_READ ||
+	    h->psn != ((f->psn + sqp->rd_resp_pkts) & 0xffffff))
+		return;
 	rn_sim_wqe_parse(sqp, f->bb, &w);
+	/* Its memory may have gone since the READ went out: checked again. */
 	if (rn_sim_wqe_gather(sqp, &w, NULL, &capacity,
 			      RN_ACCESS_LOCAL_WRITE) != 0) {
 		rn_sim_completer_fail(sqp, 0, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
 		return;
 	}
-	rn_sim_wqe_scatter(sqp, &w, data, h->length);
+	at = sqp->rd_resp_bytes;
+	/* Not what was asked: more bytes, or the last packet short. */
+	if (h->length > capacity - at ||
+	    (h->psn == f->last_psn) != (at + h->length == capacity)) {
+		rn_sim_completer_fail(sqp, 0, MLX5_CQE_SYNDROME_BAD_RESP_ERR);
+		return;
+	}
+	rn_sim_wqe_scatter(sqp, &w, at, data, h->length);
+	sqp->rd_resp_bytes = at + h->length;
+	sqp->rd_resp_pkts++;
+	if (h->psn != f->last_psn) {
+		progress_made(sqp);
+		return;
+	}
+	sqp->rd_resp_pkts = sqp->rd_resp_bytes = 0;
 	done = rn_sim_inflight_retire(sqp);
 	if (done.signaled)
-		push_req_cqe(sqp, &done, h->length);
+		push_req_cqe(sqp, &done, capacity);
 	if (sqp->state == RN_QP_RTS)
 		progress_made(sqp);
 }
@@ -151,9 +174,15 @@ receive_rnr_nak(struct sim_qp *sqp, const struct sim_frame_hdr *h)
 static void
 receive_nak(struct sim_qp *sqp, const struct sim_frame_hdr *h)
 {
+	const struct sim_inflight *f;
+
 	retire_until(sqp, h->psn, false);
-	if (sqp->state == RN_QP_RTS && sqp->inflight_count > 0 &&
-	    rn_sim_inflight_at(sqp, 0)->psn == h->psn)
+	if (sqp->state != RN_QP_RTS || sqp->inflight_count == 0)
+		return;
+	/* Any packet of the oldest WQE may be the one refused. */
+	f = rn_sim_inflight_at(sqp, 0);
+	if (rn_sim_psn_diff(h->psn, f->psn) >= 0 &&
+	    rn_sim_psn_diff(h->psn, f->last_psn) <= 0)
 		rn_sim_completer_fail(sqp, 0, h->syndrome);
 }
 
@@ -188,7 +217,10 @@ rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 void
 rn_sim_completer_timeout(struct sim_qp *sqp)
 {
-	if (sqp->state != RN_QP_RTS || sqp->req_state != SIM_REQ_SEND ||
+	/* A requester waiting for READs waits for this very timer too. */
+	if (sqp->state != RN_QP_RTS ||
+	    (sqp->req_state != SIM_REQ_SEND &&
+	     sqp->req_state != SIM_REQ_WAIT_READS) ||
 	    sqp->inflight_count == 0 || sqp->conn.timeout == 0 ||
 	    sqp->ctx->now_ns < sqp->deadline_ns)
 		return;

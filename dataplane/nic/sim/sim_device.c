@@ -88,7 +88,8 @@ sim_query_addr(struct rn_nic *nic, struct rn_nic_addr *out)
 	memcpy(&out->gid[12], &ctx->self.ip, sizeof(ctx->self.ip));
 	out->lid = ctx->self.port;
 	out->port = 1;
-	out->mtu = IBV_MTU_4096;
+	out->mtu = IBV_MTU_4096;   /* RN_SIM_MTU */
+	RTE_BUILD_BUG_ON(RN_SIM_MTU != 4096);
 	return 0;
 }
 
@@ -156,6 +157,7 @@ sim_progress(struct rn_nic *nic)
 	for (struct sim_qp *q = ctx->live; q != NULL; q = q->next) {
 		rn_sim_completer_timeout(q);
 		work += rn_sim_requester_run(q);
+		rn_sim_responder_sent(q);   /* transmitted just below */
 	}
 	rn_sim_wire_transmit(ctx);
 	return work;
@@ -199,6 +201,57 @@ enum rn_qp_state
 rn_sim_qp_state(const struct rn_qp *qp)
 {
 	return ((const struct sim_qp *)qp->priv)->state;
+}
+
+static struct sim_qp *
+sim_qp_of(struct rn_qp *qp)
+{
+	return qp->nic != NULL && qp->nic->provider == RN_NIC_SIM ? qp->priv :
+								    NULL;
+}
+
+int
+rn_sim_qp_hold(struct rn_qp *qp)
+{
+	struct sim_qp *sqp = sim_qp_of(qp);
+
+	if (sqp == NULL)
+		return -EINVAL;
+	rn_sim_requester_hold(sqp, SIM_HOLD_ALL, 0);
+	return 0;
+}
+
+int
+rn_sim_qp_delay(struct rn_qp *qp, uint32_t delay_us)
+{
+	struct sim_qp *sqp = sim_qp_of(qp);
+
+	if (sqp == NULL)
+		return -EINVAL;
+	rn_sim_requester_hold(sqp, delay_us != 0 ? SIM_HOLD_DELAY :
+						   SIM_HOLD_OFF,
+			      (uint64_t)delay_us * 1000);
+	return 0;
+}
+
+int
+rn_sim_qp_release(struct rn_qp *qp)
+{
+	struct sim_qp *sqp = sim_qp_of(qp);
+
+	if (sqp == NULL)
+		return -EINVAL;
+	rn_sim_requester_hold(sqp, SIM_HOLD_OFF, 0);
+	return 0;
+}
+
+void
+rn_sim_qp_stats(const struct rn_qp *qp, struct rn_sim_qp_stats *out)
+{
+	const struct sim_qp *sqp = qp->priv;
+
+	*out = sqp->stats;
+	out->reads_outstanding = sqp->reads_out;
 }
 
 uint32_t

@@ -4,7 +4,7 @@
 
 /*
  * Frames on the software wire between two sim device contexts (a TCP stream).
- * One frame per RC message, not per MTU packet: the stream already segments.
+ * One frame per packet of the path MTU, each with its PSN, as on IB.
  * Host byte order on both ends (the sim runs on one architecture).
  */
 
@@ -40,15 +40,23 @@ struct sim_frame_hdr {
 /* On the wire: a stranger's bytes in tests/nic/test_sim_wire.c too. */
 static_assert(sizeof(struct sim_frame_hdr) == 40, "frame header size");
 
-/* HELLO payload: the caller's own listening address (its GID and LID). */
+/*
+ * HELLO payload: the caller's own listening address (its GID and LID), and
+ * the token of the endpoint whose QPs the connection is for: the callee
+ * takes the connection only if one of its connected QPs has that peer and
+ * that token (rn_sim.h).
+ */
 struct sim_frame_hello {
 	uint32_t ip;           /* network order */
 	uint16_t port;         /* host order */
 	uint16_t pad;
+	uint8_t token[RN_NIC_TOKEN_SIZE];
 };
+static_assert(sizeof(struct sim_frame_hello) == 24, "HELLO payload size");
 
-/* The largest frame, header included: one message of RN_SIM_MAX_MSG. */
-#define SIM_FRAME_MAX (sizeof(struct sim_frame_hdr) + RN_SIM_MAX_MSG)
+/* The largest frame the wire accepts, header included: a packet of the
+ * largest path MTU. */
+#define SIM_FRAME_MAX (sizeof(struct sim_frame_hdr) + RN_SIM_MTU)
 /* A whole HELLO frame: all a connection may send before it is known. */
 #define SIM_FRAME_HELLO_SIZE \
 	(sizeof(struct sim_frame_hdr) + sizeof(struct sim_frame_hello))

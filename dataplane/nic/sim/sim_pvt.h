@@ -30,6 +30,7 @@
 #include <rte_spinlock.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "rn_nic.h"
 #include "rn_sim.h"
@@ -53,10 +54,16 @@ rn_sim_seg_bytes(__be32 byte_count)
 struct sim_ctx;
 struct sim_wire;
 
-/* A device address: IPv4 (network order) and TCP port. */
+/*
+ * A remote device as a QP knows it: its IPv4 address (network order) and
+ * TCP port, and the token of the endpoint whose QPs talk to it. Wires are
+ * told apart by all three: each endpoint's QPs have connections of their
+ * own, which only its token opens.
+ */
 struct sim_addr {
 	uint32_t ip;
 	uint16_t port;
+	uint8_t token[RN_NIC_TOKEN_SIZE];
 };
 
 struct sim_mr {
@@ -78,20 +85,76 @@ struct sim_cq {
 /* A WQE sent and not yet acknowledged. */
 struct sim_inflight {
 	uint32_t bb;              /* its first BB, free running */
-	uint32_t psn;
+	uint32_t psn;             /* of its first packet */
+	uint32_t last_psn;        /* of its last (a READ: last response) */
 	uint8_t opcode;
 	bool signaled;
 };
 
 /*
+ * Packets of a message of len bytes at path MTU mtu: each a frame with
+ * its own PSN, all full but the last; at least one (an empty message). A
+ * READ request is one frame and its response these packets, each taking
+ * one of the READ's PSNs, as on IB.
+ */
+static inline uint32_t
+rn_sim_packets(uint32_t len, uint32_t mtu)
+{
+	return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
+/*
+ * The responder's message in progress: the first packet of a request
+ * longer than one was checked and executed; the rest must continue it,
+ * PSN after PSN, each placed at offset.
+ */
+struct sim_rx_msg {
+	bool active;
+	uint8_t opcode;
+	uint32_t offset;          /* bytes placed so far */
+	uint32_t dma_len;         /* the message's */
+	uint64_t raddr;
+	uint32_t rkey;
+};
+
+/*
  * What the requester does on its next run, beside the QP's own state (RTS).
  * The completer moves it out of SEND: an RNR NAK to RNR_WAIT, an ACK timeout
- * to RESEND; the requester moves it back once it has resent.
+ * to RESEND; the requester moves it back once it has resent. The requester
+ * itself enters WAIT_READS when the next WQE may not start yet (a READ
+ * over max_rd_atomic, or a fenced WQE behind READs: hardware waits for
+ * both, as qib's requester does), and leaves it once the completer
+ * retired enough READs.
  */
 enum sim_req_state {
 	SIM_REQ_SEND,             /* execute WQEs as the doorbell passes them */
 	SIM_REQ_RNR_WAIT,         /* wait until rnr_resume_ns, then RESEND */
 	SIM_REQ_RESEND,           /* go-back-N: execute every WQE in flight again */
+	SIM_REQ_WAIT_READS,       /* wait until reads_out < wait_reads_below */
+};
+
+const char *rn_sim_req_state_name(enum sim_req_state state);
+
+/*
+ * The fault mode that holds one QP's request frames back (rn_sim_qp_hold(),
+ * rn_sim_qp_delay()): the requester queues them on the QP instead of the
+ * wire, in order, until released (HOLD) or due (DELAY). Other QPs' frames
+ * go on, so a later message on another QP overtakes them.
+ */
+enum sim_hold {
+	SIM_HOLD_OFF,             /* frames go to the wire at once */
+	SIM_HOLD_DELAY,           /* each frame waits hold_delay_ns */
+	SIM_HOLD_ALL,             /* every frame waits until released */
+};
+
+const char *rn_sim_hold_name(enum sim_hold hold);
+
+/* A request frame held back, in the order the requester made it. */
+struct sim_held_frame {
+	uint64_t due_ns;          /* UINT64_MAX: until released */
+	struct sim_held_frame *next;
+	struct sim_frame_hdr h;
+	uint8_t payload[];
 };
 
 struct sim_qp {
@@ -114,6 +177,7 @@ struct sim_qp {
 
 	struct rn_qp_connect conn;
 	struct sim_addr remote;
+	uint32_t mtu;             /* path MTU in bytes (RTR): packet payload */
 
 	/* Requester and completer: WQEs in flight, oldest first. */
 	struct sim_inflight *inflight;
@@ -124,9 +188,22 @@ struct sim_qp {
 	uint8_t retries_left;
 	uint8_t rnr_left;
 	uint64_t rnr_resume_ns;
+	uint32_t rd_resp_pkts;    /* of the oldest READ: response packets */
+	uint32_t rd_resp_bytes;   /* and bytes scattered so far */
+	uint8_t max_rd_atomic;    /* READs out at most (RTS) */
+	uint32_t reads_out;       /* READs in flight, response not yet in */
+	uint32_t wait_reads_below;/* WAIT_READS: until reads_out is below */
+	enum sim_hold hold;
+	uint64_t hold_delay_ns;
+	struct sim_held_frame *held, *held_tail;
 
 	/* Responder. */
 	uint32_t expected_psn;
+	struct sim_rx_msg rx;
+	uint8_t max_dest_rd_atomic;  /* READs it takes at once (RTR) */
+	uint32_t resp_reads;      /* READ responses not yet on the wire */
+
+	struct rn_sim_qp_stats stats;
 };
 
 /* Fault injection toward one remote device (rn_sim_wire_cut(), _delay()). */
@@ -153,7 +230,10 @@ struct sim_ctx {
 	struct sim_qp *qps[SIM_MAX_QPS];   /* by qpn - SIM_QPN_BASE */
 	struct sim_qp *live;
 	struct sim_wire *wires;
-	uint64_t wire_sweep_ns;   /* next check of the wires' HELLO deadlines */
+	uint64_t wire_sweep_ns;   /* next check of the wires' HELLO deadlines
+				   * and of the tokens they were opened with */
+	uint64_t refusal_log_ns;  /* refused wires: next line logged then */
+	uint64_t refusals_unlogged;
 	struct sim_fault *faults;
 	struct rn_sim_stats stats;
 	uint8_t *scratch;         /* gathered payloads */
@@ -180,10 +260,12 @@ rn_sim_psn_diff(uint32_t a, uint32_t b)
 	return (int32_t)((a - b) << 8) >> 8;
 }
 
+/* Same device and same token. */
 static inline bool
 rn_sim_addr_equal(const struct sim_addr *a, const struct sim_addr *b)
 {
-	return a->ip == b->ip && a->port == b->port;
+	return a->ip == b->ip && a->port == b->port &&
+	       memcmp(a->token, b->token, sizeof(a->token)) == 0;
 }
 
 /* The i-th WQE in flight, 0 the oldest. */
@@ -206,6 +288,8 @@ rn_sim_inflight_retire(struct sim_qp *sqp)
 
 	sqp->inflight_head = (sqp->inflight_head + 1) % sqp->inflight_cap;
 	sqp->inflight_count--;
+	if (f.opcode == MLX5_OPCODE_RDMA_READ)
+		sqp->reads_out--;
 	return f;
 }
 
@@ -259,6 +343,9 @@ uint32_t rn_sim_sq_posted(const struct sim_qp *sqp);
 uint32_t rn_sim_rq_posted(const struct sim_qp *sqp);
 /* The QP numbered qpn, or NULL. */
 struct sim_qp *rn_sim_qp_lookup(struct sim_ctx *ctx, uint32_t qpn);
+/* Free the request frames sqp holds back (RESET, ERR, destroy: a QP
+ * that is not in RTS sends nothing). */
+void rn_sim_qp_drop_held(struct sim_qp *sqp);
 /* Does a frame from src_qpn over wire come from the QP sqp connects to? */
 bool rn_sim_qp_from_peer(const struct sim_qp *sqp,
 			 const struct sim_wire *wire, uint32_t src_qpn);
@@ -266,6 +353,10 @@ bool rn_sim_qp_from_peer(const struct sim_qp *sqp,
 /* sim_requester.c: resend, or execute what the doorbell passed; in ERR,
  * flush what was posted since. Returns the WQEs it executed or flushed. */
 unsigned int rn_sim_requester_run(struct sim_qp *sqp);
+/* Hold sqp's request frames back (enum sim_hold; delay_ns for DELAY), or
+ * let them go (OFF: what is held leaves on the next run, in order). */
+void rn_sim_requester_hold(struct sim_qp *sqp, enum sim_hold hold,
+			   uint64_t delay_ns);
 
 /* sim_completer.c */
 /* A reply (ACK, READ_RESP, RNR_NAK, NAK) arrived on wire. Returns whether
@@ -288,6 +379,9 @@ void rn_sim_completer_fail(struct sim_qp *sqp, uint32_t pos, uint8_t syndrome);
 bool rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 			      const struct sim_frame_hdr *h,
 			      const uint8_t *payload);
+/* The READ responses sqp made are handed to the wire (the progress loop
+ * transmits right after): their resources are free again. */
+void rn_sim_responder_sent(struct sim_qp *sqp);
 
 /* sim_wire.c */
 int rn_sim_wire_listen(struct sim_ctx *ctx, const char *listen);

@@ -130,6 +130,7 @@ rn_sim_qp_destroy(struct sim_ctx *ctx, struct sim_qp *sqp)
 			}
 		}
 	}
+	rn_sim_qp_drop_held(sqp);
 	free(sqp->dbrec);
 	free(sqp->sq_buf);
 	free(sqp->rq_buf);
@@ -164,8 +165,36 @@ reset(struct sim_qp *sqp)
 	sqp->sq_next = 0;
 	sqp->rq_next = 0;
 	sqp->inflight_head = sqp->inflight_count = 0;
+	sqp->reads_out = 0;
+	sqp->resp_reads = 0;
+	sqp->rd_resp_pkts = sqp->rd_resp_bytes = 0;
+	sqp->rx.active = false;
 	sqp->req_state = SIM_REQ_SEND;
 	sqp->deadline_ns = 0;
+	rn_sim_qp_drop_held(sqp);
+}
+
+/* The path MTU in bytes: the peer's port's (IBV_MTU_256 = 1 ..
+ * IBV_MTU_4096 = 5), no more than this device's, RN_SIM_MTU. Both ends
+ * must use the same: the responder makes a READ's response packets by
+ * its own, the requester counts their PSNs by its own (as on IB, where
+ * RTR sets one path MTU for both). */
+static uint32_t
+path_mtu(uint8_t remote)
+{
+	uint32_t mtu = remote >= IBV_MTU_256 && remote <= IBV_MTU_4096 ?
+		       128u << remote : RN_SIM_MTU;
+
+	return RTE_MIN(mtu, (uint32_t)RN_SIM_MTU);
+}
+
+/* READs outstanding: what the connection asks (0: the most the device
+ * takes, RN_QP_MAX_RD_ATOMIC, which also caps what is asked). */
+static uint8_t
+rd_atomic(uint8_t asked)
+{
+	return asked == 0 || asked > RN_QP_MAX_RD_ATOMIC ? RN_QP_MAX_RD_ATOMIC :
+							   asked;
 }
 
 int
@@ -187,6 +216,8 @@ rn_sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp, enum rn_qp_state state
 		sqp->conn = *conn;
 		rn_sim_addr_from_nic(&conn->remote, &sqp->remote);
 		sqp->expected_psn = conn->remote_psn & 0xffffff;
+		sqp->max_dest_rd_atomic = rd_atomic(conn->max_dest_rd_atomic);
+		sqp->mtu = path_mtu(conn->remote.mtu);
 		break;
 	case RN_QP_RTS:
 		if (sqp->state == RN_QP_RTS) {
@@ -206,6 +237,7 @@ rn_sim_qp_modify(struct sim_ctx *ctx, struct sim_qp *sqp, enum rn_qp_state state
 		sqp->next_psn = conn->local_psn & 0xffffff;
 		sqp->retries_left = conn->retry_cnt;
 		sqp->rnr_left = conn->rnr_retry;
+		sqp->max_rd_atomic = rd_atomic(conn->max_rd_atomic);
 		break;
 	case RN_QP_ERR:
 		if (sqp->state != RN_QP_ERR)
@@ -289,9 +321,23 @@ rn_sim_qp_flush_inflight(struct sim_qp *sqp)
 }
 
 void
+rn_sim_qp_drop_held(struct sim_qp *sqp)
+{
+	while (sqp->held != NULL) {
+		struct sim_held_frame *f = sqp->held;
+
+		sqp->held = f->next;
+		free(f);
+	}
+	sqp->held_tail = NULL;
+	sqp->stats.frames_held_now = 0;
+}
+
+void
 rn_sim_qp_enter_err(struct sim_qp *sqp)
 {
 	sqp->state = RN_QP_ERR;
+	rn_sim_qp_drop_held(sqp);
 	rn_sim_qp_flush_inflight(sqp);
 	sqp->req_state = SIM_REQ_SEND;
 	flush_sq(sqp);

@@ -4,13 +4,103 @@
  * each a request frame with the next PSN, and keeps them in flight for the
  * completer. Told by the completer (enum sim_req_state), it waits out an
  * RNR NAK and goes back N: every WQE in flight is executed again, with the
- * same PSNs. A WQE it cannot execute the first time completes in error here.
+ * same PSNs. It starts no READ past max_rd_atomic and no fenced WQE behind
+ * READs: it waits (WAIT_READS), as hardware does. A WQE it cannot execute
+ * the first time completes in error here. Under the hold-back fault its
+ * frames wait on the QP (enum sim_hold).
  */
 #include <rte_byteorder.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim_wqe_pvt.h"
+
+static const char *const req_state_names[] = {
+	[SIM_REQ_SEND] = "SEND", [SIM_REQ_RNR_WAIT] = "RNR_WAIT",
+	[SIM_REQ_RESEND] = "RESEND", [SIM_REQ_WAIT_READS] = "WAIT_READS",
+};
+
+const char *
+rn_sim_req_state_name(enum sim_req_state state)
+{
+	return req_state_names[state];
+}
+
+static const char *const hold_names[] = {
+	[SIM_HOLD_OFF] = "OFF", [SIM_HOLD_DELAY] = "DELAY",
+	[SIM_HOLD_ALL] = "ALL",
+};
+
+const char *
+rn_sim_hold_name(enum sim_hold hold)
+{
+	return hold_names[hold];
+}
+
+/* Queue a request frame on the QP under the hold-back fault. */
+static void
+hold_frame(struct sim_qp *sqp, const struct sim_frame_hdr *h,
+	   const void *payload)
+{
+	size_t plen = payload != NULL ? h->length : 0;
+	struct sim_held_frame *f = malloc(sizeof(*f) + plen);
+
+	if (f == NULL)
+		return;   /* lost, as on a wire: the retries recover */
+	f->due_ns = sqp->hold == SIM_HOLD_DELAY ?
+		    sqp->ctx->now_ns + sqp->hold_delay_ns : UINT64_MAX;
+	f->next = NULL;
+	f->h = *h;
+	if (plen > 0)
+		memcpy(f->payload, payload, plen);
+	if (sqp->held_tail != NULL)
+		sqp->held_tail->next = f;
+	else
+		sqp->held = f;
+	sqp->held_tail = f;
+	sqp->stats.frames_held++;
+	sqp->stats.frames_held_now++;
+}
+
+/* Send a request frame: to the wire, or behind those held back. */
+static void
+transmit(struct sim_qp *sqp, const struct sim_frame_hdr *h,
+	 const void *payload)
+{
+	if (likely(sqp->hold == SIM_HOLD_OFF && sqp->held == NULL))
+		rn_sim_wire_send(sqp->ctx, &sqp->remote, h, payload);
+	else
+		hold_frame(sqp, h, payload);
+}
+
+/* Let the held frames that are due go, oldest first. */
+static void
+release_due(struct sim_qp *sqp)
+{
+	while (sqp->held != NULL && sqp->held->due_ns <= sqp->ctx->now_ns) {
+		struct sim_held_frame *f = sqp->held;
+
+		rn_sim_wire_send(sqp->ctx, &sqp->remote, &f->h,
+				 f->h.length != 0 ? f->payload : NULL);
+		sqp->held = f->next;
+		if (sqp->held == NULL)
+			sqp->held_tail = NULL;
+		sqp->stats.frames_held_now--;
+		free(f);
+	}
+}
+
+void
+rn_sim_requester_hold(struct sim_qp *sqp, enum sim_hold hold,
+		      uint64_t delay_ns)
+{
+	sqp->hold = hold;
+	sqp->hold_delay_ns = delay_ns;
+	if (hold == SIM_HOLD_OFF)
+		for (struct sim_held_frame *f = sqp->held; f != NULL;
+		     f = f->next)
+			f->due_ns = 0;
+}
 
 /* Make room in ctx->scratch for len bytes. */
 static uint8_t *
@@ -27,9 +117,15 @@ scratch(struct sim_ctx *ctx, size_t len)
 	return ctx->scratch;
 }
 
-/* Send the request for w with psn. Returns 0 or a local syndrome. */
+/*
+ * Send the request for w from psn on: one frame per packet of the path
+ * MTU, each with the next PSN (a READ: one frame, its response's packets
+ * taking the PSNs). *npsn: the PSNs it takes. Returns 0 or a local
+ * syndrome.
+ */
 static int
-execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn)
+execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn,
+	uint32_t *npsn)
 {
 	struct sim_ctx *ctx = sqp->ctx;
 	struct sim_frame_hdr h = {
@@ -61,7 +157,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn)
 		if (payload == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 		rn_sim_wqe_copy(sqp, w->bb, w->first_data * 16 + 4, payload, total);
-		h.length = h.dma_len = total;
+		h.dma_len = total;
 		rc = 0;
 	} else {
 		rc = rn_sim_wqe_gather(sqp, w, NULL, &total, 0);
@@ -70,11 +166,22 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn)
 			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 		if (rc == 0)
 			rc = rn_sim_wqe_gather(sqp, w, payload, &total, 0);
-		h.length = h.dma_len = total;
+		h.dma_len = total;
 	}
 	if (rc != 0)
 		return rc;
-	rn_sim_wire_send(ctx, &sqp->remote, &h, payload);
+	*npsn = rn_sim_packets(total, sqp->mtu);
+	if (w->opcode == MLX5_OPCODE_RDMA_READ) {
+		transmit(sqp, &h, NULL);
+		return 0;
+	}
+	/* Every packet names the message (opcode, raddr, rkey, dma_len):
+	 * the responder places each at the bytes its predecessors took. */
+	for (uint32_t k = 0, off = 0; k < *npsn; k++, off += sqp->mtu) {
+		h.psn = (psn + k) & 0xffffff;
+		h.length = RTE_MIN(sqp->mtu, total - off);
+		transmit(sqp, &h, payload + off);
+	}
 	return 0;
 }
 
@@ -103,10 +210,11 @@ resend_all(struct sim_qp *sqp)
 	for (uint32_t i = 0; i < sqp->inflight_count; i++) {
 		struct sim_inflight *f = rn_sim_inflight_at(sqp, i);
 		struct sim_wqe w;
+		uint32_t npsn;
 		int rc = rn_sim_wqe_parse(sqp, f->bb, &w);
 
 		if (rc == 0)
-			rc = execute(sqp, &w, f->psn);
+			rc = execute(sqp, &w, f->psn, &npsn);
 		if (rc != 0) {
 			/* Its memory went away since the first try. */
 			rn_sim_completer_fail(sqp, i, (uint8_t)rc);
@@ -115,6 +223,31 @@ resend_all(struct sim_qp *sqp)
 		sqp->ctx->stats.retransmits++;
 	}
 	rn_sim_ack_timer_start(sqp);
+}
+
+/*
+ * May w start now? A READ waits while max_rd_atomic READs are out, a
+ * fenced WQE while any is (the completer retires them). Else the
+ * requester enters WAIT_READS, counted once per wait.
+ */
+static bool
+may_start(struct sim_qp *sqp, const struct sim_wqe *w)
+{
+	uint32_t below;
+
+	if (w->fence && sqp->reads_out > 0) {
+		below = 1;
+		sqp->stats.fence_waits++;
+	} else if (w->opcode == MLX5_OPCODE_RDMA_READ &&
+		   sqp->reads_out >= sqp->max_rd_atomic) {
+		below = sqp->max_rd_atomic;
+		sqp->stats.read_waits++;
+	} else {
+		return true;
+	}
+	sqp->wait_reads_below = below;
+	sqp->req_state = SIM_REQ_WAIT_READS;
+	return false;
 }
 
 /* Execute the WQEs the doorbell record passed, up to SIM_EXEC_BUDGET. */
@@ -129,10 +262,13 @@ send_new(struct sim_qp *sqp)
 						__ATOMIC_ACQUIRE)) & 0xffff;
 	while (((head - sqp->sq_next) & 0xffff) != 0 && done < SIM_EXEC_BUDGET) {
 		struct sim_wqe w;
+		uint32_t npsn = 1;
 		int rc = rn_sim_wqe_parse(sqp, sqp->sq_next, &w);
 
+		if (rc == 0 && !may_start(sqp, &w))
+			return done;
 		if (rc == 0)
-			rc = execute(sqp, &w, sqp->next_psn);
+			rc = execute(sqp, &w, sqp->next_psn, &npsn);
 		if (rc != 0) {
 			fail_unsent(sqp, &w, (uint8_t)rc);
 			return done + 1;
@@ -142,10 +278,16 @@ send_new(struct sim_qp *sqp)
 		*rn_sim_inflight_at(sqp, sqp->inflight_count) =
 			(struct sim_inflight){ .bb = sqp->sq_next,
 					       .psn = sqp->next_psn,
+					       .last_psn = (sqp->next_psn +
+							    npsn - 1) &
+							   0xffffff,
 					       .opcode = w.opcode,
 					       .signaled = w.signaled };
 		sqp->inflight_count++;
-		sqp->next_psn = (sqp->next_psn + 1) & 0xffffff;
+		if (w.opcode == MLX5_OPCODE_RDMA_READ &&
+		    ++sqp->reads_out > sqp->stats.reads_outstanding_max)
+			sqp->stats.reads_outstanding_max = sqp->reads_out;
+		sqp->next_psn = (sqp->next_psn + npsn) & 0xffffff;
 		sqp->sq_next += w.nbb;
 		done++;
 	}
@@ -159,8 +301,15 @@ rn_sim_requester_run(struct sim_qp *sqp)
 		return rn_sim_qp_flush_new(sqp);
 	if (sqp->state != RN_QP_RTS)
 		return 0;
+	if (unlikely(sqp->held != NULL))
+		release_due(sqp);
 	for (;;) {
 		switch (sqp->req_state) {
+		case SIM_REQ_WAIT_READS:
+			if (sqp->reads_out >= sqp->wait_reads_below)
+				return 0;
+			sqp->req_state = SIM_REQ_SEND;
+			break;
 		case SIM_REQ_RNR_WAIT:
 			if (sqp->ctx->now_ns < sqp->rnr_resume_ns)
 				return 0;

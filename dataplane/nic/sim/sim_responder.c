@@ -5,6 +5,18 @@
  * as the wire would drop it: the requester's retries then run out. Behind
  * the expected PSN it is a duplicate (acknowledged again, READs re-read);
  * ahead of it, dropped until the requester goes back.
+ *
+ * Checks, in the order of rxe's responder (rxe_resp.c), each failure a
+ * class C error there: the NAK goes back, the QP enters ERR:
+ *   1. the QP grants the operation (RTR access): else NAK invalid request
+ *      (REMOTE_INVAL_REQ at the requester);
+ *   2. resources: a receive WQE for SEND and WRITE_IMM (else RNR NAK,
+ *      nothing done), a READ resource, max_dest_rd_atomic of them (else
+ *      NAK invalid request);
+ *   3. the rkey names a live registration that grants the access and
+ *      holds [raddr, raddr + length): else NAK remote access error
+ *      (REMOTE_ACCESS); a WRITE_IMM's receive WQE then completes with
+ *      LOCAL_ACCESS, as a ConnectX reports it.
  */
 #include <rte_byteorder.h>
 #include <string.h>
@@ -37,15 +49,15 @@ rq_wqe(const struct sim_qp *sqp, uint32_t index)
 }
 
 /*
- * Scatter len bytes into the next receive WQE. Returns 0, or the responder
- * syndrome: LOCAL_LENGTH when the WQE is too small, LOCAL_PROT for a bad lkey.
+ * Can the next receive WQE take a message of len bytes? Returns 0, or the
+ * responder syndrome: LOCAL_PROT for a bad lkey, LOCAL_LENGTH when it is
+ * too small. Checked on a message's first packet, for all of it.
  */
 static int
-scatter(struct sim_qp *sqp, const uint8_t *data, uint32_t len)
+recv_check(const struct sim_qp *sqp, uint32_t len)
 {
 	const struct mlx5_wqe_data_seg *seg = (const void *)rq_wqe(sqp, sqp->rq_next);
 	uint64_t capacity = 0;
-	uint32_t done = 0;
 
 	for (uint32_t i = 0; i < sqp->rq_max_sge; i++) {
 		uint32_t lkey = rte_be_to_cpu_32(seg[i].lkey);
@@ -58,17 +70,32 @@ scatter(struct sim_qp *sqp, const uint8_t *data, uint32_t len)
 			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
 		capacity += n;
 	}
-	if (capacity < len)
-		return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-	for (uint32_t i = 0; done < len; i++) {
-		uint32_t n = (uint32_t)RTE_MIN(rn_sim_seg_bytes(seg[i].byte_count),
-					       (uint64_t)(len - done));
+	return capacity < len ? MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR : 0;
+}
 
-		memcpy((void *)(uintptr_t)rte_be_to_cpu_64(seg[i].addr),
-		       data + done, n);
-		done += n;
+/* Place len bytes at byte offset of the next receive WQE (checked). */
+static void
+recv_place(const struct sim_qp *sqp, uint32_t offset, const uint8_t *data,
+	   uint32_t len)
+{
+	const struct mlx5_wqe_data_seg *seg =
+		(const void *)rq_wqe(sqp, sqp->rq_next);
+	uint32_t done = 0;
+
+	for (uint32_t i = 0; done < len; i++) {
+		uint64_t n = rn_sim_seg_bytes(seg[i].byte_count);
+		uint32_t take;
+
+		if (offset >= n) {   /* placed by earlier packets */
+			offset -= (uint32_t)n;
+			continue;
+		}
+		take = (uint32_t)RTE_MIN(n - offset, (uint64_t)(len - done));
+		memcpy((uint8_t *)(uintptr_t)rte_be_to_cpu_64(seg[i].addr) +
+		       offset, data + done, take);
+		offset = 0;
+		done += take;
 	}
-	return 0;
 }
 
 static void
@@ -103,70 +130,166 @@ fail(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	rn_sim_qp_enter_err(sqp);
 }
 
+/* Check 3: the rkey grants access to len bytes at raddr. */
+static bool
+rkey_grants(struct sim_ctx *ctx, uint32_t rkey, uint64_t raddr, uint32_t len,
+	    uint32_t access)
+{
+	return rn_sim_mr_check(ctx, rkey, raddr, len, access) != NULL;
+}
+
+/*
+ * Place one packet of the message in progress (sqp->rx) at its offset:
+ * into the receive WQE (SEND), or at raddr + offset (WRITE), checked again
+ * there: the region may have gone since the first packet. The last packet
+ * completes the message: the receive CQE (SEND, WRITE_IMM), the ACK.
+ */
 static void
-execute_send(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
+place_packet(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	     const struct sim_frame_hdr *h, const uint8_t *payload)
 {
-	int rc = scatter(sqp, payload, h->length);
+	struct sim_rx_msg *rx = &sqp->rx;
+	bool imm = h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM ||
+		   h->opcode == MLX5_OPCODE_SEND_IMM;
 
-	if (rc != 0) {
+	if (h->opcode == MLX5_OPCODE_SEND ||
+	    h->opcode == MLX5_OPCODE_SEND_IMM) {
+		recv_place(sqp, rx->offset, payload, h->length);
+	} else if (!rkey_grants(ctx, rx->rkey, rx->raddr + rx->offset,
+				h->length, RN_ACCESS_REMOTE_WRITE)) {
+		rx->active = false;
+		fail(ctx, wire, sqp, h->psn, MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR,
+		     imm, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+		return;
+	} else {
+		memcpy((uint8_t *)(uintptr_t)rx->raddr + rx->offset, payload,
+		       h->length);
+	}
+	sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
+	rx->offset += h->length;
+	rx->active = rx->offset < rx->dma_len;
+	if (rx->active)
+		return;   /* acknowledged with its last packet */
+	switch (h->opcode) {
+	case MLX5_OPCODE_SEND:
+		push_recv_cqe(sqp, MLX5_CQE_RESP_SEND, rx->dma_len, 0);
+		break;
+	case MLX5_OPCODE_SEND_IMM:
+		push_recv_cqe(sqp, MLX5_CQE_RESP_SEND_IMM, rx->dma_len, h->imm);
+		break;
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+		push_recv_cqe(sqp, MLX5_CQE_RESP_WR_IMM, rx->dma_len, h->imm);
+		break;
+	}
+	reply(ctx, wire, sqp, SIM_FRAME_ACK, h->psn, 0, NULL, 0);
+}
+
+/* A SEND or WRITE's first packet passed checks 1 and 2: check 3. */
+static bool
+first_checks(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
+	     const struct sim_frame_hdr *h)
+{
+	int rc;
+
+	switch (h->opcode) {
+	case MLX5_OPCODE_SEND:
+	case MLX5_OPCODE_SEND_IMM:
+		rc = recv_check(sqp, h->dma_len);
+		if (rc == 0)
+			return true;
 		fail(ctx, wire, sqp, h->psn, (uint8_t)rc, true,
 		     rc == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ?
 			     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR :
 			     MLX5_CQE_SYNDROME_REMOTE_OP_ERR);
-		return;
-	}
-	push_recv_cqe(sqp, h->opcode == MLX5_OPCODE_SEND_IMM ?
-			   MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND,
-		      h->length, h->opcode == MLX5_OPCODE_SEND_IMM ? h->imm : 0);
-	sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
-	reply(ctx, wire, sqp, SIM_FRAME_ACK, h->psn, 0, NULL, 0);
-}
-
-static void
-execute_write(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
-	      const struct sim_frame_hdr *h, const uint8_t *payload)
-{
-	if (rn_sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
-			    RN_ACCESS_REMOTE_WRITE) == NULL ||
-	    !(sqp->conn.access & RN_ACCESS_REMOTE_WRITE)) {
-		fail(ctx, wire, sqp, h->psn, 0, false,
+		return false;
+	default:   /* RDMA_WRITE(_IMM) */
+		if (rkey_grants(ctx, h->rkey, h->raddr, h->dma_len,
+				RN_ACCESS_REMOTE_WRITE))
+			return true;
+		fail(ctx, wire, sqp, h->psn, MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR,
+		     h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM,
 		     MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-		return;
+		return false;
 	}
-	memcpy((void *)(uintptr_t)h->raddr, payload, h->dma_len);
-	if (h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)
-		push_recv_cqe(sqp, MLX5_CQE_RESP_WR_IMM, h->dma_len, h->imm);
-	sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
-	reply(ctx, wire, sqp, SIM_FRAME_ACK, h->psn, 0, NULL, 0);
 }
 
-static bool
-read_allowed(struct sim_ctx *ctx, const struct sim_qp *sqp,
-	     const struct sim_frame_hdr *h)
-{
-	return rn_sim_mr_check(ctx, h->rkey, h->raddr, h->dma_len,
-			       RN_ACCESS_REMOTE_READ) != NULL &&
-	       (sqp->conn.access & RN_ACCESS_REMOTE_READ);
-}
-
+/*
+ * A READ: its response is made at once, and holds one of the QP's
+ * max_dest_rd_atomic READ resources until it is handed to the wire at the
+ * end of this progress (rn_sim_responder_sent()). A requester that keeps
+ * within its max_rd_atomic, no more than this, never finds them taken:
+ * it starts a READ only once an earlier response reached it. A duplicate
+ * (a resent READ) re-reads in the resource it had.
+ */
 static void
 execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	     const struct sim_frame_hdr *h, bool duplicate)
 {
-	if (!read_allowed(ctx, sqp, h)) {
+	if (!duplicate && sqp->resp_reads >= sqp->max_dest_rd_atomic) {
+		sqp->stats.reads_refused++;
+		fail(ctx, wire, sqp, h->psn, 0, false,
+		     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+		return;
+	}
+	uint32_t n = rn_sim_packets(h->dma_len, sqp->mtu);
+	const uint8_t *src = (const void *)(uintptr_t)h->raddr;
+
+	if (!rkey_grants(ctx, h->rkey, h->raddr, h->dma_len,
+			 RN_ACCESS_REMOTE_READ)) {
 		if (!duplicate)
 			fail(ctx, wire, sqp, h->psn, 0, false,
 			     MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 		return;
 	}
-	if (!duplicate)
-		sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
-	reply(ctx, wire, sqp, SIM_FRAME_READ_RESP, h->psn, 0,
-	      (const void *)(uintptr_t)h->raddr, h->dma_len);
+	if (!duplicate) {
+		sqp->expected_psn = (sqp->expected_psn + n) & 0xffffff;
+		sqp->resp_reads++;
+	}
+	/* n packets of the path MTU, the READ's PSNs. */
+	for (uint32_t k = 0, off = 0; k < n; k++, off += sqp->mtu)
+		reply(ctx, wire, sqp, SIM_FRAME_READ_RESP,
+		      (h->psn + k) & 0xffffff, 0, src + off,
+		      RTE_MIN(sqp->mtu, h->dma_len - off));
 }
 
-/* A request from sqp's peer, well formed: execute it in PSN order. */
+void
+rn_sim_responder_sent(struct sim_qp *sqp)
+{
+	sqp->resp_reads = 0;
+}
+
+/* Check 1: may the peer ask this QP for opcode at all (RTR access)? */
+static bool
+qp_grants(const struct sim_qp *sqp, uint8_t opcode)
+{
+	switch (opcode) {
+	case MLX5_OPCODE_RDMA_WRITE:
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+		return (sqp->conn.access & RN_ACCESS_REMOTE_WRITE) != 0;
+	case MLX5_OPCODE_RDMA_READ:
+		return (sqp->conn.access & RN_ACCESS_REMOTE_READ) != 0;
+	case MLX5_OPCODE_SEND:
+	case MLX5_OPCODE_SEND_IMM:
+		return true;
+	default:
+		return false;   /* not an opcode this device executes */
+	}
+}
+
+/* Does a packet continue the message in progress? */
+static bool
+continues(const struct sim_rx_msg *rx, const struct sim_frame_hdr *h)
+{
+	return h->opcode == rx->opcode && h->dma_len == rx->dma_len &&
+	       h->raddr == rx->raddr && h->rkey == rx->rkey &&
+	       h->length != 0 && h->length <= rx->dma_len - rx->offset;
+}
+
+/*
+ * A request packet from sqp's peer: execute it in PSN order. The first
+ * packet of a message is checked for all of it (dma_len); the packets
+ * after it continue it.
+ */
 static void
 execute_request(struct sim_ctx *ctx, struct sim_wire *wire,
 		struct sim_qp *sqp, const struct sim_frame_hdr *h,
@@ -188,32 +311,36 @@ execute_request(struct sim_ctx *ctx, struct sim_wire *wire,
 			      (sqp->expected_psn - 1) & 0xffffff, 0, NULL, 0);
 		return;
 	}
-	switch (h->opcode) {
-	case MLX5_OPCODE_SEND:
-	case MLX5_OPCODE_SEND_IMM:
-	case MLX5_OPCODE_RDMA_WRITE_IMM:
-		/* Needs a receive WQE: without one, RNR NAK, nothing done. */
-		if (rn_sim_rq_posted(sqp) == 0) {
-			ctx->stats.rnr_naks_sent++;
-			reply(ctx, wire, sqp, SIM_FRAME_RNR_NAK, h->psn, 0,
-			      NULL, 0);
+	if (sqp->rx.active) {
+		if (!continues(&sqp->rx, h)) {
+			ctx->stats.dropped_malformed++;
 			return;
 		}
-		if (h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)
-			execute_write(ctx, wire, sqp, h, payload);
-		else
-			execute_send(ctx, wire, sqp, h, payload);
+		place_packet(ctx, wire, sqp, h, payload);
 		return;
-	case MLX5_OPCODE_RDMA_WRITE:
-		execute_write(ctx, wire, sqp, h, payload);
-		return;
-	case MLX5_OPCODE_RDMA_READ:
-		execute_read(ctx, wire, sqp, h, false);
-		return;
-	default:
+	}
+	if (!qp_grants(sqp, h->opcode)) {
 		fail(ctx, wire, sqp, h->psn, 0, false,
 		     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+		return;
 	}
+	if (h->opcode == MLX5_OPCODE_RDMA_READ) {
+		execute_read(ctx, wire, sqp, h, false);
+		return;
+	}
+	/* SEND, SEND_IMM and WRITE_IMM need a receive WQE: without one,
+	 * RNR NAK, nothing done. */
+	if (h->opcode != MLX5_OPCODE_RDMA_WRITE && rn_sim_rq_posted(sqp) == 0) {
+		ctx->stats.rnr_naks_sent++;
+		reply(ctx, wire, sqp, SIM_FRAME_RNR_NAK, h->psn, 0, NULL, 0);
+		return;
+	}
+	if (!first_checks(ctx, wire, sqp, h))
+		return;
+	sqp->rx = (struct sim_rx_msg){ .opcode = h->opcode,
+				       .dma_len = h->dma_len,
+				       .raddr = h->raddr, .rkey = h->rkey };
+	place_packet(ctx, wire, sqp, h, payload);
 }
 
 bool
@@ -227,11 +354,12 @@ rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 		ctx->stats.dropped_no_qp++;
 		return false;
 	}
-	/* The frame must carry what it claims to move, and a READ's
-	 * response must fit in a frame. */
-	if (h->opcode == MLX5_OPCODE_RDMA_READ ?
-		    h->length != 0 || h->dma_len > RN_SIM_MAX_MSG :
-		    h->dma_len != h->length) {
+	/* A packet carries no more than its message, which is no larger
+	 * than the device's max_msg_sz; a READ request carries nothing; only
+	 * an empty message has an empty packet (checked as it continues). */
+	if (h->dma_len > RN_SIM_MAX_MSG ||
+	    (h->opcode == MLX5_OPCODE_RDMA_READ ? h->length != 0 :
+	     h->length > h->dma_len || (h->length == 0 && h->dma_len != 0))) {
 		ctx->stats.dropped_malformed++;
 		return true;
 	}

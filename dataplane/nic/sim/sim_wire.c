@@ -12,16 +12,28 @@
  * Anyone can connect to the listener, so what an inbound connection may
  * cost is bounded before it is trusted (docs/nic.md, "Limits of the
  * wire"): its first frame must be a HELLO, sent within
- * RN_SIM_WIRE_HELLO_TIMEOUT_MS; no frame may announce more than
- * RN_SIM_MAX_MSG, checked on the header before room is made for it; and at
- * most RN_SIM_WIRE_MAX_UNMATCHED connections wait for a QP to take a frame
- * from them, the oldest closed to make room, so strangers cannot keep a
- * real peer out. Each connection has its own buffers: one that stops in
- * the middle of a frame stalls only itself.
+ * RN_SIM_WIRE_HELLO_TIMEOUT_MS, that names a device and token one of our
+ * connected QPs has (rn_sim.h): the control plane derived the token for
+ * that endpoint in its authenticated handshake. No frame may announce more
+ * than its type carries (a packet: RN_SIM_MTU), checked on the header
+ * before room is made for it; and at most RN_SIM_WIRE_MAX_UNMATCHED
+ * connections wait for a QP to take a frame from them, the oldest closed
+ * to make room, so strangers cannot keep a real peer out. Each connection
+ * has its own buffers: one that stops in the middle of a frame stalls
+ * only itself.
+ *
+ * Wires are told apart by device and token (struct sim_addr): an
+ * endpoint's QPs share theirs, and no other endpoint's frames travel on
+ * it. Where we connect to is the QP's peer address, which the control
+ * plane takes from the peer's control connection, not from what the peer
+ * said.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/tcp.h>
+#include <rte_log.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -31,9 +43,16 @@
 #include "sim_pvt.h"
 
 #define RX_CHUNK 65536
+/* Unparsed bytes a known connection may hold: frames are small (a packet),
+ * but reads of many at once keep bulk transfers to few system calls. */
+#define RX_MAX RTE_MAX(SIM_FRAME_MAX, (size_t)RX_CHUNK)
 #define EPOLL_BATCH 32
 #define HELLO_TIMEOUT_NS (RN_SIM_WIRE_HELLO_TIMEOUT_MS * 1000000ull)
-#define SWEEP_EVERY_NS 100000000ull   /* HELLO deadlines: checked this often */
+#define SWEEP_EVERY_NS (RN_SIM_WIRE_SWEEP_MS * 1000000ull)
+#define STALE_GRACE_NS HELLO_TIMEOUT_NS
+#define REFUSAL_LOG_EVERY_NS (1000000000ull / RN_SIM_WIRE_REFUSALS_LOGGED_PER_S)
+
+RTE_LOG_REGISTER_SUFFIX(rn_sim_logtype, sim, INFO);
 
 /*
  * An inbound connection is accepted (WAIT_HELLO), says who calls with its
@@ -60,6 +79,8 @@ struct sim_wire {
 	bool dead;                /* closed: freed at the end of progress */
 	enum sim_wire_state state;
 	uint64_t accepted_ns;     /* inbound: HELLO deadline, eviction order */
+	uint64_t stale_ns;        /* inbound: since when no connected QP has
+				   * its token (0: one has) */
 	struct sim_addr remote;   /* from the HELLO, or whom we called */
 	uint8_t *rx;
 	size_t rx_len, rx_cap;
@@ -74,6 +95,51 @@ rn_sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out)
 {
 	memcpy(&out->ip, &in->gid[12], sizeof(out->ip));
 	out->port = in->lid;
+	memcpy(out->token, in->token, sizeof(out->token));
+}
+
+/* The same device, whatever the token: faults are per device. */
+static bool
+same_device(const struct sim_addr *a, const struct sim_addr *b)
+{
+	return a->ip == b->ip && a->port == b->port;
+}
+
+/* Is a QP of ours connected to remote (device and token)? O(QPs). */
+static bool
+qp_connected_to(const struct sim_ctx *ctx, const struct sim_addr *remote)
+{
+	for (const struct sim_qp *q = ctx->live; q != NULL; q = q->next)
+		if ((q->state == RN_QP_RTR || q->state == RN_QP_RTS) &&
+		    rn_sim_addr_equal(&q->remote, remote))
+			return true;
+	return false;
+}
+
+/* One line about a refused inbound connection, at most
+ * RN_SIM_WIRE_REFUSALS_LOGGED_PER_S a second: strangers choose how often. */
+static void
+log_refusal(struct sim_ctx *ctx, const struct sim_wire *w, const char *why)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	char host[INET_ADDRSTRLEN] = "?", more[48] = "";
+
+	if (ctx->now_ns < ctx->refusal_log_ns) {
+		ctx->refusals_unlogged++;
+		return;
+	}
+	ctx->refusal_log_ns = ctx->now_ns + REFUSAL_LOG_EVERY_NS;
+	if (ctx->refusals_unlogged != 0)
+		snprintf(more, sizeof(more), " [and %" PRIu64 " more not "
+			 "logged]", ctx->refusals_unlogged);
+	ctx->refusals_unlogged = 0;
+	if (getpeername(w->fd, (struct sockaddr *)&sa, &len) == 0 &&
+	    sa.sin_family == AF_INET)
+		inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
+	rte_log(RTE_LOG_NOTICE, rn_sim_logtype, "rnotify.sim: wire connection "
+		"from %s port %u refused: %s%s\n", host,
+		sa.sin_family == AF_INET ? ntohs(sa.sin_port) : 0, why, more);
 }
 
 const struct sim_addr *
@@ -86,7 +152,7 @@ static struct sim_fault *
 fault_find(struct sim_ctx *ctx, const struct sim_addr *a)
 {
 	for (struct sim_fault *f = ctx->faults; f != NULL; f = f->next)
-		if (rn_sim_addr_equal(&f->addr, a))
+		if (same_device(&f->addr, a))
 			return f;
 	return NULL;
 }
@@ -217,6 +283,7 @@ wire_connect(struct sim_ctx *ctx, const struct sim_addr *remote)
 
 	if (fd < 0)
 		return NULL;
+	memcpy(hello.token, remote->token, sizeof(hello.token));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 &&
 	    errno != EINPROGRESS) {
 		close(fd);
@@ -275,24 +342,36 @@ rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
 
 /*
  * The one place a connection's first frame is believed: from here on the
- * connection is known by the address its HELLO names. Nothing here proves
- * who sent it (docs/nic.md): a check of the caller belongs here, before
- * the address is taken. The framing was checked already (frame_refused()).
- * Returns 0, or a negative errno: the connection closes.
+ * connection is known by the device and token its HELLO names, and only
+ * if a connected QP of ours has that peer and that token. The token is the
+ * proof: the control plane derived it in a handshake whose proofs
+ * checked, and nobody else knows it (docs/security.md). The framing was
+ * checked already (frame_refused()). Returns 0, or a negative errno: the
+ * connection closes.
  */
 static int
 wire_accept_hello(struct sim_ctx *ctx, struct sim_wire *w,
 		  const uint8_t *payload)
 {
 	struct sim_frame_hello hello;
+	struct sim_addr remote;
 	struct sim_fault *fault;
 
 	memcpy(&hello, payload, sizeof(hello));
-	w->remote = (struct sim_addr){ hello.ip, hello.port };
-	w->state = SIM_WIRE_UNMATCHED;
-	fault = fault_find(ctx, &w->remote);
+	remote.ip = hello.ip;
+	remote.port = hello.port;
+	memcpy(remote.token, hello.token, sizeof(remote.token));
+	fault = fault_find(ctx, &remote);
 	if (fault != NULL && fault->cut)
 		return -ECONNREFUSED;
+	if (!qp_connected_to(ctx, &remote)) {
+		ctx->stats.wires_bad_token++;
+		log_refusal(ctx, w, "its HELLO names no endpoint of ours (a "
+			    "wrong token, or a device we are not connected to)");
+		return -EACCES;
+	}
+	w->remote = remote;
+	w->state = SIM_WIRE_UNMATCHED;
 	return 0;
 }
 
@@ -310,10 +389,27 @@ dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_frame_hdr *h,
 		w->state = SIM_WIRE_MATCHED;
 }
 
+/* The most payload a frame of type may carry: a packet of the path MTU
+ * for those that carry data, nothing for acknowledgements. */
+static uint32_t
+frame_payload_max(uint8_t type)
+{
+	switch (type) {
+	case SIM_FRAME_HELLO:
+		return sizeof(struct sim_frame_hello);
+	case SIM_FRAME_REQUEST:
+	case SIM_FRAME_READ_RESP:
+		return RN_SIM_MTU;   /* a packet of the path MTU */
+	default:
+		return 0;
+	}
+}
+
 /*
  * May w send the frame h heads? Decided on the header alone, before its
  * payload is read or room made for it: the first frame is a HELLO of its
- * exact size and only the first; none announces more than a message.
+ * exact size and only the first; none announces more than its type
+ * carries (a packet of the path MTU at most).
  */
 static bool
 frame_refused(struct sim_ctx *ctx, const struct sim_wire *w,
@@ -321,13 +417,19 @@ frame_refused(struct sim_ctx *ctx, const struct sim_wire *w,
 {
 	bool first = w->state == SIM_WIRE_WAIT_HELLO;
 
-	if (h->length > RN_SIM_MAX_MSG) {
-		ctx->stats.wires_oversize++;
-		return true;
-	}
 	if (first != (h->type == SIM_FRAME_HELLO) ||
 	    (first && h->length != sizeof(struct sim_frame_hello))) {
 		ctx->stats.wires_bad_hello++;
+		if (!w->outbound)
+			log_refusal(ctx, w, "its first frame is not a HELLO");
+		return true;
+	}
+	if (h->type < SIM_FRAME_HELLO || h->type > SIM_FRAME_NAK ||
+	    h->length > frame_payload_max(h->type)) {
+		ctx->stats.wires_oversize++;
+		if (!w->outbound)
+			log_refusal(ctx, w, "a frame larger than its type "
+				    "carries");
 		return true;
 	}
 	return false;
@@ -364,13 +466,13 @@ wire_parse(struct sim_ctx *ctx, struct sim_wire *w, rn_sim_deliver_fn *deliver,
 }
 
 /* Room to read into, up to what w may hold unparsed: a HELLO before it is
- * known, one frame after. A whole frame always fits, so a full buffer
- * starts with one, and parsing it makes room. */
+ * known, RX_MAX after. A whole frame always fits, so a full buffer starts
+ * with one, and parsing it makes room. */
 static int
 rx_reserve(struct sim_wire *w)
 {
 	size_t limit = w->state == SIM_WIRE_WAIT_HELLO ? SIM_FRAME_HELLO_SIZE :
-							  SIM_FRAME_MAX;
+							  RX_MAX;
 	size_t want = RTE_MIN(w->rx_len + RX_CHUNK, limit);
 	uint8_t *p;
 	size_t n;
@@ -466,19 +568,49 @@ accept_all(struct sim_ctx *ctx, rn_sim_deliver_fn *deliver)
 	}
 }
 
-/* Close the connections that sent no HELLO in time. O(wires): run at most
- * every SWEEP_EVERY_NS. */
+/*
+ * Is w's endpoint gone: no QP of ours connected with its token? Ours are
+ * closed at once (the other side sees the end of the stream and closes
+ * its own); one the peer opened after STALE_GRACE_NS, time for the peer
+ * to close it first and for a QP of ours to be connected again.
+ */
+static bool
+wire_stale(struct sim_ctx *ctx, struct sim_wire *w)
+{
+	if (qp_connected_to(ctx, &w->remote)) {
+		w->stale_ns = 0;
+		return false;
+	}
+	if (w->outbound)
+		return true;
+	if (w->stale_ns == 0)
+		w->stale_ns = ctx->now_ns;
+	return ctx->now_ns - w->stale_ns >= STALE_GRACE_NS;
+}
+
+/* Close the connections that sent no HELLO in time, and those whose
+ * endpoint has no connected QP left. O(wires x QPs): run at most every
+ * SWEEP_EVERY_NS. */
 static void
-sweep_hello_deadlines(struct sim_ctx *ctx)
+sweep_wires(struct sim_ctx *ctx)
 {
 	if (ctx->now_ns < ctx->wire_sweep_ns)
 		return;
 	ctx->wire_sweep_ns = ctx->now_ns + SWEEP_EVERY_NS;
 	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next) {
-		if (w->dead || w->state != SIM_WIRE_WAIT_HELLO ||
-		    ctx->now_ns - w->accepted_ns < HELLO_TIMEOUT_NS)
+		if (w->dead)
+			continue;
+		if (w->state != SIM_WIRE_WAIT_HELLO) {
+			if (wire_stale(ctx, w)) {
+				ctx->stats.wires_stale++;
+				wire_kill(ctx, w);
+			}
+			continue;
+		}
+		if (ctx->now_ns - w->accepted_ns < HELLO_TIMEOUT_NS)
 			continue;
 		ctx->stats.wires_hello_timeout++;
+		log_refusal(ctx, w, "no HELLO in time");
 		wire_kill(ctx, w);
 	}
 }
@@ -498,7 +630,7 @@ rn_sim_wire_receive(struct sim_ctx *ctx, rn_sim_deliver_fn *deliver)
 		else if (!w->dead)
 			work += wire_read(ctx, w, deliver);
 	}
-	sweep_hello_deadlines(ctx);
+	sweep_wires(ctx);
 	return work;
 }
 
@@ -615,7 +747,7 @@ rn_sim_wire_cut(struct rn_nic *nic, const struct rn_nic_addr *remote)
 	f->cut = true;
 	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next)
 		if (w->state != SIM_WIRE_WAIT_HELLO &&
-		    rn_sim_addr_equal(&w->remote, &f->addr))
+		    same_device(&w->remote, &f->addr))
 			wire_kill(ctx, w);
 	return 0;
 }

@@ -40,6 +40,8 @@ rn_sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w)
 	w->ds = qpn_ds & 0x3f;
 	w->nbb = rn_sim_wqe_bbs(w->ds);
 	w->signaled = (ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) != 0;
+	/* Bits 7:5, the fence mode: any fence waits for the READs before. */
+	w->fence = (ctrl->fm_ce_se & 0xe0) != 0;
 	w->imm = ctrl->imm;
 	min_ds = opcode_min_ds(w->opcode);
 	if (((opmod_idx_opcode >> 8) & 0xffff) != (bb & 0xffff) ||
@@ -95,17 +97,24 @@ rn_sim_wqe_gather(const struct sim_qp *sqp, const struct sim_wqe *w,
 
 void
 rn_sim_wqe_scatter(const struct sim_qp *sqp, const struct sim_wqe *w,
-		   const uint8_t *data, uint32_t len)
+		   uint32_t offset, const uint8_t *data, uint32_t len)
 {
 	uint32_t done = 0;
 
 	for (uint32_t u = w->first_data; u < w->ds && done < len; u++) {
 		const struct mlx5_wqe_data_seg *d =
 			(const void *)rn_sim_wqe_unit(sqp, w->bb, u);
-		uint32_t n = RTE_MIN(rte_be_to_cpu_32(d->byte_count), len - done);
+		uint64_t seg = rn_sim_seg_bytes(d->byte_count);
+		uint32_t n;
 
-		memcpy((void *)(uintptr_t)rte_be_to_cpu_64(d->addr), data + done,
-		       n);
+		if (offset >= seg) {   /* placed by earlier packets */
+			offset -= (uint32_t)seg;
+			continue;
+		}
+		n = (uint32_t)RTE_MIN(seg - offset, (uint64_t)(len - done));
+		memcpy((uint8_t *)(uintptr_t)rte_be_to_cpu_64(d->addr) + offset,
+		       data + done, n);
+		offset = 0;
 		done += n;
 	}
 }

@@ -15,6 +15,7 @@ struct sim_wqe {
 	uint32_t ds;
 	uint32_t nbb;
 	bool signaled;
+	bool fence;                /* wait for earlier READs to complete */
 	uint32_t imm;
 	uint64_t raddr;
 	uint32_t rkey;
@@ -67,9 +68,10 @@ int rn_sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w);
 int rn_sim_wqe_gather(const struct sim_qp *sqp, const struct sim_wqe *w,
 		      uint8_t *out, uint32_t *total, uint32_t access);
 
-/* Copy len bytes of data over w's data segments, in order (a READ's
- * response). The caller checked them with rn_sim_wqe_gather(). */
+/* Copy len bytes of data over w's data segments, from byte offset of
+ * them on, in order (a READ's response packet). The caller checked them
+ * with rn_sim_wqe_gather(). */
 void rn_sim_wqe_scatter(const struct sim_qp *sqp, const struct sim_wqe *w,
-			const uint8_t *data, uint32_t len);
+			uint32_t offset, const uint8_t *data, uint32_t len);
 
 #endif /* RN_SIM_WQE_PVT_H */

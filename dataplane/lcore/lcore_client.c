@@ -1,0 +1,746 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Client processes on the lcore (rn_lcore_client.h, rn_client_shm.h): each
+ * turn, each attached client's submit ring of this lcore is peeked and its
+ * SENDs posted as agent frames on the endpoints' native channels, the
+ * source agent written from the client's link (a client cannot forge it);
+ * an entry that cannot go for want of a credit stays at the head. Agent
+ * frames received are copied once into the destination client's receive
+ * buffer and their slot reposted at once; one whose client's deliver ring
+ * is full is held, slot and all, and tried again each turn (the sender's
+ * credits throttle it). A frame for an agent not attached here is dropped
+ * and refused: a refusal frame goes back on the same channel, and comes to
+ * the sending client as a REFUSED entry.
+ *
+ * Nothing in a region is trusted (docs/security.md): the region's shape is
+ * read once, at CLIENT_ADD, into the lcore's own copy; each send buffer's
+ * header is read once into locals, and checked against that copy before a
+ * length is used. Only the rte_ring headers are the client's to keep sane.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_malloc.h>
+
+#include "lcore_pvt.h"
+#include "rn_client_region.h"
+#include "rn_lcore_client.h"
+
+_Static_assert(RN_NOTIFY_AGENT_MAX == RN_CLIENT_AGENT_MAX,
+	       "an agent name fits a frame");
+_Static_assert(RN_LCORE_MAX_CLIENTS <= 64, "to_wake is a 64-bit mask");
+_Static_assert(sizeof(((struct rn_client_recv_hdr *)0)->node) ==
+	       sizeof(((struct rn_ep_side *)0)->name), "node names");
+
+/*
+ * The agent table: agent name -> client, at most RN_LCORE_MAX_CLIENTS
+ * entries, looked up once per agent frame received. Open addressing over
+ * twice as many buckets as clients (so a probe always ends at an empty
+ * one), keyed by a hash of the name's length and its first and last eight
+ * bytes: O(1) whatever the length (a NIXL agent is a 36-byte UUID, whose
+ * ends differ), then one full compare of the name. Names that share both
+ * ends only probe further, at most RN_LCORE_MAX_CLIENTS buckets. Rebuilt
+ * whole at each CLIENT_ADD and REMOVE (64 inserts, on the command path),
+ * so there are no tombstones. Before it, the client found last is tried:
+ * a stream to one agent then costs one compare of the name.
+ */
+#define AGENT_BUCKETS (2 * RN_LCORE_MAX_CLIENTS)
+#define HELD_NONE UINT32_MAX
+
+/* A received agent frame (or refusal) held for its client: its slot. */
+struct lcore_held {
+	struct rn_lcore_ep *ep;
+	uint32_t index;          /* receive slot of ep */
+	uint32_t len;
+	uint32_t next;           /* in its client's queue, or the free list */
+};
+
+/* One attached client, as this lcore knows it: its own copy of the shape
+ * of its region, taken at CLIENT_ADD. */
+struct lcore_client {
+	struct rn_client_link *link;   /* NULL: a free slot */
+	struct rte_ring *submit;       /* submit[i] for this lcore's i */
+	struct rte_ring *deliver;
+	uint8_t *send_bufs;
+	uint8_t *recv_bufs;
+	uint32_t mask;                 /* ring_size - 1 */
+	uint32_t buf_size;
+	uint32_t id;                   /* new at each CLIENT_ADD here; not 0 */
+	uint32_t hash;                 /* of its agent name */
+	uint32_t held_head, held_tail; /* its held frames, oldest first */
+	uint8_t slot;                  /* its place in c[] */
+	uint8_t agent_len;
+	const uint8_t *agent;          /* the link's: the daemon's memory */
+};
+
+struct rn_lcore_clients {
+	uint64_t to_wake;              /* slots enqueued for this turn */
+	uint32_t n_active;
+	uint32_t next_id;
+	uint32_t n_holding;            /* clients with frames held */
+	struct lcore_client *last;     /* found last; NULL after a change */
+	uint8_t active[RN_LCORE_MAX_CLIENTS];   /* slots in use */
+	uint8_t bucket[AGENT_BUCKETS]; /* slot + 1; 0 empty */
+	uint32_t bucket_hash[AGENT_BUCKETS];
+	struct lcore_client c[RN_LCORE_MAX_CLIENTS];
+	/* Every receive slot of the lcore may be held at once, at most. */
+	uint32_t held_free;
+	uint32_t n_held;
+	struct lcore_held *held;
+};
+
+void
+rn_lcore_set_client_sleeping(struct rn_lcore *lc, uint32_t index,
+			     uint32_t *sleeping)
+{
+	lc->client_index = index;
+	lc->client_sleeping = sleeping;
+}
+
+/* ---- the agent table ---- */
+
+static inline uint32_t
+agent_hash(const uint8_t *p, uint32_t len)
+{
+	uint64_t a, b;
+
+	if (len >= 8) {
+		memcpy(&a, p, 8);
+		memcpy(&b, p + len - 8, 8);
+	} else if (len >= 4) {
+		uint32_t x, y;
+
+		memcpy(&x, p, 4);
+		memcpy(&y, p + len - 4, 4);
+		a = x;
+		b = y;
+	} else {
+		a = p[0] | (uint32_t)p[len / 2] << 8 | (uint32_t)p[len - 1] << 16;
+		b = 0;
+	}
+	a ^= (b << 29 | b >> 35) ^ len;
+	return (uint32_t)((a * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+/* Whether the 16 bytes at x and y are equal, without a branch. */
+static inline bool
+equal16(const uint8_t *x, const uint8_t *y)
+{
+	uint64_t a[2], b[2];
+
+	memcpy(a, x, 16);
+	memcpy(b, y, 16);
+	return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
+}
+
+/* Whether the len bytes at x and y are equal, len >= 1: sixteen at a
+ * time, the last sixteen overlapping (a UUID's 36 bytes in three). */
+static inline bool
+agent_equal(const uint8_t *x, const uint8_t *y, uint32_t len)
+{
+	if (len < 16)
+		return memcmp(x, y, len) == 0;
+	for (uint32_t i = 0; i + 16 < len; i += 16)
+		if (!equal16(x + i, y + i))
+			return false;
+	return equal16(x + len - 16, y + len - 16);
+}
+
+static struct lcore_client *
+agent_find(struct rn_lcore_clients *cs, const uint8_t *name, uint32_t len)
+{
+	uint32_t h = agent_hash(name, len);
+
+	for (uint32_t b = h % AGENT_BUCKETS; cs->bucket[b] != 0;
+	     b = (b + 1) % AGENT_BUCKETS) {
+		struct lcore_client *c = &cs->c[cs->bucket[b] - 1];
+
+		if (cs->bucket_hash[b] == h && c->agent_len == len &&
+		    agent_equal(c->agent, name, len))
+			return c;
+	}
+	return NULL;
+}
+
+/* The client of agent name: the one found last, or the table's. */
+static inline struct lcore_client *
+agent_lookup(struct rn_lcore_clients *cs, const uint8_t *name, uint32_t len)
+{
+	struct lcore_client *c = cs->last;
+
+	if (c != NULL && c->agent_len == len && agent_equal(c->agent, name, len))
+		return c;
+	c = agent_find(cs, name, len);
+	if (c != NULL)
+		cs->last = c;
+	return c;
+}
+
+static void
+agent_table_build(struct rn_lcore_clients *cs)
+{
+	cs->last = NULL;
+	memset(cs->bucket, 0, sizeof(cs->bucket));
+	for (uint32_t i = 0; i < cs->n_active; i++) {
+		uint32_t slot = cs->active[i];
+		uint32_t b = cs->c[slot].hash % AGENT_BUCKETS;
+
+		while (cs->bucket[b] != 0)
+			b = (b + 1) % AGENT_BUCKETS;
+		cs->bucket[b] = (uint8_t)(slot + 1);
+		cs->bucket_hash[b] = cs->c[slot].hash;
+	}
+}
+
+/* ---- the deliver ring ---- */
+
+static inline void
+wake_later(struct rn_lcore_clients *cs, const struct lcore_client *c)
+{
+	cs->to_wake |= 1ull << c->slot;
+}
+
+/*
+ * An entry for c's deliver ring: deliver_start() gives the receive buffer
+ * of the position it will take (NULL when the ring is full), to be
+ * written before deliver_finish() enqueues it. This lcore is the ring's
+ * only producer, so the position is prod.head and stays free between the
+ * two (rn_client_shm.h); the plain single-producer enqueue then costs less
+ * than the peek API's.
+ */
+static inline uint8_t *
+deliver_start(struct lcore_client *c)
+{
+	struct rte_ring *r = c->deliver;
+
+	if (rte_ring_free_count(r) == 0)
+		return NULL;
+	return c->recv_bufs + (size_t)(r->prod.head & c->mask) * c->buf_size;
+}
+
+static __rte_always_inline void
+deliver_finish(struct rn_lcore_clients *cs, struct lcore_client *c,
+	       struct rn_client_entry *e)
+{
+	rte_ring_sp_enqueue_elem(c->deliver, e, sizeof(*e));
+	wake_later(cs, c);
+}
+
+/* A COMPLETION entry: false when the ring is full. */
+static bool
+complete(struct rn_lcore_clients *cs, struct lcore_client *c, uint64_t cookie,
+	 int status)
+{
+	struct rn_client_entry e = { .type = RN_CLIENT_ENTRY_COMPLETION,
+				     .status = status, .cookie = cookie };
+
+	if (deliver_start(c) == NULL)
+		return false;
+	deliver_finish(cs, c, &e);
+	return true;
+}
+
+void
+rn_lcore_client_report(struct rn_lcore *lc, const struct rn_client_sent *s,
+		       int status)
+{
+	struct rn_lcore_clients *cs = lc->clients;
+	struct lcore_client *c;
+
+	if (cs == NULL || s->client >= RN_LCORE_MAX_CLIENTS)
+		return;
+	c = &cs->c[s->client];
+	if (c->link == NULL || c->id != s->id)
+		return;      /* removed meanwhile: nobody to tell */
+	if (!complete(cs, c, s->cookie, status))
+		rn_lcore_count(&lc->stats.reports_dropped, 1);
+}
+
+/* ---- receiving ---- */
+
+/*
+ * Hand the agent frame v (validated) from ep to c: the sender's node and
+ * agent, name and msg, one copy into the receive buffer. False when the
+ * deliver ring is full.
+ */
+static bool
+deliver_frame(struct rn_lcore *lc, struct lcore_client *c,
+	      const struct rn_lcore_ep *ep,
+	      const struct rn_notify_agent_view *v)
+{
+	struct rn_client_entry e = { .type = RN_CLIENT_ENTRY_DELIVERY,
+				     .ep_index = (uint16_t)ep->req->ep_index };
+	struct rn_client_recv_hdr h;
+	uint8_t *buf = deliver_start(c);
+
+	if (buf == NULL)
+		return false;
+	memcpy(h.node, ep->req->remote.name, sizeof(h.node));
+	h.name_len = v->name_len;
+	h.msg_len = v->msg_len;
+	h.agent_len = v->src_len;
+	memset(h.pad, 0, sizeof(h.pad));
+	memcpy(buf, &h, sizeof(h));
+	/* Agent, name and msg lie one after the other in both. */
+	rn_notify_copy(buf + sizeof(h), v->src,
+		       v->src_len + v->name_len + v->msg_len);
+	deliver_finish(lc->clients, c, &e);
+	rn_lcore_count(&lc->stats.client_delivered, 1);
+	return true;
+}
+
+/* A refusal from ep, for c: a REFUSED entry, its buffer an event. */
+static bool
+deliver_refusal(struct rn_lcore *lc, struct lcore_client *c,
+		const struct rn_lcore_ep *ep,
+		const struct rn_notify_agent_view *v)
+{
+	struct rn_client_entry e = { .type = RN_CLIENT_ENTRY_REFUSED,
+				     .ep_index = (uint16_t)ep->req->ep_index,
+				     .cookie = v->cookie };
+	struct rn_client_event ev = { .type = RN_CLIENT_EVENT_REFUSED,
+				      .cookie = v->cookie };
+	uint8_t *buf = deliver_start(c);
+
+	if (buf == NULL)
+		return false;
+	memcpy(ev.node, ep->req->remote.name, sizeof(ev.node));
+	memcpy(ev.agent, v->src, v->src_len);   /* the absent agent */
+	memcpy(buf, &ev, sizeof(ev));
+	deliver_finish(lc->clients, c, &e);
+	return true;
+}
+
+/* What becomes of a frame for c: handed over (true), or it waits. */
+static bool
+hand_over(struct rn_lcore *lc, struct lcore_client *c,
+	  const struct rn_lcore_ep *ep, const struct rn_notify_agent_view *v)
+{
+	return v->kind == RN_NOTIFY_KIND_AGENT ? deliver_frame(lc, c, ep, v) :
+						 deliver_refusal(lc, c, ep, v);
+}
+
+/* Whether c's receive buffer takes what v hands over. */
+static bool
+fits(const struct lcore_client *c, const struct rn_notify_agent_view *v)
+{
+	uint64_t need = v->kind == RN_NOTIFY_KIND_AGENT ?
+		sizeof(struct rn_client_recv_hdr) + (uint64_t)v->src_len +
+		v->name_len + v->msg_len : sizeof(struct rn_client_event);
+
+	return need <= c->buf_size;
+}
+
+/* Hold slot index of ep for c, behind what c holds already. */
+static void
+hold(struct rn_lcore *lc, struct lcore_client *c, struct rn_lcore_ep *ep,
+     uint32_t index, uint32_t len)
+{
+	struct rn_lcore_clients *cs = lc->clients;
+	uint32_t i = cs->held_free;
+	struct lcore_held *h;
+
+	/* Every slot of the lcore has a record, so one is free; should
+	 * none be, the frame is dropped rather than anything overrun. */
+	if (unlikely(i == HELD_NONE)) {
+		rn_lcore_count(&lc->stats.notify_rejected, 1);
+		rn_lcore_notify_repost(lc, ep, index, false);
+		return;
+	}
+	h = &cs->held[i];
+	cs->held_free = h->next;
+	*h = (struct lcore_held){ .ep = ep, .index = index, .len = len,
+				  .next = HELD_NONE };
+	if (c->held_head == HELD_NONE) {
+		c->held_head = i;
+		cs->n_holding++;
+	} else {
+		cs->held[c->held_tail].next = i;
+	}
+	c->held_tail = i;
+	ep->n.held++;
+	rn_lcore_count(&lc->stats.client_held, 1);
+}
+
+/* c's oldest held frame is done with: its slot back. */
+static void
+unhold(struct rn_lcore *lc, struct lcore_client *c)
+{
+	struct rn_lcore_clients *cs = lc->clients;
+	uint32_t i = c->held_head;
+	struct lcore_held *h = &cs->held[i];
+
+	c->held_head = h->next;
+	if (c->held_head == HELD_NONE)
+		cs->n_holding--;
+	rn_lcore_notify_repost(lc, h->ep, h->index, true);
+	h->next = cs->held_free;
+	cs->held_free = i;
+}
+
+/* c's held frames, oldest first, while its deliver ring takes them. */
+static unsigned int
+retry_held(struct rn_lcore *lc, struct lcore_client *c)
+{
+	unsigned int n = 0;
+
+	while (c->held_head != HELD_NONE) {
+		const struct lcore_held *h = &lc->clients->held[c->held_head];
+		const struct rn_lcore_ep *ep = h->ep;
+		struct rn_notify_agent_view v;
+
+		/* Read when it came; the slot has not been reposted since. */
+		if (rn_notify_agent_frame_read(rn_lcore_ep_recv_slot(ep,
+								     h->index),
+					       h->len, &v) == 0 &&
+		    !hand_over(lc, c, ep, &v))
+			break;
+		unhold(lc, c);
+		n++;
+	}
+	return n;
+}
+
+/* The agent dst of v is not attached here: refuse it on ep's channel,
+ * while its agents are still in the slot. */
+static __rte_cold void
+refuse(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+       const struct rn_notify_agent_view *v)
+{
+	struct rn_lcore_agent_out a = {
+		.kind = RN_NOTIFY_KIND_REFUSAL, .cookie = v->cookie,
+		.inline_max = ep->n.agent_inline,
+		.dst = v->src, .dst_len = v->src_len,   /* to the sender */
+		.src = v->dst, .src_len = v->dst_len,   /* the absent one */
+	};
+	uint64_t len = rn_notify_agent_frame_size(a.dst_len, a.src_len, 0, 0);
+
+	rn_lcore_count(&lc->stats.client_refused, 1);
+	if (ep->n.state == RN_CHANNEL_NATIVE && len <= ep->n.max_frame &&
+	    rn_lcore_notify_post_agent(lc, ep, &a, len) == 0) {
+		rn_lcore_notify_ring(ep);
+		rn_lcore_count(&lc->stats.notify_sent, 1);
+		return;
+	}
+	rn_lcore_count(&lc->stats.refusals_dropped, 1);
+}
+
+int
+rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			 const uint8_t *frame, uint32_t index, uint32_t len)
+{
+	struct rn_notify_agent_view v;
+	struct lcore_client *c = NULL;
+
+	if (rn_notify_agent_frame_read(frame, len, &v) != 0)
+		return -EBADMSG;
+	if (lc->clients != NULL)
+		c = agent_lookup(lc->clients, v.dst, v.dst_len);
+	if (unlikely(c == NULL || !fits(c, &v))) {
+		/* A refusal for an agent gone is dropped; an agent frame
+		 * too large for the client's buffers is, like a malformed
+		 * one, rejected (the sending lcore checks it against this
+		 * node's slot size, which is the buffers' size). */
+		if (c != NULL)
+			rn_lcore_count(&lc->stats.notify_rejected, 1);
+		else if (v.kind == RN_NOTIFY_KIND_AGENT)
+			refuse(lc, ep, &v);
+		rn_lcore_notify_repost(lc, ep, index, false);
+		return 0;
+	}
+	if (likely(c->held_head == HELD_NONE) && hand_over(lc, c, ep, &v))
+		rn_lcore_notify_repost(lc, ep, index, false);
+	else
+		hold(lc, c, ep, index, len);
+	return 0;
+}
+
+/* ---- sending ---- */
+
+/*
+ * The SEND entry e at submit position pos of c: checked, then posted on
+ * its endpoint (*out). Returns 0, -EAGAIN (no credit or room now: it stays
+ * at the head), or the error its completion reports.
+ */
+static inline int
+send_entry(struct rn_lcore *lc, const struct lcore_client *c,
+	   const struct rn_client_entry *e, uint32_t pos,
+	   struct rn_lcore_ep **out)
+{
+	const uint8_t *buf = c->send_bufs + (size_t)(pos & c->mask) *
+					    c->buf_size;
+	struct rn_client_send_hdr h;
+	struct rn_lcore_agent_out a;
+	struct rn_lcore_ep *ep;
+	uint64_t len;
+
+	/* Once, into locals: the client may write it meanwhile. */
+	memcpy(&h, buf, sizeof(h));
+	if (unlikely(e->type != RN_CLIENT_ENTRY_SEND ||
+		     e->ep_index >= RN_MAX_ENDPOINTS))
+		return e->type != RN_CLIENT_ENTRY_SEND ? -EINVAL : -ENOENT;
+	ep = lc->by_index[e->ep_index];
+	if (unlikely(ep == NULL))
+		return -ENOTCONN;      /* failed, closing, or not this lcore's */
+	if (unlikely(ep->req->peer_tag != h.ep_tag))
+		return -ENOENT;        /* another peer has that index now */
+	if (unlikely(ep->n.state != RN_CHANNEL_NATIVE))
+		return -ENOTSUP;
+	if (unlikely(h.agent_len == 0 || h.agent_len > RN_CLIENT_AGENT_MAX ||
+		     (h.flags & ~RN_CLIENT_WANT_COMPLETION) != 0 ||
+		     sizeof(h) + (uint64_t)h.agent_len + h.name_len +
+		     h.msg_len > c->buf_size))
+		return -EINVAL;
+	len = rn_notify_agent_frame_size(h.agent_len, c->agent_len,
+					 h.name_len, h.msg_len);
+	/* It must fit the peer's slot, and its client's receive buffer
+	 * there (the peer's slot size too). */
+	if (unlikely(len > ep->n.max_frame ||
+		     sizeof(struct rn_client_recv_hdr) + (uint64_t)c->agent_len +
+		     h.name_len + h.msg_len > ep->n.peer_slot_size))
+		return -EMSGSIZE;
+	a = (struct rn_lcore_agent_out){
+		.kind = RN_NOTIFY_KIND_AGENT, .dst_len = h.agent_len,
+		.src_len = c->agent_len,
+		.client = c->slot,
+		.want = (h.flags & RN_CLIENT_WANT_COMPLETION) != 0,
+		.client_id = c->id, .name_len = h.name_len,
+		/* Inline when its name and msg would be, in a node-level
+		 * frame; its agents come on top. */
+		.inline_max = rn_notify_frame_size(h.name_len, h.msg_len) <=
+			      lc->max_inline ? ep->n.agent_inline : 0,
+		.msg_len = h.msg_len, .cookie = e->cookie,
+		.dst = buf + sizeof(h), .src = c->agent,
+		.body = buf + sizeof(h) + h.agent_len,
+	};
+	*out = ep;
+	return rn_lcore_notify_post_agent(lc, ep, &a, len);
+}
+
+/* c's submit ring: as many SENDs as go now, in order, one doorbell per
+ * run of them to one endpoint. Out of line, as send_one() is, for the
+ * instruction bench (scripts/bench-client-instructions.sh). */
+static __rte_noinline unsigned int
+client_sends(struct rn_lcore *lc, struct lcore_client *c)
+{
+	struct rn_client_entry e[RN_LCORE_BURST];
+	struct rn_lcore_ep *bell = NULL;
+	/* The single consumer's: the first entry peeked is at cons.tail. */
+	uint32_t pos = c->submit->cons.tail;
+	unsigned int n = rte_ring_dequeue_burst_elem_start(c->submit, e,
+							   sizeof(e[0]),
+							   RN_LCORE_BURST,
+							   NULL);
+	unsigned int done, sent = 0;
+
+	for (done = 0; done < n; done++) {
+		struct rn_lcore_ep *ep = NULL;
+		int rc = send_entry(lc, c, &e[done], pos + done, &ep);
+
+		if (likely(rc == 0)) {
+			if (ep != bell) {
+				if (bell != NULL)
+					rn_lcore_notify_ring(bell);
+				bell = ep;
+			}
+			sent++;
+			continue;
+		}
+		/* An error is reported, and needs room for its report. */
+		if (rc == -EAGAIN ||
+		    !complete(lc->clients, c, e[done].cookie, rc))
+			break;
+	}
+	if (bell != NULL)
+		rn_lcore_notify_ring(bell);
+	/* Only what was taken: the rest stays at the head. */
+	rte_ring_dequeue_elem_finish(c->submit, done);
+	if (sent != 0) {
+		rn_lcore_count(&lc->stats.notify_sent, sent);
+		rn_lcore_count(&lc->stats.client_sent, sent);
+	}
+	return done;
+}
+
+unsigned int
+rn_lcore_client_poll(struct rn_lcore *lc)
+{
+	struct rn_lcore_clients *cs = lc->clients;
+	unsigned int work = 0;
+
+	for (uint32_t i = 0; i < cs->n_active; i++) {
+		struct lcore_client *c = &cs->c[cs->active[i]];
+
+		if (unlikely(c->held_head != HELD_NONE))
+			work += retry_held(lc, c);
+		/* An idle client costs a look at its ring, not a call. */
+		if (!rte_ring_empty(c->submit))
+			work += client_sends(lc, c);
+	}
+	/* One look at each client enqueued for, not one per entry. */
+	while (cs->to_wake != 0) {
+		unsigned int slot = (unsigned int)__builtin_ctzll(cs->to_wake);
+
+		cs->to_wake &= cs->to_wake - 1;
+		rn_client_link_wake(cs->c[slot].link);
+	}
+	return work;
+}
+
+/* Frames held for a client whose deliver ring is full are no reason to
+ * stay awake: the client may not poll for long, and tells nobody when it
+ * does; a sleeping lcore tries them again after idle_sleep_us. */
+bool
+rn_lcore_client_pending(const struct rn_lcore *lc)
+{
+	const struct rn_lcore_clients *cs = lc->clients;
+
+	if (cs == NULL)
+		return false;
+	for (uint32_t i = 0; i < cs->n_active; i++)
+		if (!rte_ring_empty(cs->c[cs->active[i]].submit))
+			return true;
+	return false;
+}
+
+/* ---- commands ---- */
+
+static int
+clients_alloc(struct rn_lcore *lc)
+{
+	uint32_t n_held = lc->notify.n_bays * lc->notify.slots;
+	struct rn_lcore_clients *cs;
+
+	cs = rte_zmalloc("rn_lcore_clients", sizeof(*cs), RTE_CACHE_LINE_SIZE);
+	if (cs == NULL)
+		return -ENOMEM;
+	if (n_held != 0) {
+		cs->held = rte_zmalloc("rn_lcore_held",
+				       n_held * sizeof(*cs->held), 0);
+		if (cs->held == NULL) {
+			rte_free(cs);
+			return -ENOMEM;
+		}
+	}
+	for (uint32_t i = 0; i < n_held; i++)
+		cs->held[i].next = i + 1 < n_held ? i + 1 : HELD_NONE;
+	cs->held_free = n_held != 0 ? 0 : HELD_NONE;
+	cs->n_held = n_held;
+	lc->clients = cs;
+	return 0;
+}
+
+/* Link's region as this lcore (worker index i) uses it, or why not. */
+static const char *
+client_shape(struct lcore_client *c, const struct rn_client_link *link,
+	     uint32_t i)
+{
+	struct rn_client_region r;
+
+	/* One read of the header, then only the copy. */
+	memcpy(&r, link->region, sizeof(r));
+	if (rn_client_region_check(&r, link->region_size) != 0)
+		return "its region does not check";
+	if (i >= r.n_lcores)
+		return "its region has no rings for this lcore";
+	if (link->agent_len == 0 || link->agent_len > RN_CLIENT_AGENT_MAX)
+		return "its agent name is empty or too long";
+	c->submit = rn_client_region_at(link->region, r.submit_off[i]);
+	c->deliver = rn_client_region_at(link->region, r.deliver_off[i]);
+	c->send_bufs = rn_client_region_at(link->region, r.send_bufs_off[i]);
+	c->recv_bufs = rn_client_region_at(link->region, r.recv_bufs_off[i]);
+	c->mask = r.ring_size - 1;
+	c->buf_size = r.buf_size;
+	return NULL;
+}
+
+static void
+client_add(struct rn_lcore *lc, struct rn_client_link *link, uint32_t i)
+{
+	struct lcore_client c = { .link = link, .held_head = HELD_NONE,
+				  .held_tail = HELD_NONE,
+				  .agent_len = link->agent_len,
+				  .agent = (const uint8_t *)link->agent };
+	const char *why = client_shape(&c, link, i);
+	struct rn_lcore_clients *cs;
+	uint32_t slot;
+
+	if (why == NULL && lc->clients == NULL && clients_alloc(lc) != 0)
+		why = "out of memory";
+	cs = lc->clients;
+	if (why == NULL && cs->n_active == RN_LCORE_MAX_CLIENTS)
+		why = "RN_LCORE_MAX_CLIENTS are attached";
+	if (why == NULL && agent_find(cs, c.agent, c.agent_len) != NULL)
+		why = "its agent is attached already";
+	if (why != NULL) {
+		RN_LCORE_LOG(ERR, "lcore %u: client %u not added: %s",
+			     lc->lcore_id, link->client_id, why);
+		return;
+	}
+	for (slot = 0; cs->c[slot].link != NULL; slot++)
+		;
+	c.hash = agent_hash(c.agent, c.agent_len);
+	c.slot = (uint8_t)slot;
+	if (++cs->next_id == 0)
+		cs->next_id = 1;
+	c.id = cs->next_id;
+	cs->c[slot] = c;
+	cs->active[cs->n_active++] = (uint8_t)slot;
+	agent_table_build(cs);
+	lc->n_clients = cs->n_active;
+}
+
+/* Nothing of this lcore points into link's region after this: its held
+ * frames go back to their slots (dropped), its reports to come find its
+ * slot empty or another's. */
+static void
+client_remove(struct rn_lcore *lc, const struct rn_client_link *link)
+{
+	struct rn_lcore_clients *cs = lc->clients;
+
+	for (uint32_t i = 0; cs != NULL && i < cs->n_active; i++) {
+		uint32_t slot = cs->active[i];
+		struct lcore_client *c = &cs->c[slot];
+
+		if (c->link != link)
+			continue;
+		while (c->held_head != HELD_NONE)
+			unhold(lc, c);
+		cs->active[i] = cs->active[--cs->n_active];
+		cs->to_wake &= ~(1ull << slot);
+		memset(c, 0, sizeof(*c));
+		agent_table_build(cs);
+		lc->n_clients = cs->n_active;
+		break;
+	}
+}
+
+void
+rn_lcore_client_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
+{
+	struct rn_client_link *link = (void *)(uintptr_t)cmd->cookie;
+
+	if (cmd->type == RN_LCORE_CMD_CLIENT_ADD) {
+		client_add(lc, link, lc->client_index);
+	} else {
+		struct rn_lcore_event ev = {
+			.type = RN_LCORE_EVENT_CLIENT_REMOVED,
+			.lcore_id = (uint16_t)lc->lcore_id,
+			.cookie = cmd->cookie,
+		};
+
+		client_remove(lc, link);
+		/* Must arrive: the control thread frees link after it. */
+		rn_lcore_post_event_wait(lc, ev);
+	}
+}
+
+void
+rn_lcore_client_fini(struct rn_lcore *lc)
+{
+	if (lc->clients != NULL)
+		rte_free(lc->clients->held);
+	rte_free(lc->clients);
+	lc->clients = NULL;
+	lc->n_clients = 0;
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RN_LCORE_XFER_H
+#define RN_LCORE_XFER_H
+
+/*
+ * The transfer engine's interface between the application side
+ * (dataplane/api/transfer_api.c) and the lcore that owns an endpoint
+ * (lcore_transfer.c). Every operation is a struct rn_xfer_op handed over
+ * by pointer through the lcore's transfer ring (MP/SC): registrations of
+ * memory with the lcore's device, and batches. The lcore answers an op by
+ * a release-store of `answer`; a batch's final status comes later, in
+ * `status` (docs/transfers.md).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rn_nic.h"
+
+struct rn_lcore;
+
+#define RN_XFER_PENDING INT64_MIN
+#define RN_XFER_RING_SIZE 1024     /* ops queued per lcore at most */
+/* Chunks signalled on a data QP: at least one in this many, and the last
+ * one posted on it each turn (lcore_transfer.c). */
+#define RN_XFER_SIGNAL_EVERY 16
+/* READs a data QP has outstanding at most, as requester and responder:
+ * what data QPs are connected with (lcore_qp.c), and what the engine
+ * keeps within. */
+#define RN_XFER_RD_ATOMIC 16
+/* The name of the notification that tells a target a batch failed; its
+ * msg is the name of the notification it will not get (rn_transfer.h's
+ * RN_TRANSFER_FAILED_NAME). */
+#define RN_XFER_FAILED_NAME "rnotify.transfer.failed"
+
+enum rn_xfer_op_type {
+	RN_XFER_OP_REG = 1,       /* register mem with the lcore's device */
+	RN_XFER_OP_DEREG,         /* deregister it */
+	RN_XFER_OP_BATCH,         /* a batch: struct rn_xfer_batch */
+};
+
+struct rn_xfer_op {
+	uint32_t type;            /* enum rn_xfer_op_type */
+	int64_t answer;           /* RN_XFER_PENDING until the lcore answers:
+				   * 0 or -errno (release-stored) */
+};
+
+struct rn_xfer_reg {
+	struct rn_xfer_op op;
+	void *addr;
+	uint64_t length;
+	uint32_t access;          /* enum rn_access */
+	struct rn_mr *mr;         /* REG fills it, DEREG takes it */
+};
+
+/* One rkey of an exported region: that of the exporting node's lcore. */
+struct rn_xfer_key {
+	uint32_t lcore;
+	uint32_t rkey;
+};
+
+#define RN_XFER_MAX_KEYS 16
+
+/* A peer's region, imported from its descriptor. */
+struct rn_xfer_remote {
+	char node[32];
+	uint64_t session_id;      /* the peer's incarnation that exported it */
+	uint64_t addr;
+	uint64_t length;
+	uint32_t n_keys;
+	struct rn_xfer_key keys[RN_XFER_MAX_KEYS];
+};
+
+/* One (local, remote, length) triple, resolved by the application side. */
+struct rn_xfer_entry {
+	uint64_t laddr;
+	uint64_t raddr;
+	uint64_t length;
+	uint32_t lkey;            /* of the endpoint's lcore */
+	uint32_t rkey;            /* the lcore fills it at acceptance */
+	const struct rn_xfer_remote *remote;
+	uint32_t *users;          /* the local region's count of batches */
+};
+
+enum rn_xfer_kind {
+	RN_XFER_WRITE = 1,
+	RN_XFER_READ = 2,
+};
+
+/*
+ * A batch. The application side fills the first part and hands it over;
+ * the lcore owns the middle part from acceptance to the final status; the
+ * last part is shared.
+ */
+struct rn_xfer_batch {
+	struct rn_xfer_op op;     /* answer: accepted (0) or refused */
+	uint32_t ep_index;
+	uint8_t kind;             /* enum rn_xfer_kind */
+	uint32_t n_entries;
+	struct rn_xfer_entry *entries;
+	const uint8_t *note_name; /* the notification after its data, or */
+	const uint8_t *note_msg;  /* name_len 0: none */
+	uint32_t note_name_len;
+	uint32_t note_msg_len;
+	uint32_t chunk_size;
+	/* The lcore's, between acceptance and the final status. */
+	struct rn_lcore_ep *ep;
+	uint32_t next_entry;      /* the next chunk to post: entry, offset */
+	uint64_t next_off;
+	uint32_t chunks_out;      /* posted, not known complete */
+	uint64_t done;            /* bytes known complete */
+	int error;                /* the first error */
+	uint8_t notify_due;       /* 1: the notification; 2: the failure one */
+	struct rn_xfer_batch *next;   /* the lcore's list */
+	/* Shared. */
+	uint32_t cancel;          /* the application sets it (relaxed) */
+	int32_t notify_status;    /* 0 sent, or why not (set before status) */
+	uint64_t bytes_done;      /* final, set before status */
+	int64_t status;           /* RN_XFER_PENDING, then 0 or -errno
+				   * (release-stored) */
+};
+
+/* Set up lc's transfer ring and state (rn_lcore_init()). 0 or -ENOMEM. */
+int rn_lcore_xfer_init(struct rn_lcore *lc);
+void rn_lcore_xfer_fini(struct rn_lcore *lc);
+
+/* Any thread: hand op to lc and wake it. Returns 0 or -ENOBUFS. */
+int rn_lcore_xfer_submit(struct rn_lcore *lc, struct rn_xfer_op *op);
+
+/* The owning lcore, once a turn: take ops, post chunks. Returns work. */
+unsigned int rn_lcore_xfer_poll(struct rn_lcore *lc);
+/* Whether ops wait in lc's ring (the idle check). */
+bool rn_lcore_xfer_queued(const struct rn_lcore *lc);
+
+#endif /* RN_LCORE_XFER_H */

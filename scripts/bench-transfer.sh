@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Transfers between two rnotify processes on this host (the sim device over
+# loopback TCP), in the nixlbench style: READ and WRITE of blocks from
+# 4 KiB doubling to 64 MiB, each without and with a notification
+# (rnotify-bench --transfer), then a plain TCP stream between two
+# processes, the ceiling for the sim, and the ratio at the largest block.
+# Wall-clock figures on a shared 2-core host: compare within one run.
+# Usage: scripts/bench-transfer.sh [--max-block BYTES] [--iterations N]
+#   RN_BENCH_CSV=FILE    also write the table as CSV there
+#   RN_BENCH_PORT=N      control ports N and N+1 (default 19621)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+source scripts/bench-pair.sh
+pair_configs xfer-a xfer-b "${RN_BENCH_PORT:-19621}" "connect_timeout_ms = 10000
+dead_after_ms = 10000"
+csv=${RN_BENCH_CSV:-$work/transfer.csv}
+
+"$bench" -c "$work/xfer-b.ini" --peer xfer-a --respond --transfer "$@" \
+  2>"$work/respond.log" &
+responder=$!
+status=0
+"$bench" -c "$work/xfer-a.ini" --peer xfer-b --transfer --csv "$csv" "$@" \
+  >"$work/table.md" 2>"$work/initiate.log" || status=$?
+end_pair "$status" "$work/initiate.log" "$work/respond.log"
+cat "$work/table.md"
+
+# The ceiling: one TCP stream between two processes on loopback, 1 GiB in
+# 4 MiB writes.
+tcp=$(python3 - <<'PY'
+import os, socket, time
+total, chunk = 1 << 30, 4 << 20
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+port = srv.getsockname()[1]
+if os.fork() == 0:
+    c = socket.create_connection(("127.0.0.1", port)); buf = bytes(chunk)
+    for _ in range(total // chunk): c.sendall(buf)
+    c.close(); os._exit(0)
+conn, _ = srv.accept(); view = memoryview(bytearray(chunk)); got = 0
+t0 = time.monotonic()
+while got < total:
+    n = conn.recv_into(view)
+    if n == 0: break
+    got += n
+dt = time.monotonic() - t0; os.wait()
+print(f"{got / dt / 1e9:.6f}")
+PY
+)
+echo
+echo "| TCP stream, two processes (GB/s) | $tcp |"
+awk -F, -v tcp="$tcp" 'NR > 1 && $2 > max { max = $2 }
+  NR > 1 { gb[$1 "," $2 "," $3] = $8 }
+  END {
+    for (op in ops) ;
+    split("READ WRITE", o, " ")
+    for (i = 1; i <= 2; i++)
+      printf "| %s %d bytes, no notification: %.6f GB/s, %.0f%% of TCP |\n",
+        o[i], max, gb[o[i] "," max ",0"], 100 * gb[o[i] "," max ",0"] / tcp
+  }' "$csv"

@@ -1,0 +1,940 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Transfers (rn_transfer.h and the lcore engine under it) on two real
+ * lcores, A and B, each a thread running rn_lcore_run() over its own sim
+ * device, one endpoint between them with 4 data QPs and a native
+ * channel. The test plays the control thread (commands, events, the
+ * endpoint's reconnection) and the applications of both nodes (one
+ * struct rn_transfer each, notifications read from B's delivery ring).
+ * Nothing in the engine is faked; the sim NIC moves the bytes over TCP.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <rte_eal.h>
+#include <rte_malloc.h>
+
+#include "lcore_pvt.h"
+#include "rn_lcore_xfer.h"
+#include "rn_notify_engine.h"
+#include "rn_sim.h"
+#include "rn_test_seed.h"
+#include "rn_transfer.h"
+
+#define SLOTS 16
+#define SLOT_SIZE 256
+#define DATA_QPS 4
+#define WAIT_MS 60000
+#define REGION (256u << 20)       /* each node's buffer */
+#define MIN_CLASS (4u << 10)
+#define MAX_CLASS (64u << 20)
+
+struct side {
+	const char *name, *peer;
+	struct rn_lcore *lc;
+	struct rn_ep_request req;
+	struct rte_ring *completions;
+	pthread_t thread;
+	bool running;
+	bool ep_up;
+	uint64_t session;
+	struct rn_transfer *t;
+	uint8_t *buf;
+	struct rn_transfer_region *region;
+};
+
+static struct side A = { .name = "a", .peer = "b", .session = 100 };
+static struct side B = { .name = "b", .peer = "a", .session = 200 };
+static struct rte_ring *events;
+static int wake_fd;
+static struct rn_lcore_event seen[256];
+static unsigned int n_seen;
+static uint32_t generation = 1;
+static uint64_t rng;
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+nap_us(long us)
+{
+	struct timespec ts = { 0, us * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static uint64_t
+rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void
+fill(uint8_t *p, size_t n)
+{
+	uint64_t x = rnd() | 1;
+
+	for (size_t i = 0; i + 8 <= n; i += 8) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(p + i, &x, 8);
+	}
+	for (size_t i = n & ~(size_t)7; i < n; i++)
+		p[i] = (uint8_t)rnd();
+}
+
+/* ---- the lcores, as threads ---- */
+
+static void *
+run_lcore(void *arg)
+{
+	rn_lcore_run(arg);
+	return NULL;
+}
+
+static void
+start(struct side *s)
+{
+	assert_int_equal(pthread_create(&s->thread, NULL, run_lcore, s->lc), 0);
+	s->running = true;
+}
+
+static void
+stop(struct side *s)
+{
+	struct rn_lcore_cmd cmd = { .type = RN_LCORE_CMD_STOP };
+
+	if (!s->running)
+		return;
+	assert_int_equal(rn_lcore_cmd_send(s->lc, cmd), 0);
+	pthread_join(s->thread, NULL);
+	s->running = false;
+}
+
+static void
+take_events(void)
+{
+	struct rn_lcore_event ev;
+
+	while (rte_ring_sc_dequeue_elem(events, &ev, sizeof(ev)) == 0) {
+		assert_true(n_seen < RTE_DIM(seen));
+		seen[n_seen++] = ev;
+	}
+}
+
+/* Wait for an event of type about req and take it: its arg. */
+static int32_t
+wait_event(uint16_t type, const struct rn_ep_request *req)
+{
+	uint64_t until = now_ms() + WAIT_MS;
+
+	for (;;) {
+		take_events();
+		for (unsigned int i = 0; i < n_seen; i++) {
+			if (seen[i].type != type ||
+			    seen[i].cookie != (uintptr_t)req)
+				continue;
+			int32_t arg = seen[i].arg;
+
+			memmove(&seen[i], &seen[i + 1],
+				(n_seen - i - 1) * sizeof(seen[0]));
+			n_seen--;
+			return arg;
+		}
+		if (now_ms() > until)
+			fail_msg("no event %u within %u ms", type, WAIT_MS);
+		nap_us(100);
+	}
+}
+
+static bool
+has_event(uint16_t type, const struct rn_ep_request *req)
+{
+	take_events();
+	for (unsigned int i = 0; i < n_seen; i++)
+		if (seen[i].type == type && seen[i].cookie == (uintptr_t)req)
+			return true;
+	return false;
+}
+
+static void
+command(struct side *s, uint32_t type)
+{
+	struct rn_lcore_cmd cmd = { .type = type, .cookie = (uintptr_t)&s->req };
+
+	assert_int_equal(rn_lcore_cmd_send(s->lc, cmd), 0);
+}
+
+/* ---- the endpoint, as the control plane makes it ---- */
+
+static void
+ep_request(struct side *s, unsigned int id)
+{
+	s->req = (struct rn_ep_request){
+		.ep_index = 3 + id, .n_data_qps = DATA_QPS, .notify = true,
+		.notify_depth = SLOTS, .notify_slot_size = SLOT_SIZE,
+		.qp_timeout = 16, .qp_retry_cnt = 7,
+		.local = { .session_id = s->session, .generation = generation },
+	};
+	snprintf(s->req.local.name, sizeof(s->req.local.name), "%s", s->name);
+}
+
+/* Open, connect and probe the endpoint at both ends. */
+static void
+ep_up(void)
+{
+	ep_request(&A, 0);
+	ep_request(&B, 1);
+	command(&A, RN_LCORE_CMD_EP_OPEN);
+	command(&B, RN_LCORE_CMD_EP_OPEN);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_OPENED, &A.req), 0);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_OPENED, &B.req), 0);
+	A.req.remote = B.req.local;
+	B.req.remote = A.req.local;
+	command(&A, RN_LCORE_CMD_EP_CONNECT);
+	command(&B, RN_LCORE_CMD_EP_CONNECT);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CONNECTED, &A.req), 0);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CONNECTED, &B.req), 0);
+	command(&A, RN_LCORE_CMD_EP_PROBE);
+	command(&B, RN_LCORE_CMD_EP_PROBE);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_PROBED, &A.req), 0);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_PROBED, &B.req), 0);
+	A.ep_up = B.ep_up = true;
+}
+
+/* Close both ends, as the plane does after a failure; the next
+ * incarnation gets the next generation. */
+static void
+ep_down(void)
+{
+	A.ep_up = B.ep_up = false;
+	command(&A, RN_LCORE_CMD_EP_CLOSE);
+	command(&B, RN_LCORE_CMD_EP_CLOSE);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &A.req), 0);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &B.req), 0);
+	n_seen = 0;   /* EP_FAILED and the like, of the old incarnation */
+	generation++;
+}
+
+static int
+lookup(void *ctx, const char *peer, uint32_t *ep_index, uint32_t *worker)
+{
+	struct side *s = ctx;
+
+	if (strcmp(peer, s->peer) != 0)
+		return -ENOENT;
+	if (!s->ep_up)
+		return -ENOTCONN;
+	*ep_index = s->req.ep_index;
+	*worker = 0;
+	return 0;
+}
+
+static void
+side_up(struct side *s, unsigned int id)
+{
+	struct rn_transfer_host host = { .ctx = s, .session_id = s->session,
+					 .lookup = lookup };
+	struct rn_config cfg;
+	char why[256] = "";
+	char name[32];
+
+	rn_config_defaults(&cfg);
+	cfg.nic.provider = RN_NIC_SIM;
+	snprintf(cfg.control.listen, sizeof(cfg.control.listen), "127.0.0.1");
+	cfg.notify.enabled = true;
+	cfg.notify.oob_fallback = false;
+	cfg.notify.slots = SLOTS;
+	cfg.notify.slot_size = SLOT_SIZE;
+	cfg.notify.max_inline = 64;
+	cfg.notify.endpoints_per_lcore = 1;
+	cfg.dataplane.idle = RN_IDLE_ADAPTIVE;
+	s->lc = rte_zmalloc("test_lcore", sizeof(*s->lc), RTE_CACHE_LINE_SIZE);
+	assert_non_null(s->lc);
+	if (rn_lcore_init(s->lc, id, &cfg, events, wake_fd, why,
+			  sizeof(why)) != 0)
+		fail_msg("rn_lcore_init: %s", why);
+	snprintf(name, sizeof(name), "test_xcmpl_%u", id);
+	s->completions = rte_ring_create_elem(name,
+		sizeof(struct rn_notify_event), 1024, SOCKET_ID_ANY,
+		RING_F_SC_DEQ);
+	assert_non_null(s->completions);
+	s->lc->notify_completions = s->completions;
+	snprintf(host.name, sizeof(host.name), "%s", s->name);
+	assert_int_equal(rn_transfer_create(&host, &s->lc, 1, 0, &s->t), 0);
+	start(s);
+	assert_int_equal(rn_transfer_reg(s->t, s->buf, REGION, RN_ACCESS_ALL,
+					 &s->region), 0);
+}
+
+static void
+side_down(struct side *s)
+{
+	if (s->region != NULL)
+		assert_int_equal(rn_transfer_dereg(s->t, s->region), 0);
+	s->region = NULL;
+	stop(s);
+	rn_transfer_free(s->t);
+	rn_lcore_fini(s->lc);
+	rte_ring_free(s->completions);
+	rte_free(s->lc);
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	n_seen = 0;
+	side_up(&A, 0);
+	side_up(&B, 1);
+	ep_up();
+	return 0;
+}
+
+struct note {
+	char name[64];
+	char msg[64];
+};
+static bool take_note(struct side *s, struct note *out);
+
+static int
+teardown(void **state)
+{
+	struct note junk;
+
+	(void)state;
+	/* Notifications not read: their slots back, so the endpoints close. */
+	while (take_note(&A, &junk) || take_note(&B, &junk))
+		;
+	ep_down();
+	side_down(&A);
+	side_down(&B);
+	return 0;
+}
+
+/* ---- notifications at B ---- */
+
+/* Take one notification delivered to s, if any, and give its slot back. */
+static bool
+take_note(struct side *s, struct note *out)
+{
+	struct rn_notify_delivery d;
+	struct rn_notify_view v = { 0 };
+
+	if (rte_ring_sc_dequeue_elem(s->lc->notify_deliveries, &d,
+				     sizeof(d)) != 0)
+		return false;
+	assert_int_equal(rn_notify_frame_read(rn_lcore_ep_recv_slot(d.owner,
+								     d.index),
+					      d.len, &v), 0);
+	assert_true(v.name_len < sizeof(out->name));
+	assert_true(v.msg_len < sizeof(out->msg));
+	memset(out, 0, sizeof(*out));
+	memcpy(out->name, v.name, v.name_len);
+	memcpy(out->msg, v.msg, v.msg_len);
+	assert_int_equal(rte_ring_sp_enqueue_elem(s->lc->notify_releases, &d,
+						  sizeof(d)), 0);
+	rn_lcore_wake(s->lc);
+	return true;
+}
+
+static void
+wait_note(struct side *s, struct note *out)
+{
+	uint64_t until = now_ms() + WAIT_MS;
+
+	while (!take_note(s, out)) {
+		if (now_ms() > until)
+			fail_msg("no notification at %s within %u ms", s->name,
+				 WAIT_MS);
+		nap_us(50);
+	}
+}
+
+/* ---- helpers of transfers ---- */
+
+static struct rn_transfer_remote *
+import_of(struct side *from, struct side *to)
+{
+	uint8_t desc[RN_TRANSFER_DESC_SIZE];
+	struct rn_transfer_remote *rem;
+
+	assert_int_equal(rn_transfer_export(from->t, from->region, desc,
+					    sizeof(desc)),
+			 RN_TRANSFER_DESC_SIZE);
+	assert_int_equal(rn_transfer_import(to->t, desc, sizeof(desc), &rem),
+			 0);
+	return rem;
+}
+
+static int
+wait_batch(struct rn_transfer_batch *b, uint64_t *bytes)
+{
+	int rc = rn_transfer_wait(b, WAIT_MS);
+	int notify_status;
+
+	assert_int_not_equal(rc, -ETIMEDOUT);
+	assert_int_equal(rn_transfer_status(b, bytes, &notify_status), rc);
+	return rc;
+}
+
+/* A's batch of one kind to B's region with a notification named name:
+ * the notification B gets, checked against want_name. */
+static int
+submit(enum rn_transfer_kind kind, struct rn_transfer_entry *e,
+       unsigned int n, const char *name, struct rn_transfer_batch **b)
+{
+	return rn_transfer_submit(A.t, kind, e, n, name, (uint32_t)strlen(name),
+				  "m", 1, b);
+}
+
+/* Mixed sizes in a class: the class, a half plus a few odd bytes, and a
+ * small one, at random offsets in the regions. */
+static unsigned int
+mixed_entries(uint32_t cls, struct rn_transfer_remote *rem, bool read,
+	      struct rn_transfer_entry *e)
+{
+	uint64_t lens[3] = { cls, cls / 2 + 1 + rnd() % 97, 1 + rnd() % 4096 };
+	uint64_t at = 0;
+
+	for (unsigned int i = 0; i < 3; i++) {
+		uint64_t skip = rnd() % 4096;
+		uint64_t roff = at + skip;
+		/* A's half above REGION / 2, an odd byte off B's. */
+		(void)read;
+		e[i] = (struct rn_transfer_entry){
+			.local = A.buf + REGION / 2 + roff + 1,
+			.remote = (uintptr_t)B.buf + roff,
+			.length = lens[i], .rem = rem };
+		at = roff + lens[i];
+	}
+	assert_true(at + 8192 < REGION / 2);
+	return 3;
+}
+
+/* Whether each entry's local and remote bytes are the same. */
+static bool
+landed(const struct rn_transfer_entry *e, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (memcmp(e[i].local, (const void *)(uintptr_t)e[i].remote,
+			   e[i].length) != 0)
+			return false;
+	return true;
+}
+
+static void
+fill_entries(const struct rn_transfer_entry *e, unsigned int n, bool read)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		uint8_t *src = read ? (uint8_t *)(uintptr_t)e[i].remote :
+				      e[i].local;
+		uint8_t *dst = read ? e[i].local :
+				      (uint8_t *)(uintptr_t)e[i].remote;
+
+		fill(src, e[i].length);
+		memset(dst, 0xa5, e[i].length);
+	}
+}
+
+/* ---- tests ---- */
+
+/*
+ * WRITE and READ batches of mixed sizes at every size class, each with its
+ * notification: when it arrives at B, every byte is already where it
+ * goes (B's memory for a WRITE, A's for a READ).
+ */
+static void
+test_sizes_land_before_their_notification(void **state)
+{
+	struct rn_transfer_remote *rem = import_of(&B, &A);
+
+	(void)state;
+	rng = rn_test_seed("transfer sizes", 18);
+	for (int k = 0; k < 2; k++) {
+		bool read = k == 1;
+
+		for (uint32_t cls = MIN_CLASS; cls <= MAX_CLASS; cls *= 2) {
+			struct rn_transfer_entry e[3];
+			unsigned int n = mixed_entries(cls, rem, read, e);
+			struct rn_transfer_batch *b;
+			char name[32];
+			struct note got;
+			uint64_t bytes = 0, total = 0, t0 = now_ms();
+
+			for (unsigned int i = 0; i < n; i++)
+				total += e[i].length;
+			fill_entries(e, n, read);
+			snprintf(name, sizeof(name), "%c%u", read ? 'r' : 'w',
+				 cls);
+			assert_int_equal(submit(read ? RN_TRANSFER_READ :
+						RN_TRANSFER_WRITE, e, n, name,
+						&b), 0);
+			wait_note(&B, &got);
+			/* The data first: checked as the notification is
+			 * seen, before anything else waits. */
+			if (!landed(e, n))
+				fail_msg("%s of class %u: notification before "
+					 "its data", read ? "READ" : "WRITE",
+					 cls);
+			assert_string_equal(got.name, name);
+			assert_string_equal(got.msg, "m");
+			assert_int_equal(wait_batch(b, &bytes), 0);
+			assert_int_equal(bytes, total);
+			assert_int_equal(rn_transfer_release(A.t, b), 0);
+			printf("# %s class %u: %" PRIu64 " bytes in %" PRIu64
+			       " ms\n", read ? "READ" : "WRITE", cls, total,
+			       now_ms() - t0);
+		}
+	}
+	rn_transfer_forget(A.t, rem);
+}
+
+/* Run f on s's lcore: its thread stopped meanwhile (the sim's faults are
+ * the owning lcore's to set). */
+static void
+on_lcore(struct side *s, int (*f)(struct rn_qp *), struct rn_qp *qp)
+{
+	stop(s);
+	assert_int_equal(f(qp), 0);
+	start(s);
+}
+
+/*
+ * The ordering proof: one data QP's packets held back, the others' go.
+ * The notification must wait for the held chunk; sent at submission, or
+ * after the other QPs' completions, it arrives with the held chunk's
+ * bytes missing, and this fails.
+ */
+static void
+test_notification_waits_for_a_held_qp(void **state)
+{
+	struct rn_transfer_remote *rem = import_of(&B, &A);
+	struct rn_qp *held = &A.req.ep->qps[1];
+	struct rn_transfer_entry e[DATA_QPS];
+	struct rn_transfer_batch *b;
+	struct rn_sim_qp_stats st;
+	struct note got;
+	uint64_t until;
+
+	(void)state;
+	rng = rn_test_seed("transfer hold-back", 1801);
+	/* One chunk per data QP, round robin from QP 0. */
+	for (unsigned int i = 0; i < DATA_QPS; i++)
+		e[i] = (struct rn_transfer_entry){
+			.local = A.buf + (size_t)i * (1 << 20),
+			.remote = (uintptr_t)B.buf + (size_t)i * (1 << 20),
+			.length = 1 << 20, .rem = rem };
+	fill_entries(e, DATA_QPS, false);
+	on_lcore(&A, rn_sim_qp_hold, held);
+	assert_int_equal(submit(RN_TRANSFER_WRITE, e, DATA_QPS, "held", &b),
+			 0);
+	/* The other chunks land; the held one does not, nor the note. */
+	until = now_ms() + 20000;
+	while (!(landed(&e[0], 1) && landed(&e[2], 2)) && now_ms() < until)
+		nap_us(200);
+	assert_true(landed(&e[0], 1) && landed(&e[2], 2));
+	nap_us(20000);
+	if (take_note(&B, &got))
+		fail_msg("notification '%s' while QP 1's chunk is held "
+			 "(its bytes placed: %d)", got.name, landed(&e[1], 1));
+	assert_false(landed(&e[1], 1));
+	assert_int_equal(rn_transfer_status(b, NULL, NULL), -EINPROGRESS);
+	stop(&A);
+	rn_sim_qp_stats(held, &st);
+	assert_true(st.frames_held_now > 0);
+	assert_int_equal(rn_sim_qp_release(held), 0);
+	start(&A);
+	wait_note(&B, &got);
+	assert_true(landed(e, DATA_QPS));
+	assert_string_equal(got.name, "held");
+	assert_int_equal(wait_batch(b, NULL), 0);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	rn_transfer_forget(A.t, rem);
+}
+
+/* A batch that failed: its error, the failure notification at B naming
+ * the one it will not get, the endpoint failed; then reconnected, and a
+ * batch goes. */
+static void
+expect_failure(struct rn_transfer_entry *e, unsigned int n,
+	       enum rn_transfer_kind kind, int want)
+{
+	struct rn_transfer_batch *b;
+	struct note got;
+
+	assert_int_equal(submit(kind, e, n, "lost", &b), 0);
+	assert_int_equal(wait_batch(b, NULL), want);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	wait_note(&B, &got);
+	assert_string_equal(got.name, RN_TRANSFER_FAILED_NAME);
+	assert_string_equal(got.msg, "lost");
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_FAILED, &A.req),
+			 MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+}
+
+/* The endpoint back, as the plane reconnects it, and a batch that works. */
+static void
+recover_and_write(void)
+{
+	struct rn_transfer_remote *rem;
+	struct rn_transfer_entry e;
+	struct rn_transfer_batch *b;
+	struct note got;
+
+	ep_down();
+	ep_up();
+	rem = import_of(&B, &A);
+	e = (struct rn_transfer_entry){ .local = A.buf, .remote =
+					(uintptr_t)B.buf, .length = 3 << 20,
+					.rem = rem };
+	fill_entries(&e, 1, false);
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "again", &b), 0);
+	wait_note(&B, &got);
+	assert_string_equal(got.name, "again");
+	assert_true(landed(&e, 1));
+	assert_int_equal(wait_batch(b, NULL), 0);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	rn_transfer_forget(A.t, rem);
+}
+
+/* The descriptor as it travels, to be tampered with. */
+static void
+tampered(uint32_t rkey_xor, uint64_t length, struct rn_transfer_remote **out)
+{
+	uint8_t desc[RN_TRANSFER_DESC_SIZE];
+	uint32_t rkey;
+
+	assert_int_equal(rn_transfer_export(B.t, B.region, desc, sizeof(desc)),
+			 RN_TRANSFER_DESC_SIZE);
+	/* magic, version, n_keys, node, session, addr, length, keys[0] */
+	if (length != 0)
+		memcpy(desc + 56, &length, 8);
+	memcpy(&rkey, desc + 68, 4);
+	rkey ^= rkey_xor;
+	memcpy(desc + 68, &rkey, 4);
+	assert_int_equal(rn_transfer_import(A.t, desc, sizeof(desc), out), 0);
+}
+
+static void
+test_bad_rkey(void **state)
+{
+	struct rn_transfer_remote *rem;
+	struct rn_transfer_entry e;
+
+	(void)state;
+	tampered(0x100, 0, &rem);   /* another entry of B's table */
+	e = (struct rn_transfer_entry){ .local = A.buf, .remote =
+					(uintptr_t)B.buf, .length = 8192,
+					.rem = rem };
+	expect_failure(&e, 1, RN_TRANSFER_WRITE, -EACCES);
+	rn_transfer_forget(A.t, rem);
+	recover_and_write();
+}
+
+static void
+test_out_of_bounds(void **state)
+{
+	struct rn_transfer_remote *rem = import_of(&B, &A);
+	struct rn_transfer_entry e = { .local = A.buf, .remote =
+				       (uintptr_t)B.buf + REGION - 4096,
+				       .length = 8192, .rem = rem };
+	struct rn_transfer_batch *b;
+
+	(void)state;
+	/* Outside the descriptor: refused at submission. */
+	assert_int_equal(submit(RN_TRANSFER_READ, &e, 1, "x", &b), -EINVAL);
+	rn_transfer_forget(A.t, rem);
+	/* A descriptor that claims more than was registered: the peer's
+	 * NIC refuses it. */
+	tampered(0, (uint64_t)REGION * 2, &rem);
+	e.rem = rem;
+	e.remote = (uintptr_t)B.buf + REGION - 4096;
+	expect_failure(&e, 1, RN_TRANSFER_READ, -EACCES);
+	rn_transfer_forget(A.t, rem);
+	recover_and_write();
+}
+
+static void
+test_deregistered_region(void **state)
+{
+	struct rn_transfer_remote *rem = import_of(&B, &A);
+	struct rn_transfer_entry e = { .local = A.buf, .remote =
+				       (uintptr_t)B.buf, .length = 65536,
+				       .rem = rem };
+
+	(void)state;
+	assert_int_equal(rn_transfer_dereg(B.t, B.region), 0);
+	B.region = NULL;
+	expect_failure(&e, 1, RN_TRANSFER_WRITE, -EACCES);
+	rn_transfer_forget(A.t, rem);
+	assert_int_equal(rn_transfer_reg(B.t, B.buf, REGION, RN_ACCESS_ALL,
+					 &B.region), 0);
+	recover_and_write();
+}
+
+/* B restarted (another session): A's old descriptor is refused at
+ * submission, before any WQE; B's new one works. */
+static void
+test_stale_incarnation(void **state)
+{
+	struct rn_transfer_remote *old = import_of(&B, &A);
+	struct rn_transfer_entry e = { .local = A.buf, .remote =
+				       (uintptr_t)B.buf, .length = 65536,
+				       .rem = old };
+	struct rn_transfer_batch *b;
+	uint64_t wqes = A.lc->stats.xfer_wqes;
+
+	(void)state;
+	ep_down();
+	B.session++;
+	/* The new life's transfer object says who it is now. */
+	assert_int_equal(rn_transfer_dereg(B.t, B.region), 0);
+	rn_transfer_free(B.t);
+	{
+		struct rn_transfer_host host = { .ctx = &B, .session_id =
+						 B.session, .lookup = lookup };
+
+		snprintf(host.name, sizeof(host.name), "b");
+		assert_int_equal(rn_transfer_create(&host, &B.lc, 1, 0, &B.t),
+				 0);
+	}
+	assert_int_equal(rn_transfer_reg(B.t, B.buf, REGION, RN_ACCESS_ALL,
+					 &B.region), 0);
+	ep_up();
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "x", &b), -ESTALE);
+	assert_int_equal(A.lc->stats.xfer_wqes, wqes);
+	assert_false(has_event(RN_LCORE_EVENT_EP_FAILED, &A.req));
+	rn_transfer_forget(A.t, old);
+	recover_and_write();
+}
+
+/* Cancel a READ batch with most of its chunks still queued behind the
+ * READ limit: it ends -ECANCELED with whole chunks done, and the
+ * endpoint goes on. */
+static void
+test_cancel(void **state)
+{
+	struct rn_transfer_remote *rem = import_of(&B, &A);
+	struct rn_transfer_entry e = { .local = A.buf, .remote =
+				       (uintptr_t)B.buf, .length = 150u << 20,
+				       .rem = rem };
+	struct rn_transfer_batch *b;
+	uint64_t bytes = 0;
+
+	(void)state;
+	assert_int_equal(submit(RN_TRANSFER_READ, &e, 1, "cancelled", &b), 0);
+	rn_transfer_cancel(b);
+	assert_int_equal(wait_batch(b, &bytes), -ECANCELED);
+	assert_true(bytes < e.length);
+	assert_int_equal(bytes % (1u << 20), 0);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	printf("# cancelled after %" PRIu64 " of %" PRIu64 " bytes\n", bytes,
+	       e.length);
+	{
+		struct note got;
+
+		wait_note(&B, &got);
+		assert_string_equal(got.name, RN_TRANSFER_FAILED_NAME);
+		assert_string_equal(got.msg, "cancelled");
+	}
+	rn_transfer_forget(A.t, rem);
+	recover_and_write();   /* no failure: only a new batch */
+}
+
+/*
+ * More chunks than the SQs and the READ limit take: 600 of 8 KiB over 4
+ * data QPs of 64 WQEs and 16 READs each. Every one lands; no QP had more
+ * READs out than its limit.
+ */
+static void
+test_more_than_the_queues_take(void **state)
+{
+	enum { N = 600, LEN = 8192 };
+	struct rn_transfer_remote *rem = import_of(&B, &A);
+	struct rn_transfer_entry *e = calloc(N, sizeof(*e));
+	struct rn_transfer_batch *b;
+	struct note got;
+
+	(void)state;
+	rng = rn_test_seed("transfer queues", 1802);
+	assert_non_null(e);
+	for (int k = 0; k < 2; k++) {
+		bool read = k == 1;
+
+		for (unsigned int i = 0; i < N; i++)
+			e[i] = (struct rn_transfer_entry){
+				.local = A.buf + REGION / 2 + (size_t)i * LEN,
+				.remote = (uintptr_t)B.buf + (size_t)i * LEN,
+				.length = LEN, .rem = rem };
+		fill_entries(e, N, read);
+		assert_int_equal(submit(read ? RN_TRANSFER_READ :
+					RN_TRANSFER_WRITE, e, N, "many", &b), 0);
+		wait_note(&B, &got);
+		assert_true(landed(e, N));
+		assert_int_equal(wait_batch(b, NULL), 0);
+		assert_int_equal(rn_transfer_release(A.t, b), 0);
+	}
+	stop(&A);
+	for (unsigned int q = 0; q < DATA_QPS; q++) {
+		struct rn_sim_qp_stats st;
+
+		rn_sim_qp_stats(&A.req.ep->qps[q], &st);
+		if (st.reads_outstanding_max > RN_XFER_RD_ATOMIC)
+			fail_msg("QP %u: %u READs out", q,
+				 st.reads_outstanding_max);
+		assert_true(st.reads_outstanding_max > 1);
+		assert_int_equal(st.reads_refused, 0);
+	}
+	start(&A);
+	free(e);
+	rn_transfer_forget(A.t, rem);
+}
+
+/* The wire to the peer cut in the middle of a batch: the batch fails
+ * -ENOTCONN (retries exhausted) or -EPIPE (flushed as the endpoint
+ * closes) in bounded time, and after the wire is back and the endpoint
+ * reconnected, a batch goes. */
+static void
+test_peer_lost(void **state)
+{
+	struct rn_transfer_remote *rem = import_of(&B, &A);
+	struct rn_transfer_entry e = { .local = A.buf, .remote =
+				       (uintptr_t)B.buf, .length = 200u << 20,
+				       .rem = rem };
+	struct rn_transfer_batch *b;
+	uint64_t t0, bytes = 0;
+	int rc;
+
+	(void)state;
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "cut", &b), 0);
+	stop(&A);
+	assert_int_equal(rn_sim_wire_cut(A.lc->nic, &A.req.remote.addr), 0);
+	start(&A);
+	t0 = now_ms();
+	/* The plane closes a failed endpoint: its QPs flush. */
+	wait_event(RN_LCORE_EVENT_EP_FAILED, &A.req);
+	command(&A, RN_LCORE_CMD_EP_CLOSE);
+	rc = rn_transfer_wait(b, 10000);
+	if (rc != -ENOTCONN && rc != -EPIPE)
+		fail_msg("batch after the wire was cut: %d", rc);
+	assert_int_equal(rn_transfer_status(b, &bytes, NULL), rc);
+	assert_true(bytes < e.length);
+	printf("# failed %d after %" PRIu64 " ms, %" PRIu64 " bytes placed\n",
+	       rc, now_ms() - t0, bytes);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &A.req), 0);
+	stop(&A);
+	assert_int_equal(rn_sim_wire_restore(A.lc->nic, &A.req.remote.addr), 0);
+	start(&A);
+	A.ep_up = B.ep_up = false;
+	command(&B, RN_LCORE_CMD_EP_CLOSE);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &B.req), 0);
+	n_seen = 0;
+	generation++;
+	ep_up();
+	rn_transfer_forget(A.t, rem);
+	rem = NULL;
+	recover_and_write();
+}
+
+/* Registration: overlaps refused, a region in use not deregistered
+ * without waiting, descriptors checked. */
+static void
+test_registration(void **state)
+{
+	struct rn_transfer_remote *rem = import_of(&B, &A);
+	struct rn_transfer_region *r;
+	struct rn_transfer_entry e = { .local = A.buf, .remote =
+				       (uintptr_t)B.buf, .length = 64u << 20,
+				       .rem = rem };
+	struct rn_transfer_batch *b;
+	uint8_t junk[RN_TRANSFER_DESC_SIZE] = { 0 };
+	struct note got;
+
+	(void)state;
+	assert_int_equal(rn_transfer_reg(A.t, A.buf + 4096, 4096,
+					 RN_ACCESS_ALL, &r), -EEXIST);
+	assert_int_equal(rn_transfer_reg(A.t, A.buf, 0, RN_ACCESS_ALL, &r),
+			 -EINVAL);
+	assert_int_equal(rn_transfer_import(A.t, junk, sizeof(junk), &rem),
+			 -EBADMSG);
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "busy", &b), 0);
+	assert_int_equal(rn_transfer_dereg_try(A.t, A.region), -EBUSY);
+	/* Being deregistered: no new batch on it. */
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "x", &b), -EINVAL);
+	assert_int_equal(rn_transfer_dereg(A.t, A.region), 0);
+	A.region = NULL;
+	wait_note(&B, &got);
+	assert_string_equal(got.name, "busy");
+	assert_int_equal(rn_transfer_status(b, NULL, NULL), 0);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	assert_int_equal(rn_transfer_reg(A.t, A.buf, REGION, RN_ACCESS_ALL,
+					 &A.region), 0);
+	rn_transfer_forget(A.t, rem);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int
+main(int argc, char **argv)
+{
+	char prefix[64];
+	char *eal[] = { argv[0], "-l", "0", "--no-huge", "--no-shconf",
+			"-m", "256", "--no-pci", "--no-telemetry",
+			"--log-level=lib.eal:error", prefix, NULL };
+	const struct CMUnitTest tests[] = {
+		T(test_sizes_land_before_their_notification),
+		T(test_notification_waits_for_a_held_qp),
+		T(test_bad_rkey),
+		T(test_out_of_bounds),
+		T(test_deregistered_region),
+		T(test_stale_incarnation),
+		T(test_cancel),
+		T(test_more_than_the_queues_take),
+		T(test_registration),
+		T(test_peer_lost),
+	};
+
+	(void)argc;
+	/* One test alone, by name (a glob): RNOTIFY_TEST_FILTER. */
+	if (getenv("RNOTIFY_TEST_FILTER") != NULL)
+		cmocka_set_test_filter(getenv("RNOTIFY_TEST_FILTER"));
+	snprintf(prefix, sizeof(prefix), "--file-prefix=rn_test_xfer_%d",
+		 getpid());
+	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0) {
+		printf("1..0 # SKIP EAL did not start\n");
+		return 77;
+	}
+	events = rte_ring_create_elem("test_events",
+				      sizeof(struct rn_lcore_event), 1024,
+				      SOCKET_ID_ANY, RING_F_SC_DEQ);
+	wake_fd = eventfd(0, EFD_NONBLOCK);
+	A.buf = aligned_alloc(4096, REGION);
+	B.buf = aligned_alloc(4096, REGION);
+	if (events == NULL || wake_fd < 0 || A.buf == NULL || B.buf == NULL)
+		return 1;
+	return cmocka_run_group_tests_name("transfer", tests, NULL, NULL);
+}
