@@ -72,6 +72,7 @@ rn_desc_fini(struct rn_plane *pl)
 	pthread_mutex_lock(&pl->desc.lock);
 	r = pl->desc.submitted;
 	pl->desc.submitted = NULL;
+	pl->desc.closed = true;
 	pthread_mutex_unlock(&pl->desc.lock);
 	for (; r != NULL; r = next) {
 		next = r->next;
@@ -190,6 +191,11 @@ rn_plane_desc_fetch(struct rn_plane *pl, const char *peer, const char *name,
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->deadline_ms = until;
 	pthread_mutex_lock(&pl->desc.lock);
+	if (pl->desc.closed) {
+		pthread_mutex_unlock(&pl->desc.lock);
+		free(r);
+		return -ESHUTDOWN;
+	}
 	r->next = pl->desc.submitted;
 	pl->desc.submitted = r;
 	pthread_mutex_unlock(&pl->desc.lock);
@@ -258,17 +264,13 @@ rn_desc_serve(struct rn_plane *pl, struct rn_conn *c,
 		status = rc == RN_PROTO_DESC_BLOB ? RN_DESC_OK :
 			 rc == -ENOENT ? RN_DESC_UNKNOWN : RN_DESC_UNAVAILABLE;
 	}
-	if (status == RN_DESC_OK) {
-		pl->desc.served++;
-	} else {
-		pl->desc.refused++;
+	if (status != RN_DESC_OK)
 		RN_PLANE_LOG(INFO, "endpoint %s: descriptor '%s' not given: %s",
 			     peer, f->desc_request.name,
 			     status == RN_DESC_UNKNOWN ? "none published so" :
 			     status == RN_DESC_UNAUTHENTICATED ?
 			     "this node has no secret ([control] secret_file)" :
 			     "none served here");
-	}
 	rn_conn_send(c, frame, rn_proto_encode_desc_answer(
 			     frame, sizeof(frame), f->desc_request.id, status,
 			     status == RN_DESC_OK ? blob : NULL,

@@ -12,6 +12,7 @@
  */
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,11 +27,11 @@ struct rn_conn;
 struct rn_desc_state {
 	rn_plane_desc_source source;  /* NULL: none served */
 	void *source_arg;
-	pthread_mutex_t lock;         /* submitted, from any thread */
+	pthread_mutex_t lock;         /* submitted and closed, from any thread */
 	struct rn_desc_fetch *submitted;
+	bool closed;                  /* rn_desc_fini(): no more taken */
 	struct rn_desc_fetch *pending; /* the control thread's */
 	uint32_t next_id;
-	uint64_t served, refused;     /* answers sent: with a blob, without */
 };
 
 int rn_desc_init(struct rn_plane *pl);
