@@ -145,6 +145,14 @@ on_tick(struct rn_control *ctl, void *arg)
 		rn_client_server_tick(d->clients);
 }
 
+/* What the plane answers a peer's descriptor request with: the region
+ * the application published under that name (rn_transfer_publish()). */
+static int
+serve_descriptor(void *arg, const char *name, void *blob, size_t cap)
+{
+	return rn_transfer_published(arg, name, blob, cap);
+}
+
 /* Often enough for heartbeats and for declaring a peer dead on time. */
 static uint32_t
 tick_ms(const struct rn_config *cfg)
@@ -481,6 +489,7 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		RN_DAEMON_LOG(ERR, "transfer engine: %s", strerror(-rc));
 		goto stop_workers;
 	}
+	rn_plane_set_descriptors(d->plane, serve_descriptor, d->transfer);
 	if (d->clients != NULL) {
 		rc = start_clients(d, why, sizeof(why));
 		if (rc != 0) {
