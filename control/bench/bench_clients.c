@@ -141,10 +141,9 @@ refused(const struct hop *h)
 }
 
 /*
- * The first notification of a hop: the endpoint connects on first use,
- * and the receiving agent may not be known to its daemon's lcores yet
- * when attach returns (the lcores learn of a client after its attach
- * reply): then the notification is refused, and sent again.
+ * The first notification of a hop: the endpoint connects on first use.
+ * A refusal (the receiving agent not attached yet, when the two sides are
+ * started apart) sends it again.
  */
 static int
 reach_hop(const struct hop *h, const uint8_t *payload)

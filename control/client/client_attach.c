@@ -214,7 +214,8 @@ agent_taken(const struct rn_client_server *s, const char *agent,
 
 	/* A closing client's name is not free until the lcores let go. */
 	TAILQ_FOREACH(c, &s->conns, next)
-		if ((c->state == RN_CONN_ATTACHED ||
+		if ((c->state == RN_CONN_ADDING ||
+		     c->state == RN_CONN_ATTACHED ||
 		     c->state == RN_CONN_CLOSING) &&
 		    c->link.agent_len == len &&
 		    memcmp(c->link.agent, agent, len) == 0)
@@ -229,7 +230,8 @@ clients(const struct rn_client_server *s)
 	unsigned int n = 0;
 
 	TAILQ_FOREACH(c, &s->conns, next)
-		n += c->state == RN_CONN_ATTACHED ||
+		n += c->state == RN_CONN_ADDING ||
+		     c->state == RN_CONN_ATTACHED ||
 		     c->state == RN_CONN_CLOSING;
 	return n;
 }
@@ -284,39 +286,68 @@ rn_client_server_attach(struct rn_client_server *s, struct rn_client_conn *c,
 	c->link.client_id = ++s->next_id;
 	c->link.agent_len = (uint8_t)len;
 	memcpy(c->link.agent, agent, len);
-	rc = reply_attached(s, c, region_fd);
-	/* The client has its own descriptor now; the mapping stays ours. */
-	close(region_fd);
-	if (rc != 0)
-		goto unmap_region;
+	c->region_fd = region_fd;
+	c->add_status = 0;
+	c->lcores_left = s->n_workers;
+	/* From here the agent is taken and counted; conn_free gives it
+	 * back, however the attach ends. */
 	pthread_mutex_lock(&s->lock);
-	c->state = RN_CONN_ATTACHED;
+	c->state = RN_CONN_ADDING;
 	c->info = (struct rn_client_info){
 		.id = c->link.client_id,
 		.pid = c->cred.pid,
 		.uid = c->cred.uid,
 		.gid = c->cred.gid,
-		.attached_unix_ms = rn_client_wall_ms(),
 	};
 	memcpy(c->info.agent, agent, len);
 	s->totals.attached++;
-	s->totals.attaches++;
 	pthread_mutex_unlock(&s->lock);
 	s->unattached--;
 	to_every_lcore(s, c, RN_LCORE_CMD_CLIENT_ADD);
-	RN_CLIENT_LOG(INFO, "client %u attached: agent '%.*s', pid %d, uid %u",
-		      c->link.client_id, (int)len, agent, (int)c->cred.pid,
-		      (unsigned int)c->cred.uid);
 	return 0;
 
-unmap_region:
-	munmap(c->link.region, c->link.region_size);
-	c->link.region = NULL;
-	c->link.agent_len = 0;
 close_efd:
 	close(c->link.efd);
 	c->link.efd = -1;
 	return rc;
+}
+
+void
+rn_client_server_added(struct rn_client_server *s, struct rn_client_conn *c,
+		       int status)
+{
+	int rc;
+
+	if (status != 0 && c->add_status == 0)
+		c->add_status = status;
+	if (c->lcores_left > 0 && --c->lcores_left > 0)
+		return;
+	rc = c->add_status != 0 ? c->add_status :
+				  reply_attached(s, c, c->region_fd);
+	/* The client has its own descriptor now; the mapping stays ours. */
+	close(c->region_fd);
+	c->region_fd = -1;
+	pthread_mutex_lock(&s->lock);
+	c->state = RN_CONN_ATTACHED;
+	if (rc == 0) {
+		c->info.attached_unix_ms = rn_client_wall_ms();
+		s->totals.attaches++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (rc != 0) {
+		/* The lcores that took it let go, as after a close. */
+		if (c->add_status != 0)
+			rn_client_server_reply(c, RN_CLIENT_MSG_ATTACH, rc, NULL,
+					       0, NULL, 0);
+		RN_CLIENT_LOG(WARNING, "client %u not attached: %s",
+			      c->link.client_id, strerror(-rc));
+		rn_client_conn_close(s, c);
+		return;
+	}
+	RN_CLIENT_LOG(INFO, "client %u attached: agent '%.*s', pid %d, uid %u",
+		      c->link.client_id, (int)c->link.agent_len,
+		      c->link.agent, (int)c->cred.pid,
+		      (unsigned int)c->cred.uid);
 }
 
 /* ---- teardown ---- */
@@ -329,7 +360,11 @@ rn_client_conn_close(struct rn_client_server *s, struct rn_client_conn *c)
 		close(c->fd);
 		c->fd = -1;
 	}
-	if (c->state != RN_CONN_ATTACHED) {
+	if (c->region_fd >= 0) {
+		close(c->region_fd);
+		c->region_fd = -1;
+	}
+	if (c->state != RN_CONN_ATTACHED && c->state != RN_CONN_ADDING) {
 		if (c->state == RN_CONN_CLOSING)
 			return;
 		s->unattached--;
@@ -355,7 +390,8 @@ rn_client_conn_free(struct rn_client_server *s, struct rn_client_conn *c)
 {
 	pthread_mutex_lock(&s->lock);
 	TAILQ_REMOVE(&s->conns, c, next);
-	if (c->state == RN_CONN_ATTACHED || c->state == RN_CONN_CLOSING)
+	if (c->state == RN_CONN_ADDING || c->state == RN_CONN_ATTACHED ||
+	    c->state == RN_CONN_CLOSING)
 		s->totals.attached--;
 	pthread_mutex_unlock(&s->lock);
 	if (c->link.region != NULL)

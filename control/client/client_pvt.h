@@ -44,6 +44,9 @@ enum rn_conn_state {
 	RN_CONN_NEW,       /* allowed; its first request must be ATTACH */
 	RN_CONN_REFUSED,   /* not allowed: answered -EACCES at its first
 			    * request, then closed */
+	RN_CONN_ADDING,    /* CLIENT_ADD sent: its ATTACH is answered once
+			    * every lcore answered CLIENT_ADDED, so that
+			    * nothing sent to it is refused meanwhile */
 	RN_CONN_ATTACHED,  /* the lcores poll its region */
 	RN_CONN_CLOSING,   /* socket closed, CLIENT_REMOVE sent: waits for
 			    * every lcore's CLIENT_REMOVED */
@@ -57,7 +60,10 @@ struct rn_client_conn {
 	int fd;                   /* the socket; -1 once closed */
 	struct ucred cred;        /* SO_PEERCRED at accept */
 	uint64_t accepted_ms;     /* CLOCK_MONOTONIC */
-	unsigned int lcores_left; /* CLIENT_REMOVED answers still due */
+	unsigned int lcores_left; /* CLIENT_ADDED or CLIENT_REMOVED answers
+				   * still due */
+	int add_status;           /* the first lcore's refusal, or 0 */
+	int region_fd;            /* held from ATTACH to its reply; -1 */
 	uint32_t events_size;     /* of its events ring, as the daemon made
 				   * it: the client may not change it */
 	struct rn_client_link link;   /* the lcores' view; region NULL until
@@ -110,10 +116,15 @@ struct rn_client_server {
 
 /* client_attach.c */
 /* Answer ATTACH of agent (len bytes) on c: make its region and eventfd,
- * hand it to the lcores, reply with the descriptors. Returns 0, or a
- * negative errno for the reply (nothing is left made). */
+ * hand it to the lcores (the reply follows their answers:
+ * rn_client_server_added()). Returns 0, or a negative errno for the reply
+ * (nothing is left made). */
 int rn_client_server_attach(struct rn_client_server *s, struct rn_client_conn *c,
 			    const char *agent, uint32_t len);
+/* An lcore's CLIENT_ADDED for c (ADDING), with its status: once every
+ * lcore answered, reply to ATTACH (descriptors, or the first refusal). */
+void rn_client_server_added(struct rn_client_server *s,
+			    struct rn_client_conn *c, int status);
 /* c's socket closed or it detached: stop watching and close the socket;
  * an attached client goes CLOSING (CLIENT_REMOVE to every lcore), any
  * other is freed now. */

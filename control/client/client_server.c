@@ -338,6 +338,7 @@ accept_one(struct rn_client_server *s, int fd)
 	c->cred = cred;
 	c->accepted_ms = rn_now_ms();
 	c->link.efd = -1;
+	c->region_fd = -1;
 	c->state = RN_CONN_NEW;
 	if (!allowed(s, fd, &cred)) {
 		c->state = RN_CONN_REFUSED;
@@ -573,6 +574,9 @@ handle_message(struct rn_client_server *s, struct rn_client_conn *c,
 	}
 	case RN_CONN_ATTACHED:
 		return attached_request(s, c, &hdr, buf + sizeof(hdr));
+	case RN_CONN_ADDING:      /* a request before its ATTACH reply */
+		refuse(s, c, hdr.type, -EPROTO);
+		return false;
 	case RN_CONN_CLOSING:
 		break;
 	}
@@ -647,18 +651,22 @@ rn_client_server_event(struct rn_client_server *s,
 {
 	struct rn_client_conn *c;
 
-	if (ev->type != RN_LCORE_EVENT_CLIENT_REMOVED)
-		return;
 	TAILQ_FOREACH(c, &s->conns, next) {
 		if ((uintptr_t)&c->link != ev->cookie)
 			continue;
-		if (c->state == RN_CONN_CLOSING && c->lcores_left > 0 &&
-		    --c->lcores_left == 0)
+		/* A client that closed while ADDING is CLOSING: its
+		 * CLIENT_ADDED answers, which come first, count for nothing. */
+		if (ev->type == RN_LCORE_EVENT_CLIENT_ADDED) {
+			if (c->state == RN_CONN_ADDING)
+				rn_client_server_added(s, c, ev->arg);
+		} else if (c->state == RN_CONN_CLOSING && c->lcores_left > 0 &&
+			   --c->lcores_left == 0) {
 			rn_client_conn_free(s, c);
+		}
 		return;
 	}
-	RN_CLIENT_LOG(WARNING, "lcore %u: CLIENT_REMOVED of no client "
-		      "(%#" PRIx64 ")", ev->lcore_id, ev->cookie);
+	RN_CLIENT_LOG(WARNING, "lcore %u: event %u of no client (%#" PRIx64
+		      ")", ev->lcore_id, ev->type, ev->cookie);
 }
 
 void

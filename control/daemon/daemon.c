@@ -104,6 +104,7 @@ handle_event(struct rn_daemon *d, const struct rn_lcore_event *ev)
 			start_app(d);
 		}
 		break;
+	case RN_LCORE_EVENT_CLIENT_ADDED:
 	case RN_LCORE_EVENT_CLIENT_REMOVED:
 		if (d->clients != NULL)
 			rn_client_server_event(d->clients, ev);

@@ -654,7 +654,7 @@ client_shape(struct lcore_client *c, const struct rn_client_link *link,
 	return NULL;
 }
 
-static void
+static int
 client_add(struct rn_lcore *lc, struct rn_client_link *link, uint32_t i)
 {
 	struct lcore_client c = { .link = link, .held_head = HELD_NONE,
@@ -664,18 +664,25 @@ client_add(struct rn_lcore *lc, struct rn_client_link *link, uint32_t i)
 	const char *why = client_shape(&c, link, i);
 	struct rn_lcore_clients *cs;
 	uint32_t slot;
+	int rc = -EPROTO;
 
-	if (why == NULL && lc->clients == NULL && clients_alloc(lc) != 0)
+	if (why == NULL && lc->clients == NULL && clients_alloc(lc) != 0) {
 		why = "out of memory";
+		rc = -ENOMEM;
+	}
 	cs = lc->clients;
-	if (why == NULL && cs->n_active == RN_LCORE_MAX_CLIENTS)
+	if (why == NULL && cs->n_active == RN_LCORE_MAX_CLIENTS) {
 		why = "RN_LCORE_MAX_CLIENTS are attached";
-	if (why == NULL && agent_find(cs, c.agent, c.agent_len) != NULL)
+		rc = -EUSERS;
+	}
+	if (why == NULL && agent_find(cs, c.agent, c.agent_len) != NULL) {
 		why = "its agent is attached already";
+		rc = -EADDRINUSE;
+	}
 	if (why != NULL) {
 		RN_LCORE_LOG(ERR, "lcore %u: client %u not added: %s",
 			     lc->lcore_id, link->client_id, why);
-		return;
+		return rc;
 	}
 	for (slot = 0; cs->c[slot].link != NULL; slot++)
 		;
@@ -688,6 +695,7 @@ client_add(struct rn_lcore *lc, struct rn_client_link *link, uint32_t i)
 	cs->active[cs->n_active++] = (uint8_t)slot;
 	agent_table_build(cs);
 	lc->n_clients = cs->n_active;
+	return 0;
 }
 
 /* Nothing of this lcore points into link's region after this: its held
@@ -721,7 +729,15 @@ rn_lcore_client_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 	struct rn_client_link *link = (void *)(uintptr_t)cmd->cookie;
 
 	if (cmd->type == RN_LCORE_CMD_CLIENT_ADD) {
-		client_add(lc, link, lc->client_index);
+		struct rn_lcore_event ev = {
+			.type = RN_LCORE_EVENT_CLIENT_ADDED,
+			.lcore_id = (uint16_t)lc->lcore_id,
+			.arg = client_add(lc, link, lc->client_index),
+			.cookie = cmd->cookie,
+		};
+
+		/* Must arrive: the client is answered only after it. */
+		rn_lcore_post_event_wait(lc, ev);
 	} else {
 		struct rn_lcore_event ev = {
 			.type = RN_LCORE_EVENT_CLIENT_REMOVED,

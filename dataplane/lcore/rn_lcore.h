@@ -51,7 +51,8 @@ enum rn_lcore_cmd_type {
 	 * rn_client_link *: */
 	RN_LCORE_CMD_CLIENT_ADD,     /* poll its submit ring, deliver to it
 				      * (this lcore's: see
-				      * rn_lcore_set_client_sleeping()) */
+				      * rn_lcore_set_client_sleeping()):
+				      * CLIENT_ADDED */
 	RN_LCORE_CMD_CLIENT_REMOVE,  /* stop touching it: CLIENT_REMOVED */
 };
 
@@ -85,6 +86,9 @@ enum rn_lcore_event_type {
 				      * syndrome): the peer is to stop */
 	RN_LCORE_EVENT_CLIENT_REMOVED,/* cookie: the struct rn_client_link
 				       * this lcore no longer touches */
+	RN_LCORE_EVENT_CLIENT_ADDED, /* cookie: the struct rn_client_link;
+				      * arg: 0, or -errno when this lcore
+				      * did not take it */
 };
 
 struct rn_lcore_event {
