@@ -138,7 +138,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn,
 		.raddr = w->raddr,
 		.rkey = w->rkey,
 	};
-	uint8_t *payload = NULL;
+	const uint8_t *payload = NULL;
 	uint32_t total = 0;
 	int rc;
 
@@ -153,19 +153,31 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn,
 		total = rte_be_to_cpu_32(inl->byte_count) & ~MLX5_INLINE_SEG;
 		if (4 + total > (w->ds - w->first_data) * 16)
 			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-		payload = scratch(ctx, RTE_MAX(total, 1u));
-		if (payload == NULL)
+		uint8_t *inl_copy = scratch(ctx, RTE_MAX(total, 1u));
+
+		if (inl_copy == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-		rn_sim_wqe_copy(sqp, w->bb, w->first_data * 16 + 4, payload, total);
+		rn_sim_wqe_copy(sqp, w->bb, w->first_data * 16 + 4, inl_copy,
+				total);
+		payload = inl_copy;
 		h.dma_len = total;
 		rc = 0;
 	} else {
+		uint8_t *gathered = NULL;
+
 		rc = rn_sim_wqe_gather(sqp, w, NULL, &total, 0);
-		payload = rc == 0 ? scratch(ctx, RTE_MAX(total, 1u)) : NULL;
-		if (rc == 0 && payload == NULL)
-			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-		if (rc == 0)
-			rc = rn_sim_wqe_gather(sqp, w, payload, &total, 0);
+		/* One segment (a transfer chunk): frames are cut from the
+		 * registered memory itself, which the wire copies as it
+		 * queues them, now, as the gather would. */
+		if (rc == 0 && total > 0)
+			payload = rn_sim_wqe_contiguous(sqp, w);
+		if (rc == 0 && payload == NULL) {
+			gathered = scratch(ctx, RTE_MAX(total, 1u));
+			if (gathered == NULL)
+				return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+			rc = rn_sim_wqe_gather(sqp, w, gathered, &total, 0);
+			payload = gathered;
+		}
 		h.dma_len = total;
 	}
 	if (rc != 0)

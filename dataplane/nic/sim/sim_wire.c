@@ -229,6 +229,13 @@ tx_append(struct sim_wire *w, const void *a, size_t alen, const void *b,
 {
 	if (w->tx_off > 0 && w->tx_off == w->tx_len)
 		w->tx_off = w->tx_len = 0;
+	/* Sent bytes at the front: reuse their room rather than grow (and
+	 * copy everything in a realloc) while the socket lags. */
+	if (w->tx_off > 0 && w->tx_len + alen + blen > w->tx_cap) {
+		memmove(w->tx, w->tx + w->tx_off, w->tx_len - w->tx_off);
+		w->tx_len -= w->tx_off;
+		w->tx_off = 0;
+	}
 	if (buf_reserve(&w->tx, &w->tx_cap, w->tx_len + alen + blen) != 0)
 		return;   /* out of memory: the frame is lost, retries recover */
 	memcpy(w->tx + w->tx_len, a, alen);
