@@ -62,12 +62,16 @@ hold_frame(struct sim_qp *sqp, const struct sim_frame_hdr *h,
 	sqp->stats.frames_held_now++;
 }
 
-/* Send a request frame: to the wire, or behind those held back. */
+/* Send a request frame: to the wire, or behind those held back (a
+ * copy). lent: the payload is registered memory (rn_sim_wire_send_lent()),
+ * not the scratch buffer the next WQE reuses. */
 static void
 transmit(struct sim_qp *sqp, const struct sim_frame_hdr *h,
-	 const void *payload)
+	 const void *payload, bool lent)
 {
-	if (likely(sqp->hold == SIM_HOLD_OFF && sqp->held == NULL))
+	if (likely(sqp->hold == SIM_HOLD_OFF && sqp->held == NULL && lent))
+		rn_sim_wire_send_lent(sqp->ctx, &sqp->remote, h, payload);
+	else if (likely(sqp->hold == SIM_HOLD_OFF && sqp->held == NULL))
 		rn_sim_wire_send(sqp->ctx, &sqp->remote, h, payload);
 	else
 		hold_frame(sqp, h, payload);
@@ -139,6 +143,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn,
 		.rkey = w->rkey,
 	};
 	const uint8_t *payload = NULL;
+	bool lent = false;
 	uint32_t total = 0;
 	int rc;
 
@@ -171,6 +176,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn,
 		 * queues them, now, as the gather would. */
 		if (rc == 0 && total > 0)
 			payload = rn_sim_wqe_contiguous(sqp, w);
+		lent = payload != NULL;
 		if (rc == 0 && payload == NULL) {
 			gathered = scratch(ctx, RTE_MAX(total, 1u));
 			if (gathered == NULL)
@@ -184,7 +190,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn,
 		return rc;
 	*npsn = rn_sim_packets(total, sqp->mtu);
 	if (w->opcode == MLX5_OPCODE_RDMA_READ) {
-		transmit(sqp, &h, NULL);
+		transmit(sqp, &h, NULL, false);
 		return 0;
 	}
 	/* Every packet names the message (opcode, raddr, rkey, dma_len):
@@ -192,7 +198,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn,
 	for (uint32_t k = 0, off = 0; k < *npsn; k++, off += sqp->mtu) {
 		h.psn = (psn + k) & 0xffffff;
 		h.length = RTE_MIN(sqp->mtu, total - off);
-		transmit(sqp, &h, payload + off);
+		transmit(sqp, &h, payload + off, lent);
 	}
 	return 0;
 }
