@@ -86,7 +86,7 @@ elif ((dry || copy)); then
   [[ -f build/build.ninja ]] || meson setup build >/dev/null
   meson compile -C build >/dev/null
 fi
-local_bench=$(realpath "$local_bench")
+local_bench=$(realpath -m "$local_bench")
 
 work=$(mktemp -d)
 out=${RN_BENCH_OUT:-$work/out}
@@ -140,7 +140,7 @@ idle = adaptive"
   cpus=("1,0" "0,1")
 else
   run_on() { local h=$1; shift; $ssh_cmd "$h" "$*"; }
-  put() { local h=$1; shift; scp -q "$@" "$h:$remote_dir/"; }
+  put() { local h=$1; shift; scp -q -p "$@" "$h:$remote_dir/"; }
   get() { scp -q "$1:$remote_dir/$2" "$out/$2"; }
   addr=("${RN_ADDR_A:-}" "${RN_ADDR_B:-}")
   for i in 0 1; do
