@@ -27,7 +27,7 @@ struct load {
 	struct rn_config_error *err;
 	struct rn_config_lines *lines;
 	struct rte_cfgfile *file;
-	int first_index[8];  /* file section index of each fixed section, or -1 */
+	int first_index[16]; /* file section index of each fixed section, or -1 */
 	int peer_index[RN_CONFIG_MAX_PEERS];
 };
 
@@ -316,6 +316,27 @@ check_across(struct load *ld)
 			 "max_inline = %u: must be at most slot_size - 8 (%u)",
 			 ld->path, cfg->notify.max_inline,
 			 cfg->notify.slot_size - 8);
+		return -EINVAL;
+	}
+	if (cfg->client.enabled &&
+	    cfg->dataplane.lcores.count - 1 > RN_CONFIG_CLIENT_MAX_WORKERS) {
+		snprintf(err->text, sizeof(err->text), "%s: [client] enabled: "
+			 "%u worker lcores; clients can talk to at most %d: "
+			 "give [dataplane] lcores fewer, or set [client] "
+			 "enabled = false", ld->path,
+			 cfg->dataplane.lcores.count - 1,
+			 RN_CONFIG_CLIENT_MAX_WORKERS);
+		return -EINVAL;
+	}
+	if (cfg->client.socket[0] != '\0' &&
+	    (cfg->client.socket[0] != '/' ||
+	     strlen(cfg->client.socket) >= RN_CONFIG_SOCKET_PATH_MAX)) {
+		snprintf(err->text, sizeof(err->text), "%s: [client] socket = "
+			 "%s: %s; allowed an absolute path of at most %d "
+			 "characters, or empty for the default", ld->path,
+			 cfg->client.socket, cfg->client.socket[0] != '/' ?
+			 "not an absolute path" : "too long",
+			 RN_CONFIG_SOCKET_PATH_MAX - 1);
 		return -EINVAL;
 	}
 	for (uint32_t a = 0; a < cfg->n_peers; a++)

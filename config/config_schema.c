@@ -109,6 +109,21 @@ static const struct rn_config_key telemetry_keys[] = {
 	{ "enabled", RN_CFG_BOOL, TEL(enabled), 0, 0, NULL, "true" },
 };
 
+#define CLIENT(m) FIELD(struct rn_client_config, m)
+static const struct rn_config_key client_keys[] = {
+	{ "enabled", RN_CFG_BOOL, CLIENT(enabled), 0, 0, NULL, "true" },
+	{ "socket", RN_CFG_PATH, CLIENT(socket), 0, 0, NULL, "" },
+	{ "mode", RN_CFG_MODE, CLIENT(mode), 0, 0777, NULL, "0660" },
+	{ "group", RN_CFG_GROUP, CLIENT(group), 0, 0, NULL, "" },
+	{ "allow", RN_CFG_ALLOW, CLIENT(allow), 0, 0, NULL, "" },
+	{ "max_clients", RN_CFG_UINT, CLIENT(max_clients), 1, 1024, NULL,
+	  "64" },
+	{ "ring_size", RN_CFG_POW2, CLIENT(ring_size), 16, 16384, NULL,
+	  "256" },
+	{ "peers_from_clients", RN_CFG_BOOL, CLIENT(peers_from_clients), 0, 0,
+	  NULL, "true" },
+};
+
 #define SECTION(name, member, keys, per_peer) \
 	{ name, offsetof(struct rn_config, member), keys, \
 	  sizeof(keys) / sizeof(keys[0]), per_peer }
@@ -121,6 +136,7 @@ const struct rn_config_section rn_config_sections[] = {
 	SECTION("control", control, control_keys, false),
 	SECTION("peer", peers, peer_keys, true),
 	SECTION("telemetry", telemetry, telemetry_keys, false),
+	SECTION("client", client, client_keys, false),
 };
 const unsigned int rn_config_n_sections =
 	sizeof(rn_config_sections) / sizeof(rn_config_sections[0]);

@@ -23,6 +23,9 @@ enum rn_config_type {
 	RN_CFG_ADDRESS,  /* char[RN_CONFIG_TEXT_MAX]: IPv4 or IPv6 literal */
 	RN_CFG_LCORES,   /* struct rn_lcore_list: "0-1", "0,2,4-5" */
 	RN_CFG_CPUS,     /* struct rn_lcore_list: "0,1,1", or "" (count 0) */
+	RN_CFG_MODE,     /* uint32_t: octal file mode 0..0777 */
+	RN_CFG_GROUP,    /* struct rn_config_group: a group name or gid, "" */
+	RN_CFG_ALLOW,    /* struct rn_config_allow: users, @groups, "" */
 };
 
 struct rn_config_key {

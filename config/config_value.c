@@ -5,9 +5,12 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config_schema_pvt.h"
 #include "rn_config.h"
@@ -21,6 +24,12 @@
 #define CPUS_ALLOWED \
 	"allowed CPU ids 0..1023 as 'A', 'A-B' or a comma list of those, " \
 	"repeats allowed, one per lcore in the order of lcores; or empty"
+
+#define MODE_ALLOWED "allowed an octal file mode 0000..0777 such as 0660"
+#define GROUP_ALLOWED "allowed a group name or gid, or empty for none"
+#define ALLOW_ALLOWED \
+	"allowed a comma list of user names or uids and @group names or " \
+	"@gids, at most 32, or empty (the daemon's own user only)"
 
 /* Strict decimal: digits only, no sign, no spaces, no trailing junk. */
 static int
@@ -234,6 +243,137 @@ parse_lcores(const char *text, struct rn_lcore_list *field)
 	return 0;
 }
 
+/* Strict octal, as chmod writes it: "660", "0660". */
+static int
+parse_mode(const char *text, uint32_t *field, char *why, size_t len)
+{
+	uint32_t v = 0;
+	size_t n = strlen(text);
+
+	if (n == 0 || n > 4 || strspn(text, "01234567") != n) {
+		snprintf(why, len, "not a file mode; " MODE_ALLOWED);
+		return -EINVAL;
+	}
+	for (const char *p = text; *p != '\0'; p++)
+		v = v * 8 + (uint32_t)(*p - '0');
+	if (v > 0777) {
+		snprintf(why, len, "out of range; " MODE_ALLOWED);
+		return -EINVAL;
+	}
+	*field = v;
+	return 0;
+}
+
+/* The gid of a group name or number; -ENOENT when no such group. */
+static int
+group_id(const char *text, uint32_t *gid)
+{
+	char buf[4096];
+	struct group gr, *found = NULL;
+	uint64_t v;
+
+	if (parse_decimal(text, UINT32_MAX - 1, &v) == 0) {
+		*gid = (uint32_t)v;
+		return 0;
+	}
+	if (getgrnam_r(text, &gr, buf, sizeof(buf), &found) != 0 ||
+	    found == NULL)
+		return -ENOENT;
+	*gid = (uint32_t)found->gr_gid;
+	return 0;
+}
+
+static int
+user_id(const char *text, uint32_t *uid)
+{
+	char buf[4096];
+	struct passwd pw, *found = NULL;
+	uint64_t v;
+
+	if (parse_decimal(text, UINT32_MAX - 1, &v) == 0) {
+		*uid = (uint32_t)v;
+		return 0;
+	}
+	if (getpwnam_r(text, &pw, buf, sizeof(buf), &found) != 0 ||
+	    found == NULL)
+		return -ENOENT;
+	*uid = (uint32_t)found->pw_uid;
+	return 0;
+}
+
+static int
+parse_group(const char *text, struct rn_config_group *field, char *why,
+	    size_t len)
+{
+	struct rn_config_group g;
+
+	memset(&g, 0, sizeof(g));
+	if (strlen(text) >= sizeof(g.text)) {
+		snprintf(why, len, "too long; " GROUP_ALLOWED);
+		return -EINVAL;
+	}
+	if (text[0] != '\0' && group_id(text, &g.gid) != 0) {
+		snprintf(why, len, "no such group; " GROUP_ALLOWED);
+		return -EINVAL;
+	}
+	g.set = text[0] != '\0';
+	strcpy(g.text, text);
+	*field = g;
+	return 0;
+}
+
+/* "alice, 1001, @gpu, @1002": users and @groups, spaces around items. */
+static int
+parse_allow(const char *text, struct rn_config_allow *field, char *why,
+	    size_t len)
+{
+	struct rn_config_allow a;
+	char copy[RN_CONFIG_PATH_MAX];
+	char *save = NULL;
+
+	memset(&a, 0, sizeof(a));
+	if (strlen(text) >= sizeof(copy)) {
+		snprintf(why, len, "too long; " ALLOW_ALLOWED);
+		return -EINVAL;
+	}
+	strcpy(copy, text);
+	strcpy(a.text, text);
+	if (copy[0] != '\0' && (copy[strlen(copy) - 1] == ',' ||
+				strstr(copy, ",,") != NULL || copy[0] == ',')) {
+		snprintf(why, len, "empty item; " ALLOW_ALLOWED);
+		return -EINVAL;
+	}
+	for (char *item = strtok_r(copy, ",", &save); item != NULL;
+	     item = strtok_r(NULL, ",", &save)) {
+		bool group;
+		int rc;
+
+		while (*item == ' ' || *item == '\t')
+			item++;
+		for (size_t n = strlen(item);
+		     n > 0 && (item[n - 1] == ' ' || item[n - 1] == '\t'); n--)
+			item[n - 1] = '\0';
+		group = item[0] == '@';
+		if (a.count == RN_CONFIG_ALLOW_MAX) {
+			snprintf(why, len, "too many items; " ALLOW_ALLOWED);
+			return -EINVAL;
+		}
+		rc = item[group] == '\0' ? -EINVAL :
+		     group ? group_id(item + 1, &a.entry[a.count].id) :
+			     user_id(item, &a.entry[a.count].id);
+		if (rc != 0) {
+			snprintf(why, len, "%s '%s'; " ALLOW_ALLOWED,
+				 item[group] == '\0' ? "empty item" :
+				 group ? "no such group" : "no such user",
+				 item + group);
+			return -EINVAL;
+		}
+		a.entry[a.count++].group = group;
+	}
+	*field = a;
+	return 0;
+}
+
 int
 rn_config_value_parse(const struct rn_config_key *key, const char *text,
 		      void *field, char *why, size_t why_len)
@@ -273,6 +413,12 @@ rn_config_value_parse(const struct rn_config_key *key, const char *text,
 			return 0;
 		snprintf(why, why_len, "not a CPU list; " CPUS_ALLOWED);
 		return -EINVAL;
+	case RN_CFG_MODE:
+		return parse_mode(text, field, why, why_len);
+	case RN_CFG_GROUP:
+		return parse_group(text, field, why, why_len);
+	case RN_CFG_ALLOW:
+		return parse_allow(text, field, why, why_len);
 	}
 	return -EINVAL;
 }
@@ -322,6 +468,17 @@ rn_config_value_format(const struct rn_config_key *key, const void *field,
 	case RN_CFG_LCORES:
 	case RN_CFG_CPUS:
 		format_lcores(field, buf, len);
+		return;
+	case RN_CFG_MODE:
+		snprintf(buf, len, "%04o", *(const uint32_t *)field);
+		return;
+	case RN_CFG_GROUP:
+		snprintf(buf, len, "%s",
+			 ((const struct rn_config_group *)field)->text);
+		return;
+	case RN_CFG_ALLOW:
+		snprintf(buf, len, "%s",
+			 ((const struct rn_config_allow *)field)->text);
 		return;
 	}
 }

@@ -22,6 +22,12 @@
 #define RN_CONFIG_MAX_LCORES 128  /* RTE_MAX_LCORE of Debian's DPDK */
 #define RN_CONFIG_MAX_CPU 1023    /* CPU_SETSIZE - 1 */
 #define RN_CONFIG_ERROR_MAX 512
+#define RN_CONFIG_ALLOW_MAX 32    /* [client] allow: users and groups */
+/* Worker lcores a client can talk to (RN_CLIENT_MAX_LCORES): more are
+ * refused while [client] is enabled. */
+#define RN_CONFIG_CLIENT_MAX_WORKERS 16
+/* sizeof(sun_path) of a Unix socket address, with its NUL. */
+#define RN_CONFIG_SOCKET_PATH_MAX 108
 
 enum rn_hugepages_mode {
 	RN_HUGEPAGES_AUTO,  /* use them when the machine has enough free */
@@ -120,6 +126,35 @@ struct rn_telemetry_config {
 	bool enabled;
 };
 
+/* A group named in the file, resolved when it was loaded. */
+struct rn_config_group {
+	bool set;                        /* "": none */
+	uint32_t gid;
+	char text[RN_CONFIG_TEXT_MAX];   /* as written: a name or a gid */
+};
+
+/* Users and groups, resolved when the file was loaded. */
+struct rn_config_allow {
+	uint32_t count;
+	struct {
+		uint32_t id;                 /* a uid, or a gid when group */
+		bool group;
+	} entry[RN_CONFIG_ALLOW_MAX];
+	char text[RN_CONFIG_PATH_MAX];   /* as written */
+};
+
+/* Client processes (control/client, docs/client.md). */
+struct rn_client_config {
+	bool enabled;
+	char socket[RN_CONFIG_PATH_MAX]; /* "": <run-time dir>/<name>.sock */
+	uint32_t mode;                   /* of the socket file */
+	struct rn_config_group group;    /* of the socket file */
+	struct rn_config_allow allow;    /* besides the daemon's own uid */
+	uint32_t max_clients;
+	uint32_t ring_size;              /* entries of each client ring */
+	bool peers_from_clients;         /* PEER_ADD / PEER_REMOVE allowed */
+};
+
 struct rn_config {
 	struct rn_dataplane_config dataplane;
 	struct rn_nic_config nic;
@@ -127,6 +162,7 @@ struct rn_config {
 	struct rn_transfer_config transfer;
 	struct rn_control_config control;
 	struct rn_telemetry_config telemetry;
+	struct rn_client_config client;
 	uint32_t n_peers;
 	struct rn_peer_config peers[RN_CONFIG_MAX_PEERS];
 };

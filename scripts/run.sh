@@ -2,7 +2,8 @@
 # The main job: build, start rnotifyd on the default configuration with the
 # software NIC, show its status through DPDK telemetry, stop it cleanly;
 # then run the notification benchmark (two processes, native vs TCP) and
-# print its table.
+# print its table, and the client benchmark (client processes of two
+# daemons, beside a TCP ping-pong of two processes).
 # Usage: scripts/run.sh [CONFIG]     (default config/examples/rnotifyd.ini)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,10 @@ echo "== rnotifyd exited with status $rc"
 echo "== notification benchmark (scripts/bench-notify.sh --messages 5000 --round-trips 500)"
 RNOTIFY_BENCH=build/control/bench/rnotify-bench \
   scripts/bench-notify.sh --messages 5000 --round-trips 500
+
+echo "== client benchmark (scripts/bench-clients.sh --round-trips 2000)"
+RNOTIFY_BENCH=build/control/bench/rnotify-bench \
+  scripts/bench-clients.sh --round-trips 2000
 
 # -- transfer benchmark (issue 18, item 7): table, CSV and plot --
 # 1,000 measured transfers per block up to 1 MiB, 1,000 MiB worth above

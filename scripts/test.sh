@@ -22,6 +22,9 @@ meson compile -C build
 # checked before the tests, so a bare name fails fast.
 scripts/check-symbols.sh build
 meson test -C build --print-errorlogs
+# What `meson install` gives an application: a program built against the
+# installed rnotify.pc attaches to the installed rnotifyd and sends.
+scripts/test-install.sh build
 
 # The two-host transfer benchmark, end to end, its "hosts" two network
 # namespaces joined by a veth pair, the sim device between them

@@ -34,6 +34,10 @@
  * posted after the data); bandwidth is the block over the average. The
  * responder registers a buffer of --max-block and hands its descriptor
  * over as a notification.
+ *
+ *   rnotify-bench --clients SOCKET_A,SOCKET_B ...
+ * measures from client processes of two running daemons instead
+ * (bench_clients.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clients.h"
+#include "bench_time.h"
 #include "rn_daemon.h"
 #include "rn_notify.h"
 #include "rn_transfer.h"
@@ -76,15 +82,6 @@ struct bench {
 };
 
 static struct rn_daemon daemon_state;
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * Send out[0..n) in order, retrying the rest while the peer has no credit
@@ -232,10 +229,10 @@ static int
 check_completions(struct rn_daemon *d, struct bench *b)
 {
 	unsigned int want = (b->messages + b->completions - 1) / b->completions;
-	uint64_t deadline = now_ns() + 60ull * 1000000000ull;
+	uint64_t deadline = rn_bench_now_ns() + 60ull * 1000000000ull;
 	int rc = 0;
 
-	while (rc == 0 && b->n_reported < want && now_ns() < deadline) {
+	while (rc == 0 && b->n_reported < want && rn_bench_now_ns() < deadline) {
 		rc = take_completions(d, b);
 		usleep(1000);
 	}
@@ -245,14 +242,6 @@ check_completions(struct rn_daemon *d, struct bench *b)
 		rc = -EPROTO;
 	}
 	return rc;
-}
-
-static int
-compare_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* Sizes count name + msg; the name here is 4 bytes. */
@@ -276,26 +265,26 @@ measure(struct rn_daemon *d, struct bench *b, uint32_t size)
 		return -ENOMEM;
 	}
 	for (unsigned int i = 0; i < WARM_UP + b->round_trips && rc == 0; i++) {
-		t0 = now_ns();
+		t0 = rn_bench_now_ns();
 		rc = send_all(d, b, "ping", b->payload, msg_len, 0, 0);
 		if (rc == 0 && wait_for(d, "pong", NULL, 0, &native) != msg_len)
 			rc = -EPROTO;   /* the echo must come back whole */
 		native_pongs += native;
 		if (i >= WARM_UP)
-			rtt[i - WARM_UP] = now_ns() - t0;
+			rtt[i - WARM_UP] = rn_bench_now_ns() - t0;
 	}
-	t0 = now_ns();
+	t0 = rn_bench_now_ns();
 	if (rc == 0)
 		rc = send_bulk(d, b, msg_len);
 	if (rc == 0)
 		rc = send_all(d, b, "done", "", 0, 0, 0);
 	if (rc == 0 && wait_for(d, "seen", reply, sizeof(reply), &native) < 0)
 		rc = -ECANCELED;
-	elapsed = now_ns() - t0;
+	elapsed = rn_bench_now_ns() - t0;
 	if (rc == 0 && b->completions != 0)
 		rc = check_completions(d, b);
 	if (rc == 0) {
-		qsort(rtt, b->round_trips, sizeof(*rtt), compare_u64);
+		qsort(rtt, b->round_trips, sizeof(*rtt), rn_bench_compare_u64);
 		/* Which channel the echoes took: says what was measured. */
 		printf("| %s | %u | %.0f | %.1f | %.1f | %s | %s |\n", b->label,
 		       size, b->messages / (elapsed / 1e9),
@@ -321,7 +310,7 @@ measure(struct rn_daemon *d, struct bench *b, uint32_t size)
 static int
 reach_peer(struct rn_daemon *d, struct bench *b)
 {
-	uint64_t deadline = now_ns() + 60ull * 1000000000ull;
+	uint64_t deadline = rn_bench_now_ns() + 60ull * 1000000000ull;
 	int rc;
 
 	do {
@@ -329,7 +318,7 @@ reach_peer(struct rn_daemon *d, struct bench *b)
 		if (rc != -ENOTCONN)
 			return rc;
 		usleep(10000);
-	} while (now_ns() < deadline);
+	} while (rn_bench_now_ns() < deadline);
 	return rc;
 }
 
@@ -342,12 +331,12 @@ reach_peer(struct rn_daemon *d, struct bench *b)
 static int
 send_quit(struct rn_daemon *d, struct bench *b)
 {
-	uint64_t deadline = now_ns() + 60ull * 1000000000ull;
+	uint64_t deadline = rn_bench_now_ns() + 60ull * 1000000000ull;
 	struct rn_notify_completion c;
 	int rc = send_all(d, b, "quit", "", 0, QUIT_COOKIE,
 			  RN_NOTIFY_WANT_COMPLETION);
 
-	while (rc == 0 && now_ns() < deadline) {
+	while (rc == 0 && rn_bench_now_ns() < deadline) {
 		if (rn_notify_completions(d->notify, &c, 1) == 1 &&
 		    c.cookie == QUIT_COOKIE)
 			return c.status;
@@ -478,7 +467,7 @@ one_transfer(struct rn_daemon *d, enum rn_transfer_kind kind,
 	     const struct rn_transfer_entry *e, bool notify, uint64_t *ns)
 {
 	struct rn_transfer_batch *batch;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = rn_bench_now_ns();
 	int rc;
 
 	do {
@@ -489,7 +478,7 @@ one_transfer(struct rn_daemon *d, enum rn_transfer_kind kind,
 		return rc;
 	while ((rc = rn_transfer_status(batch, NULL, NULL)) == -EINPROGRESS)
 		sched_yield();   /* the control thread may share this CPU */
-	*ns = now_ns() - t0;
+	*ns = rn_bench_now_ns() - t0;
 	rn_transfer_release(d->transfer, batch);
 	return rc;
 }
@@ -523,7 +512,7 @@ measure_transfer(struct rn_daemon *d, struct bench *b, FILE *csv,
 
 		for (unsigned int i = 0; i < n; i++)
 			sum += lat[i];
-		qsort(lat, n, sizeof(*lat), compare_u64);
+		qsort(lat, n, sizeof(*lat), rn_bench_compare_u64);
 		avg = (double)sum / n;
 		printf("| %s | %lu | %s | %u | %.1f | %.1f | %.1f | %.6f |\n",
 		       op, (unsigned long)e->length, notify ? "yes" : "no", n,
@@ -671,6 +660,10 @@ main(int argc, char **argv)
 	const char *path = NULL;
 	int opt, rc;
 
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--clients") == 0 ||
+		    strncmp(argv[i], "--clients=", 10) == 0)
+			return rn_bench_clients(argc, argv);
 	while ((opt = getopt_long(argc, argv, "c:", options, NULL)) != -1) {
 		switch (opt) {
 		case 'c': path = optarg; break;

@@ -104,6 +104,10 @@ handle_event(struct rn_daemon *d, const struct rn_lcore_event *ev)
 			start_app(d);
 		}
 		break;
+	case RN_LCORE_EVENT_CLIENT_REMOVED:
+		if (d->clients != NULL)
+			rn_client_server_event(d->clients, ev);
+		break;
 	default:
 		if (d->plane != NULL)
 			rn_plane_event(d->plane, ev);
@@ -137,6 +141,16 @@ on_tick(struct rn_control *ctl, void *arg)
 	(void)ctl;
 	if (d->plane != NULL)
 		rn_plane_tick(d->plane);
+	if (d->clients != NULL)
+		rn_client_server_tick(d->clients);
+}
+
+/* What the plane answers a peer's descriptor request with: the region
+ * the application published under that name (rn_transfer_publish()). */
+static int
+serve_descriptor(void *arg, const char *name, void *blob, size_t cap)
+{
+	return rn_transfer_published(arg, name, blob, cap);
 }
 
 /* Often enough for heartbeats and for declaring a peer dead on time. */
@@ -169,6 +183,29 @@ wait_for_telemetry(struct rn_daemon *d)
 		drain_events(d);
 		usleep(1000);
 	}
+}
+
+/*
+ * Detach every client (their sockets close, their regions say closed) and
+ * wait, as long as endpoints get to drain, for the lcores to let go.
+ */
+static void
+close_clients(struct rn_daemon *d)
+{
+	uint64_t deadline = rte_get_tsc_cycles() +
+			    rte_get_tsc_hz() * RN_DAEMON_DRAIN_S;
+	unsigned int held;
+
+	if (d->clients == NULL)
+		return;
+	while ((held = rn_client_server_shutdown(d->clients)) != 0 &&
+	       rte_get_tsc_cycles() < deadline) {
+		drain_events(d);
+		usleep(1000);
+	}
+	if (held != 0)
+		RN_DAEMON_LOG(WARNING, "%u client(s) not let go by the lcores "
+			      "in %d s", held, RN_DAEMON_DRAIN_S);
 }
 
 /* Close every endpoint and give the lcores time to drain their QPs. */
@@ -274,6 +311,10 @@ start_workers(struct rn_daemon *d)
 		}
 		d->worker_ptrs[d->n_workers] = &rn_workers[id];
 		d->worker_ids[d->n_workers++] = id;
+		if (d->clients != NULL)
+			rn_client_server_set_lcore(d->clients,
+						   d->n_workers - 1,
+						   &rn_workers[id]);
 		rc = watch_device(d, d->n_workers - 1);
 		if (rc != 0) {
 			RN_DAEMON_LOG(ERR, "lcore %u: device events: %s", id,
@@ -296,6 +337,23 @@ start_workers(struct rn_daemon *d)
 		rn_lcore_cmd_send(lc, ping);
 	}
 	return 0;
+}
+
+/* Listen for clients: on [client] socket, or <run-time dir>/<name>.sock. */
+static int
+start_clients(struct rn_daemon *d, char *why, size_t why_len)
+{
+	char dir[256], path[sizeof(dir) + RN_CONFIG_NAME_MAX + 8];
+
+	if (d->cfg.client.socket[0] != '\0') {
+		snprintf(path, sizeof(path), "%s", d->cfg.client.socket);
+	} else {
+		rn_daemon_runtime_dir(dir, sizeof(dir));
+		snprintf(path, sizeof(path), "%s/%s.sock", dir,
+			 d->cfg.dataplane.name);
+	}
+	return rn_client_server_start(d->clients, d->ctl, d->plane, path, why,
+				      why_len);
 }
 
 static void
@@ -399,6 +457,15 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		RN_DAEMON_LOG(ERR, "control loop: %s", strerror(-rc));
 		goto destroy_control;
 	}
+	if (d->cfg.client.enabled) {
+		rc = rn_client_server_create(&d->cfg,
+					     d->cfg.dataplane.lcores.count - 1,
+					     &d->clients, why, sizeof(why));
+		if (rc != 0) {
+			RN_DAEMON_LOG(ERR, "%s", why);
+			goto destroy_control;
+		}
+	}
 	set_state(d, RN_DAEMON_STARTING);
 	rc = start_workers(d);
 	if (rc != 0)
@@ -422,6 +489,14 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 		RN_DAEMON_LOG(ERR, "transfer engine: %s", strerror(-rc));
 		goto stop_workers;
 	}
+	rn_plane_set_descriptors(d->plane, serve_descriptor, d->transfer);
+	if (d->clients != NULL) {
+		rc = start_clients(d, why, sizeof(why));
+		if (rc != 0) {
+			RN_DAEMON_LOG(ERR, "%s", why);
+			goto stop_workers;
+		}
+	}
 	if (d->cfg.telemetry.enabled && rn_telemetry_register(d) != 0)
 		RN_DAEMON_LOG(WARNING, "telemetry commands not registered");
 
@@ -433,9 +508,12 @@ rn_daemon_run(struct rn_daemon *d, const char *prog)
 	if (d->app_started)
 		pthread_join(d->app_thread, NULL);
 	wait_for_telemetry(d);
+	close_clients(d);
 	close_endpoints(d);
 stop_workers:
 	stop_workers(d);
+	/* The lcores are gone: what clients they still held is freed. */
+	rn_client_server_close(d->clients);
 	rn_transfer_free(d->transfer);
 	d->transfer = NULL;
 	if (d->notify != NULL)
@@ -455,6 +533,8 @@ stop_eal:
 	if (d->plane != NULL)
 		rn_plane_free(d->plane);
 	d->plane = NULL;
+	rn_client_server_free(d->clients);
+	d->clients = NULL;
 	rn_daemon_unlock_name(d->cfg.dataplane.name, d->name_fd);
 	if (rc == 0)
 		RN_DAEMON_LOG(NOTICE, "stopped cleanly");

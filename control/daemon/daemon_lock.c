@@ -30,8 +30,8 @@
 /* Each try lost a race with a daemon of that name that was stopping. */
 #define LOCK_TRIES 8
 
-static void
-runtime_dir(char *dir, size_t len)
+void
+rn_daemon_runtime_dir(char *dir, size_t len)
 {
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 
@@ -138,7 +138,7 @@ rn_daemon_lock_name(const char *name, char *why, size_t len)
 	char dir[256], file[64], pid[32];
 	int dir_fd, fd, rc;
 
-	runtime_dir(dir, sizeof(dir));
+	rn_daemon_runtime_dir(dir, sizeof(dir));
 	dir_fd = open_dir(dir, why, len);
 	if (dir_fd < 0)
 		return dir_fd;
@@ -178,7 +178,7 @@ rn_daemon_unlock_name(const char *name, int fd)
 
 	if (fd < 0)
 		return;
-	runtime_dir(dir, sizeof(dir));
+	rn_daemon_runtime_dir(dir, sizeof(dir));
 	lock_file_name(name, file, sizeof(file));
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
 	unlink(path);   /* still locked: see lock_file() */

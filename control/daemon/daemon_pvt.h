@@ -22,6 +22,13 @@ FILE *rn_daemon_log_open(void);
  */
 int rn_daemon_lock_name(const char *name, char *why, size_t len);
 
+/*
+ * The daemon's run-time directory, where its lock file lies and, by
+ * default, its client socket: /run/rnotify for root, else
+ * $XDG_RUNTIME_DIR/rnotify, else /tmp/rnotify-UID.
+ */
+void rn_daemon_runtime_dir(char *dir, size_t len);
+
 /* Give the name up: remove the lock file, then close fd, which unlocks. */
 void rn_daemon_unlock_name(const char *name, int fd);
 

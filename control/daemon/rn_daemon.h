@@ -19,6 +19,7 @@
 #include "rn_config.h"
 #include "rn_control.h"
 #include "rn_lcore.h"
+#include "rn_client_server.h"
 #include "rn_plane.h"
 
 enum rn_daemon_state {
@@ -54,6 +55,7 @@ struct rn_daemon {
 	struct rn_control *ctl;
 	struct rn_plane *plane;
 	struct rn_notify *notify;
+	struct rn_client_server *clients;   /* NULL: [client] enabled = false */
 	struct rn_transfer *transfer;   /* the embedded application's */
 	/* An application embedded in the process (rnotify-bench): started on
 	 * its own thread once RUNNING, joined at shutdown. It ends the daemon

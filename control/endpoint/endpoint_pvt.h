@@ -23,6 +23,8 @@
  *                  clients' status page
  *   commands.c     commands to the worker lcores, never waiting
  *                  (commands_pvt.h)
+ *   descriptors.c  descriptor requests: served to authenticated peers,
+ *                  and this node's own (descriptors_pvt.h)
  */
 
 #include <rte_seqlock.h>
@@ -31,6 +33,7 @@
 
 #include "channel_add_pvt.h"
 #include "conn_pvt.h"
+#include "descriptors_pvt.h"
 #include "handshake_pvt.h"
 #include "log_pvt.h"
 #include "notify_tcp_pvt.h"
@@ -141,6 +144,7 @@ struct rn_plane {
 	uint32_t page_n;
 	void (*observer)(void *arg, uint32_t ep_index, int event);
 	void *observer_arg;
+	struct rn_desc_state desc;    /* descriptor requests */
 };
 
 /* The plane a connection belongs to. */

@@ -284,6 +284,12 @@ on_frame(struct rn_conn *c, const struct rn_proto_frame *f)
 	case RN_HS_NOTIFY_QP:
 		rn_chan_add_frame(pl, ep, f);
 		break;
+	case RN_HS_DESC_REQUEST:
+		rn_desc_serve(pl, c, f);
+		break;
+	case RN_HS_DESC_ANSWER:
+		rn_desc_answered(pl, ep, f);
+		break;
 	case RN_HS_NONE:
 		break;
 	}

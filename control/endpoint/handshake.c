@@ -414,6 +414,11 @@ rn_handshake_frame(struct rn_conn *c, const struct rn_proto_frame *f,
 			return RN_HS_NOTIFY;
 		if (f->type == RN_PROTO_NOTIFY_QP)
 			return RN_HS_NOTIFY_QP;
+		/* Established: with a secret, both proofs were checked. */
+		if (f->type == RN_PROTO_DESC_REQUEST)
+			return RN_HS_DESC_REQUEST;
+		if (f->type == RN_PROTO_DESC_ANSWER)
+			return RN_HS_DESC_ANSWER;
 		break;
 	default:
 		break;

@@ -50,6 +50,8 @@ enum rn_handshake_news {
 	RN_HS_CLOSE,      /* the peer closed its endpoint on purpose */
 	RN_HS_NOTIFY,     /* a notification over TCP */
 	RN_HS_NOTIFY_QP,  /* a channel-add step */
+	RN_HS_DESC_REQUEST, /* a peer's descriptor request */
+	RN_HS_DESC_ANSWER,  /* the answer to one of ours */
 };
 
 /*

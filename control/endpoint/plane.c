@@ -156,7 +156,8 @@ rn_plane_create(const struct rn_config *cfg, struct rn_control *ctl,
 		.ops = &rn_ep_conn_ops };
 	rte_seqlock_init(&pl->snapshot_lock);
 	pl->worker_ctl = calloc(n_workers, sizeof(*pl->worker_ctl));
-	if (pl->worker_ctl == NULL || rn_ep_table_init(pl) != 0) {
+	if (pl->worker_ctl == NULL || rn_desc_init(pl) != 0 ||
+	    rn_ep_table_init(pl) != 0) {
 		if (pl->worker_ctl == NULL)
 			snprintf(why, why_len, "out of memory");
 		else
@@ -262,6 +263,7 @@ rn_plane_tick(struct rn_plane *pl)
 {
 	serve_uses(pl);
 	rn_timers_run(pl, rn_now_ms());
+	rn_desc_tick(pl);
 	rn_conn_reap(&pl->conns);
 	if (pl->listen_paused && !pl->shutting_down &&
 	    rn_control_watch(pl->ctl, pl->listen_fd, EPOLLIN, on_listen, pl) == 0)
@@ -355,6 +357,7 @@ rn_plane_close(struct rn_plane *pl)
 	while (pl->conns.live != NULL)
 		rn_ep_close_conn(pl->conns.live);
 	rn_conn_reap(&pl->conns);
+	rn_desc_fini(pl);
 	if (pl->listen_fd >= 0) {
 		rn_control_unwatch(pl->ctl, pl->listen_fd);
 		close(pl->listen_fd);

@@ -193,6 +193,39 @@ void rn_plane_set_clients(struct rn_plane *pl,
 					   int event),
 			  void *arg);
 
+/*
+ * Descriptors (docs/protocol.md, "Descriptor requests"). A source writes
+ * the descriptor published as name into blob (cap bytes) and returns its
+ * length, RN_PROTO_DESC_BLOB (192), or -ENOENT when nothing is published
+ * so (any other error: the peer hears "unavailable"). The plane calls it
+ * on the control thread, for peers that proved the shared secret only.
+ * Set it before the control loop runs, or on the control thread.
+ */
+typedef int (*rn_plane_desc_source)(void *arg, const char *name, void *blob,
+				    size_t cap);
+void rn_plane_set_descriptors(struct rn_plane *pl, rn_plane_desc_source source,
+			      void *arg);
+/*
+ * From any thread but the control thread: ask peer for the descriptor it
+ * publishes as name, connecting it first if needed, and wait up to
+ * timeout_ms. Returns RN_PROTO_DESC_BLOB with blob written, or:
+ *   -EINVAL     a name not 1..63 bytes of letters, digits and "_-.:/", or
+ *               a peer name not 1..31 bytes
+ *   -ENOSPC     cap is under RN_PROTO_DESC_BLOB
+ *   -ENOENT     no such peer
+ *   -ENODATA    the peer publishes nothing under that name
+ *   -EACCES     the peer serves descriptors to authenticated peers only,
+ *               and has no secret
+ *   -EOPNOTSUPP the peer serves no descriptors
+ *   -ENOTCONN   the endpoint failed (waits to reconnect), or was lost
+ *               before the answer came
+ *   -ETIMEDOUT  no answer by then
+ *   -ESHUTDOWN  the plane closed
+ *   -ENOMEM
+ */
+int rn_plane_desc_fetch(struct rn_plane *pl, const char *peer, const char *name,
+			uint32_t timeout_ms, void *blob, size_t cap);
+
 const char *rn_ep_state_name(enum rn_ep_state state);
 
 /* CLOCK_MONOTONIC in milliseconds: the control plane's clock. */

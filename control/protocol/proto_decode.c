@@ -162,6 +162,65 @@ decode_notify_qp(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 	return 0;
 }
 
+bool
+rn_proto_desc_name_valid(const char *name, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
+		      ch == '.' || ch == ':' || ch == '/'))
+			return false;
+	}
+	return len > 0 && len <= RN_PROTO_DESC_NAME_MAX;
+}
+
+/* DESC_REQUEST: id, then a name of exactly the length it gives. */
+static int
+decode_desc_request(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
+		    char *why, size_t why_len)
+{
+	if (len < RN_PROTO_DESC_REQUEST_FIXED ||
+	    len != RN_PROTO_DESC_REQUEST_FIXED + (uint32_t)p[4])
+		return bad(why, why_len, "descriptor request: length %u", len);
+	if (!rn_proto_desc_name_valid((const char *)p +
+				      RN_PROTO_DESC_REQUEST_FIXED, p[4]))
+		return bad(why, why_len, "descriptor request: the name is not "
+			   "valid");
+	f->desc_request.id = wire_get32(p);
+	memcpy(f->desc_request.name, p + RN_PROTO_DESC_REQUEST_FIXED, p[4]);
+	f->desc_request.name[p[4]] = '\0';
+	return 0;
+}
+
+/* DESC_ANSWER: a blob of exactly RN_PROTO_DESC_BLOB bytes with OK, none
+ * with any other status. */
+static int
+decode_desc_answer(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
+		   char *why, size_t why_len)
+{
+	uint16_t status, blob_len;
+
+	if (len < RN_PROTO_DESC_ANSWER_FIXED)
+		return bad(why, why_len, "descriptor answer: length %u", len);
+	status = wire_get16(p + 4);
+	blob_len = wire_get16(p + 6);
+	if (status > RN_DESC_UNAVAILABLE)
+		return bad(why, why_len, "descriptor answer: unknown status %u",
+			   status);
+	if (blob_len != (status == RN_DESC_OK ? RN_PROTO_DESC_BLOB : 0) ||
+	    len != RN_PROTO_DESC_ANSWER_FIXED + (uint32_t)blob_len)
+		return bad(why, why_len, "descriptor answer: %u blob bytes in "
+			   "%u for status %u", blob_len, len, status);
+	f->desc_answer.id = wire_get32(p);
+	f->desc_answer.status = status;
+	f->desc_answer.blob_len = blob_len;
+	f->desc_answer.blob = blob_len != 0 ? p + RN_PROTO_DESC_ANSWER_FIXED :
+					      NULL;
+	return 0;
+}
+
 /* CHALLENGE and ANSWER: name, session, nonce, and ANSWER's proof. */
 static int
 decode_auth(const uint8_t *p, uint32_t len, uint8_t type,
@@ -217,6 +276,10 @@ decode_payload(const uint8_t *p, uint32_t len, struct rn_proto_frame *f,
 	case RN_PROTO_ANSWER:
 	case RN_PROTO_PROOF:
 		return decode_auth(p, len, f->type, &f->auth, why, why_len);
+	case RN_PROTO_DESC_REQUEST:
+		return decode_desc_request(p, len, f, why, why_len);
+	case RN_PROTO_DESC_ANSWER:
+		return decode_desc_answer(p, len, f, why, why_len);
 	case RN_PROTO_READY:
 		if (len != 4)
 			return bad(why, why_len, "ready: length %u", len);
@@ -277,7 +340,7 @@ rn_proto_decode(const uint8_t *buf, size_t len, struct rn_proto_frame *f,
 		return bad(why, why_len, "frame of %u bytes; at most %u",
 			   payload, RN_PROTO_MAX_PAYLOAD);
 	f->type = buf[5];
-	if (f->type < RN_PROTO_HELLO || f->type > RN_PROTO_PROOF)
+	if (f->type < RN_PROTO_HELLO || f->type > RN_PROTO_TYPE_LAST)
 		return bad(why, why_len, "unknown frame type %u", f->type);
 	if (len < RN_PROTO_HEADER_SIZE + (size_t)payload)
 		return 0;
@@ -299,6 +362,8 @@ rn_proto_type_name(uint8_t type)
 		[RN_PROTO_NOTIFY] = "NOTIFY", [RN_PROTO_NOTIFY_QP] = "NOTIFY_QP",
 		[RN_PROTO_CHALLENGE] = "CHALLENGE", [RN_PROTO_ANSWER] = "ANSWER",
 		[RN_PROTO_PROOF] = "PROOF",
+		[RN_PROTO_DESC_REQUEST] = "DESC_REQUEST",
+		[RN_PROTO_DESC_ANSWER] = "DESC_ANSWER",
 	};
 
 	return type < sizeof(names) / sizeof(names[0]) && names[type] != NULL ?

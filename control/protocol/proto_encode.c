@@ -174,3 +174,41 @@ rn_proto_encode_auth(uint8_t *buf, size_t cap, uint8_t type,
 		memcpy(p, a->proof, RN_PROTO_MAC_SIZE);
 	return RN_PROTO_HEADER_SIZE + payload;
 }
+
+size_t
+rn_proto_encode_desc_request(uint8_t *buf, size_t cap, uint32_t id,
+			     const char *name)
+{
+	size_t n = strnlen(name, RN_PROTO_DESC_NAME_MAX + 1);
+	uint8_t *p = buf + RN_PROTO_HEADER_SIZE;
+
+	if (!rn_proto_desc_name_valid(name, n) ||
+	    header(buf, cap, RN_PROTO_DESC_REQUEST,
+		   (uint32_t)(RN_PROTO_DESC_REQUEST_FIXED + n)) == 0)
+		return 0;
+	wire_put32(p, id);
+	p[4] = (uint8_t)n;
+	memcpy(p + RN_PROTO_DESC_REQUEST_FIXED, name, n);
+	return RN_PROTO_HEADER_SIZE + RN_PROTO_DESC_REQUEST_FIXED + n;
+}
+
+size_t
+rn_proto_encode_desc_answer(uint8_t *buf, size_t cap, uint32_t id,
+			    uint16_t status, const void *blob,
+			    uint16_t blob_len)
+{
+	uint8_t *p = buf + RN_PROTO_HEADER_SIZE;
+
+	if ((status == RN_DESC_OK) != (blob_len == RN_PROTO_DESC_BLOB) ||
+	    (status != RN_DESC_OK && blob_len != 0) ||
+	    status > RN_DESC_UNAVAILABLE || (blob_len != 0 && blob == NULL) ||
+	    header(buf, cap, RN_PROTO_DESC_ANSWER,
+		   (uint32_t)RN_PROTO_DESC_ANSWER_FIXED + blob_len) == 0)
+		return 0;
+	wire_put32(p, id);
+	wire_put16(p + 4, status);
+	wire_put16(p + 6, blob_len);
+	if (blob_len != 0)
+		memcpy(p + RN_PROTO_DESC_ANSWER_FIXED, blob, blob_len);
+	return RN_PROTO_HEADER_SIZE + RN_PROTO_DESC_ANSWER_FIXED + blob_len;
+}

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define RN_PROTO_MAGIC 0x524e5450u        /* "RNTP" */
-#define RN_PROTO_VERSION 5
+#define RN_PROTO_VERSION 6
 #define RN_PROTO_HEADER_SIZE 12
 #define RN_PROTO_MAX_PAYLOAD (65536 + 64) /* a whole notification fits */
 #define RN_PROTO_NOTIFY_HEAD 4            /* native_before, then the frame */
@@ -29,6 +29,12 @@
 #define RN_PROTO_MAC_SIZE 32              /* HMAC-SHA256 */
 #define RN_PROTO_SECRET_MAX 1024          /* longest shared secret */
 #define RN_PROTO_TOKEN_SIZE 16            /* a sim wire token */
+#define RN_PROTO_DESC_NAME_MAX 63         /* a published region's name */
+#define RN_PROTO_DESC_BLOB 192            /* a descriptor (rn_transfer.h) */
+/* DESC_REQUEST: request id, name length, name. */
+#define RN_PROTO_DESC_REQUEST_FIXED 5
+/* DESC_ANSWER: request id, status, blob length, blob. */
+#define RN_PROTO_DESC_ANSWER_FIXED 8
 /* The largest CHALLENGE/ANSWER payload. */
 #define RN_PROTO_AUTH_MAX (1 + RN_PROTO_NAME_MAX + 8 + RN_PROTO_NONCE_SIZE + \
 			   RN_PROTO_MAC_SIZE)
@@ -49,6 +55,19 @@ enum rn_proto_type {
 	RN_PROTO_CHALLENGE = 9,  /* caller: who I am, my nonce */
 	RN_PROTO_ANSWER = 10,    /* callee: who I am, my nonce, my proof */
 	RN_PROTO_PROOF = 11,     /* caller: my proof */
+	RN_PROTO_DESC_REQUEST = 12, /* the descriptor you publish as NAME */
+	RN_PROTO_DESC_ANSWER = 13,  /* its blob, or why not */
+};
+#define RN_PROTO_TYPE_LAST RN_PROTO_DESC_ANSWER
+
+/* DESC_ANSWER's status: OK carries the blob, the others none. */
+enum rn_proto_desc_status {
+	RN_DESC_OK = 0,
+	RN_DESC_UNKNOWN = 1,       /* no region is published under that name */
+	RN_DESC_UNAUTHENTICATED = 2, /* this node has no secret: it serves
+				    * descriptors to no one */
+	RN_DESC_UNAVAILABLE = 3,   /* this node serves no descriptors (no
+				    * transfer engine), or could not export */
 };
 
 /* The steps of adding a native channel to a connected endpoint. */
@@ -160,6 +179,16 @@ struct rn_proto_frame {
 			struct rn_proto_qp qp; /* OFFER, ACCEPT */
 		} notify_qp;
 		struct {
+			uint32_t id;           /* the requester's; echoed */
+			char name[RN_PROTO_DESC_NAME_MAX + 1];
+		} desc_request;
+		struct {
+			uint32_t id;           /* the request's */
+			uint16_t status;       /* enum rn_proto_desc_status */
+			uint16_t blob_len;     /* RN_PROTO_DESC_BLOB when OK */
+			const uint8_t *blob;   /* into the decoded buffer */
+		} desc_answer;
+		struct {
 			uint32_t native_before; /* native ones sent before it */
 			const uint8_t *name;   /* into the decoded buffer */
 			uint32_t name_len;
@@ -199,6 +228,20 @@ size_t rn_proto_encode_notify_qp(uint8_t *buf, size_t cap, uint32_t generation,
 size_t rn_proto_encode_notify(uint8_t *buf, size_t cap, uint32_t native_before,
 			      const void *name, uint32_t name_len,
 			      const void *msg, uint32_t msg_len);
+
+/*
+ * DESC_REQUEST for the region published as name (1..RN_PROTO_DESC_NAME_MAX
+ * bytes of rn_proto_desc_name_valid()), and DESC_ANSWER: blob of blob_len
+ * bytes with RN_DESC_OK (blob_len RN_PROTO_DESC_BLOB), none otherwise.
+ */
+size_t rn_proto_encode_desc_request(uint8_t *buf, size_t cap, uint32_t id,
+				    const char *name);
+size_t rn_proto_encode_desc_answer(uint8_t *buf, size_t cap, uint32_t id,
+				   uint16_t status, const void *blob,
+				   uint16_t blob_len);
+/* Whether name[0..len) may name a published region: 1..63 bytes of
+ * letters, digits and "_-.:/". */
+bool rn_proto_desc_name_valid(const char *name, size_t len);
 
 /* CHALLENGE, ANSWER or PROOF (type), from the fields that type carries. */
 size_t rn_proto_encode_auth(uint8_t *buf, size_t cap, uint8_t type,

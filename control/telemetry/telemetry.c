@@ -146,6 +146,18 @@ handle_status(const char *cmd, const char *params, struct rte_tel_data *out)
 		rte_tel_data_add_dict_u64(out, "notify_order_parked", parked);
 		rte_tel_data_add_dict_u64(out, "notify_order_overdue", overdue);
 	}
+	if (d->clients != NULL) {
+		struct rn_client_totals t;
+
+		rn_client_server_totals(d->clients, &t);
+		rte_tel_data_add_dict_u64(out, "clients", t.attached);
+		rte_tel_data_add_dict_u64(out, "client_attaches", t.attaches);
+		rte_tel_data_add_dict_u64(out, "clients_refused", t.refused);
+		rte_tel_data_add_dict_u64(out, "client_attach_errors",
+					  t.failed);
+		rte_tel_data_add_dict_string(out, "client_socket",
+			rn_client_server_path(d->clients));
+	}
 	add_workers(out, d);
 	return 0;
 }
@@ -232,6 +244,119 @@ handle_endpoints(const char *cmd, const char *params, struct rte_tel_data *out)
 	return 0;
 }
 
+/*
+ * /rnotify/clients,START: the attached clients, CLIENTS_PAGE from START,
+ * as columns of equal length like /rnotify/endpoints (a list of dicts
+ * would not fit telemetry's 16 KiB for [client] max_clients of them):
+ * id, agent, pid, uid, gid, attached_unix_ms, state (attached, or closing
+ * while the lcores let go), requests, events, events_dropped; "next" and
+ * "total". An agent name is shown with every byte that JSON would need
+ * escaped, or that is not printable ASCII, as '?'.
+ */
+#define CLIENTS_PAGE 32
+
+enum client_column {
+	COL_ID, COL_AGENT, COL_PID, COL_UID, COL_GID, COL_SINCE, COL_STATE,
+	COL_REQUESTS, COL_EVENTS, COL_DROPPED, N_CLIENT_COLUMNS,
+};
+
+static const struct {
+	const char *name;
+	enum rte_tel_value_type type;
+} client_columns[N_CLIENT_COLUMNS] = {
+	[COL_ID] = { "id", RTE_TEL_U64_VAL },
+	[COL_AGENT] = { "agent", RTE_TEL_STRING_VAL },
+	[COL_PID] = { "pid", RTE_TEL_U64_VAL },
+	[COL_UID] = { "uid", RTE_TEL_U64_VAL },
+	[COL_GID] = { "gid", RTE_TEL_U64_VAL },
+	[COL_SINCE] = { "attached_unix_ms", RTE_TEL_U64_VAL },
+	[COL_STATE] = { "state", RTE_TEL_STRING_VAL },
+	[COL_REQUESTS] = { "requests", RTE_TEL_U64_VAL },
+	[COL_EVENTS] = { "events", RTE_TEL_U64_VAL },
+	[COL_DROPPED] = { "events_dropped", RTE_TEL_U64_VAL },
+};
+
+static void
+printable(const char *in, char *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; in[i] != '\0' && i + 1 < len; i++)
+		out[i] = in[i] >= 0x20 && in[i] < 0x7f && in[i] != '"' &&
+			 in[i] != '\\' ? in[i] : '?';
+	out[i] = '\0';
+}
+
+static void
+add_client(struct rte_tel_data **col, const struct rn_client_info *c)
+{
+	const uint64_t values[N_CLIENT_COLUMNS] = {
+		[COL_ID] = c->id, [COL_PID] = (uint64_t)c->pid,
+		[COL_UID] = c->uid, [COL_GID] = c->gid,
+		[COL_SINCE] = c->attached_unix_ms,
+		[COL_REQUESTS] = c->requests, [COL_EVENTS] = c->events,
+		[COL_DROPPED] = c->events_dropped,
+	};
+	char agent[RTE_TEL_MAX_STRING_LEN];
+
+	printable(c->agent, agent, sizeof(agent));
+	for (int k = 0; k < N_CLIENT_COLUMNS; k++) {
+		if (k == COL_AGENT)
+			rte_tel_data_add_array_string(col[k], agent);
+		else if (k == COL_STATE)
+			rte_tel_data_add_array_string(col[k], c->closing ?
+						      "closing" : "attached");
+		else
+			rte_tel_data_add_array_u64(col[k], values[k]);
+	}
+}
+
+static int
+handle_clients(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	const struct rn_daemon *d = daemon_seen;
+	struct rte_tel_data *col[N_CLIENT_COLUMNS] = { NULL };
+	struct rn_client_info *infos;
+	unsigned int n = 0, first, next;
+	uint64_t start = 0;
+	int rc = 0;
+
+	(void)cmd;
+	if (params != NULL && params[0] != '\0' &&
+	    rn_telemetry_parse_u64(params, 0, UINT32_MAX, &start) != 0)
+		return -EINVAL;
+	if (d->clients == NULL)
+		return -EINVAL;   /* [client] enabled = false: null */
+	infos = malloc(sizeof(*infos) * d->cfg.client.max_clients);
+	for (int k = 0; k < N_CLIENT_COLUMNS; k++) {
+		col[k] = rte_tel_data_alloc();
+		if (col[k] == NULL)
+			rc = -ENOMEM;
+	}
+	if (infos == NULL || rc != 0) {
+		for (int k = 0; k < N_CLIENT_COLUMNS; k++)
+			rte_tel_data_free(col[k]);
+		free(infos);
+		return -ENOMEM;
+	}
+	n = rn_client_server_snapshot(d->clients, infos,
+				      d->cfg.client.max_clients);
+	first = RTE_MIN((unsigned int)start, n);
+	next = RTE_MIN(n, first + CLIENTS_PAGE);
+	rte_tel_data_start_dict(out);
+	for (int k = 0; k < N_CLIENT_COLUMNS; k++)
+		rte_tel_data_start_array(col[k], client_columns[k].type);
+	for (unsigned int i = first; i < next; i++)
+		add_client(col, &infos[i]);
+	for (int k = 0; k < N_CLIENT_COLUMNS; k++)
+		rte_tel_data_add_dict_container(out, client_columns[k].name,
+						col[k], 0);
+	rte_tel_data_add_dict_int(out, "next", (int)next);
+	rte_tel_data_add_dict_int(out, "total", (int)n);
+	free(infos);
+	return 0;
+}
+
 static void
 add_transitions(struct rte_tel_data *out, const struct rn_ep_info *ep)
 {
@@ -300,6 +425,9 @@ rn_telemetry_register(const struct rn_daemon *d)
 	       rte_telemetry_register_cmd("/rnotify/endpoints", handle_endpoints,
 		"Endpoints (name, state), 256 from START. Parameter: START "
 		"(default 0); 'next' is where the rest begins") |
+	       rte_telemetry_register_cmd("/rnotify/clients", handle_clients,
+		"Client processes attached (id, agent, pid, uid, since, "
+		"counters), 32 from START. Parameter: START (default 0)") |
 	       rte_telemetry_register_cmd("/rnotify/endpoint", handle_endpoint,
 		"One endpoint: state, generation, peer session, counters, last "
 		"error. Parameter: the peer's name") |

@@ -26,6 +26,8 @@
  * (RN_SIM_MAX_MSG); ConnectX allows more, which gains nothing here. */
 #define RN_TRANSFER_CHUNK_MAX (1u << 20)
 #define RN_TRANSFER_CHUNK_DEFAULT RN_TRANSFER_CHUNK_MAX
+/* Bytes of a published region's name, at most (rn_transfer_publish()). */
+#define RN_TRANSFER_NAME_MAX 63
 /* Worker lcores a node exports keys for, at most. */
 #define RN_TRANSFER_MAX_WORKERS 16
 /*
@@ -56,6 +58,8 @@ struct rn_transfer_batch;    /* one submitted batch */
  * lookup: 0 with the peer's endpoint index and the worker (index into
  * workers) that owns it, or -ENOENT (no such peer), -EAGAIN (connecting),
  * -ENOTCONN (failed, waiting to reconnect).
+ * fetch (may be NULL: rn_transfer_fetch() is then -ENOTSUP): ask peer for
+ * the descriptor it publishes as name, as rn_transfer_fetch() says.
  */
 struct rn_transfer_host {
 	void *ctx;
@@ -63,6 +67,8 @@ struct rn_transfer_host {
 	uint64_t session_id;         /* this node's incarnation */
 	int (*lookup)(void *ctx, const char *peer, uint32_t *ep_index,
 		      uint32_t *worker);
+	int (*fetch)(void *ctx, const char *peer, const char *name,
+		     uint32_t timeout_ms, void *buf, size_t len);
 };
 
 struct rn_lcore;
@@ -114,6 +120,53 @@ int rn_transfer_dereg_try(struct rn_transfer *t,
 int rn_transfer_export(struct rn_transfer *t,
 		       const struct rn_transfer_region *r, void *buf,
 		       size_t len);
+
+/*
+ * Publish region under name, so that peers may ask this node's daemon for
+ * its descriptor over the control protocol (rn_transfer_fetch() on their
+ * side). It answers peers that proved the shared secret only ([control]
+ * secret_file; docs/protocol.md, "Descriptor requests"), never others. A
+ * region has one name at most: a new one replaces it; name NULL or ""
+ * withdraws it. Deregistration withdraws it too: from rn_transfer_dereg()
+ * on, the name gives nothing. Returns 0, or:
+ *   -EINVAL  name not 1..RN_TRANSFER_NAME_MAX bytes of letters, digits and
+ *            "_-.:/", or the region is being deregistered
+ *   -EEXIST  another region of this node has that name
+ */
+int rn_transfer_publish(struct rn_transfer *t, struct rn_transfer_region *r,
+			const char *name);
+
+/*
+ * The descriptor of the region published as name into buf, as
+ * rn_transfer_export() writes it: what the daemon answers a peer's
+ * request with. Returns RN_TRANSFER_DESC_SIZE, -ENOENT (no live region
+ * has that name) or -ENOSPC (len too small).
+ */
+int rn_transfer_published(struct rn_transfer *t, const char *name, void *buf,
+			  size_t len);
+
+/*
+ * Ask peer's daemon for the descriptor of the region it published as name
+ * (rn_transfer_publish() there), over the control protocol, connecting the
+ * endpoint first if needed; blocks up to timeout_ms. Not from the control
+ * thread. The descriptor goes into buf, ready for rn_transfer_import().
+ * Returns RN_TRANSFER_DESC_SIZE, or:
+ *   -EINVAL     name as rn_transfer_publish() refuses it, or a bad peer name
+ *   -ENOSPC     len is under RN_TRANSFER_DESC_SIZE
+ *   -ENOENT     no such peer
+ *   -ENODATA    the peer publishes no region under that name
+ *   -EACCES     the peer has no secret: it gives descriptors to no one
+ *   -EOPNOTSUPP the peer serves no descriptors
+ *   -ENOTCONN   the endpoint failed (waits to reconnect), or was lost
+ *               before the answer
+ *   -ETIMEDOUT  no answer within timeout_ms
+ *   -EBADMSG    the answer is not a descriptor of that peer's
+ *   -ENOTSUP    this engine has no control plane (its host has no fetch)
+ *   -ESHUTDOWN, -ENOMEM
+ */
+int rn_transfer_fetch(struct rn_transfer *t, const char *peer,
+		      const char *name, uint32_t timeout_ms, void *buf,
+		      size_t len);
 
 /*
  * A peer's region from its descriptor. Returns 0, -EBADMSG (not a

@@ -22,9 +22,13 @@
 #include "rn_lcore.h"
 #include "rn_lcore_xfer.h"
 #include "rn_plane.h"
+#include "rn_proto.h"
 #include "rn_transfer.h"
 
 _Static_assert(RN_TRANSFER_MAX_WORKERS <= RN_XFER_MAX_KEYS, "keys");
+_Static_assert(RN_TRANSFER_DESC_SIZE == RN_PROTO_DESC_BLOB &&
+	       RN_TRANSFER_NAME_MAX == RN_PROTO_DESC_NAME_MAX,
+	       "descriptors travel whole, names as published");
 _Static_assert(sizeof(RN_TRANSFER_FAILED_NAME) ==
 	       sizeof(RN_XFER_FAILED_NAME), "one failure name");
 _Static_assert(RN_TRANSFER_LOCAL_WRITE == RN_ACCESS_LOCAL_WRITE &&
@@ -54,6 +58,7 @@ struct rn_transfer_region {
 	uint32_t access;
 	uint32_t users;          /* triples of batches not final */
 	bool dying;              /* being deregistered: no new batch */
+	char name[RN_TRANSFER_NAME_MAX + 1]; /* published as; "": not */
 	struct rn_mr mr[RN_TRANSFER_MAX_WORKERS];
 };
 
@@ -91,13 +96,21 @@ plane_lookup(void *ctx, const char *peer, uint32_t *ep_index,
 								   -ENOTCONN;
 }
 
+static int
+plane_fetch(void *ctx, const char *peer, const char *name,
+	    uint32_t timeout_ms, void *buf, size_t len)
+{
+	return rn_plane_desc_fetch(ctx, peer, name, timeout_ms, buf, len);
+}
+
 void
 rn_transfer_host_plane(struct rn_plane *plane, const char *name,
 		       struct rn_transfer_host *out)
 {
 	*out = (struct rn_transfer_host){ .ctx = plane,
 					  .session_id = rn_plane_session(plane),
-					  .lookup = plane_lookup };
+					  .lookup = plane_lookup,
+					  .fetch = plane_fetch };
 	snprintf(out->name, sizeof(out->name), "%s", name);
 }
 
@@ -280,6 +293,20 @@ rn_transfer_export(struct rn_transfer *t, const struct rn_transfer_region *r,
 	return (int)sizeof(d);
 }
 
+/* Whether buf[0..len) holds a descriptor we can read, into *d. */
+static bool
+desc_read(const void *buf, size_t len, struct desc_wire *d)
+{
+	if (len < sizeof(*d))
+		return false;
+	memcpy(d, buf, sizeof(*d));
+	return le32toh(d->magic) == DESC_MAGIC &&
+	       le16toh(d->version) == DESC_VERSION && le16toh(d->n_keys) != 0 &&
+	       le16toh(d->n_keys) <= RN_TRANSFER_MAX_WORKERS &&
+	       memchr(d->node, '\0', sizeof(d->node)) != NULL &&
+	       le64toh(d->addr) + le64toh(d->length) >= le64toh(d->addr);
+}
+
 int
 rn_transfer_import(struct rn_transfer *t, const void *buf, size_t len,
 		   struct rn_transfer_remote **out)
@@ -288,14 +315,7 @@ rn_transfer_import(struct rn_transfer *t, const void *buf, size_t len,
 	struct desc_wire d;
 
 	(void)t;
-	if (len < sizeof(d))
-		return -EBADMSG;
-	memcpy(&d, buf, sizeof(d));
-	if (le32toh(d.magic) != DESC_MAGIC ||
-	    le16toh(d.version) != DESC_VERSION || le16toh(d.n_keys) == 0 ||
-	    le16toh(d.n_keys) > RN_TRANSFER_MAX_WORKERS ||
-	    memchr(d.node, '\0', sizeof(d.node)) == NULL ||
-	    le64toh(d.addr) + le64toh(d.length) < le64toh(d.addr))
+	if (!desc_read(buf, len, &d))
 		return -EBADMSG;
 	rem = calloc(1, sizeof(*rem));
 	if (rem == NULL)
@@ -311,6 +331,79 @@ rn_transfer_import(struct rn_transfer *t, const void *buf, size_t len,
 			.rkey = le32toh(d.keys[i].rkey) };
 	*out = rem;
 	return 0;
+}
+
+/* Names as the control protocol carries them. */
+static bool
+name_valid(const char *name)
+{
+	return rn_proto_desc_name_valid(name, strnlen(name,
+						      RN_TRANSFER_NAME_MAX + 1));
+}
+
+int
+rn_transfer_publish(struct rn_transfer *t, struct rn_transfer_region *r,
+		    const char *name)
+{
+	int rc = 0;
+
+	if (name != NULL && name[0] != '\0' && !name_valid(name))
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	if (r->dying)
+		rc = -EINVAL;
+	for (const struct rn_transfer_region *o = t->regions;
+	     rc == 0 && name != NULL && o != NULL; o = o->next)
+		if (o != r && strcmp(o->name, name) == 0)
+			rc = -EEXIST;
+	if (rc == 0)
+		snprintf(r->name, sizeof(r->name), "%s",
+			 name != NULL ? name : "");
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+int
+rn_transfer_published(struct rn_transfer *t, const char *name, void *buf,
+		      size_t len)
+{
+	int rc = -ENOENT;
+
+	if (name[0] == '\0')
+		return -ENOENT;
+	pthread_mutex_lock(&t->lock);
+	for (const struct rn_transfer_region *r = t->regions; r != NULL;
+	     r = r->next)
+		if (!r->dying && strcmp(r->name, name) == 0) {
+			rc = rn_transfer_export(t, r, buf, len);
+			break;
+		}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+int
+rn_transfer_fetch(struct rn_transfer *t, const char *peer, const char *name,
+		  uint32_t timeout_ms, void *buf, size_t len)
+{
+	struct desc_wire d;
+	int rc;
+
+	if (t->host.fetch == NULL)
+		return -ENOTSUP;
+	if (!name_valid(name))
+		return -EINVAL;
+	if (len < RN_TRANSFER_DESC_SIZE)
+		return -ENOSPC;
+	rc = t->host.fetch(t->host.ctx, peer, name, timeout_ms, buf, len);
+	if (rc < 0)
+		return rc;
+	/* The peer's own region, in a form we read: a peer cannot hand us
+	 * another node's keys under its name. */
+	if (rc != RN_TRANSFER_DESC_SIZE || !desc_read(buf, len, &d) ||
+	    strncmp(d.node, peer, sizeof(d.node)) != 0)
+		return -EBADMSG;
+	return rc;
 }
 
 void

@@ -73,7 +73,56 @@ static const struct bad_case bad_cases[] = {
 	{ "empty key", "[nic]\n = 1\n", "%s:2: '=' without a key before it" },
 	{ "unknown section", "; comment\n[dataplan]\nname = a\n",
 	  "%s:2: unknown section [dataplan]; allowed [dataplane], [nic], "
-	  "[notify], [transfer], [control], [peer NAME], [telemetry]" },
+	  "[notify], [transfer], [control], [peer NAME], [telemetry], "
+	  "[client]" },
+	{ "client mode not octal", "[client]\nmode = 0680\n",
+	  "%s:2: [client] mode = 0680: not a file mode; allowed an octal file "
+	  "mode 0000..0777 such as 0660" },
+	{ "client mode with setuid bit", "[client]\nmode = 4755\n",
+	  "%s:2: [client] mode = 4755: out of range; allowed an octal file "
+	  "mode 0000..0777 such as 0660" },
+	{ "client group unknown", "[client]\ngroup = no-such-group-rn\n",
+	  "%s:2: [client] group = no-such-group-rn: no such group; allowed a "
+	  "group name or gid, or empty for none" },
+	{ "client allow unknown user",
+	  "[client]\nallow = root, no-such-user-rn\n",
+	  "%s:2: [client] allow = root, no-such-user-rn: no such user "
+	  "'no-such-user-rn'; allowed a comma list of user names or uids and "
+	  "@group names or @gids, at most 32, or empty (the daemon's own user "
+	  "only)" },
+	{ "client allow unknown group", "[client]\nallow = @no-such-group-rn\n",
+	  "%s:2: [client] allow = @no-such-group-rn: no such group "
+	  "'no-such-group-rn'; allowed a comma list of user names or uids and "
+	  "@group names or @gids, at most 32, or empty (the daemon's own user "
+	  "only)" },
+	{ "client allow empty item", "[client]\nallow = root,,1\n",
+	  "%s:2: [client] allow = root,,1: empty item; allowed a comma list of "
+	  "user names or uids and @group names or @gids, at most 32, or empty "
+	  "(the daemon's own user only)" },
+	{ "client allow bare @", "[client]\nallow = @\n",
+	  "%s:2: [client] allow = @: empty item ''; allowed a comma list of "
+	  "user names or uids and @group names or @gids, at most 32, or empty "
+	  "(the daemon's own user only)" },
+	{ "client ring_size not a power of two", "[client]\nring_size = 100\n",
+	  "%s:2: [client] ring_size = 100: not a power of two; allowed 16, 32, "
+	  "64, .., 16384" },
+	{ "client max_clients 0", "[client]\nmax_clients = 0\n",
+	  "%s:2: [client] max_clients = 0: out of range; allowed 1..1024" },
+	{ "client socket relative", "[client]\nsocket = run/x.sock\n",
+	  "%s: [client] socket = run/x.sock: not an absolute path; allowed an "
+	  "absolute path of at most 107 characters, or empty for the default" },
+	{ "client socket too long",
+	  "[client]\nsocket = /" "0123456789012345678901234567890123456789"
+	  "0123456789012345678901234567890123456789012345678901234567890"
+	  "0123456789\n",
+	  "%s: [client] socket = /" "0123456789012345678901234567890123456789"
+	  "0123456789012345678901234567890123456789012345678901234567890"
+	  "0123456789: too "
+	  "long; allowed an absolute path of at most 107 characters, or empty "
+	  "for the default" },
+	{ "client with too many workers", "[dataplane]\nlcores = 0-17\n",
+	  "%s: [client] enabled: 17 worker lcores; clients can talk to at most "
+	  "16: give [dataplane] lcores fewer, or set [client] enabled = false" },
 	{ "unknown key", "[nic]\nprovider = sim\ndevce = mlx5_0\n",
 	  "%s:3: [nic] unknown key 'devce'; allowed provider, device, port, "
 	  "gid_index, traffic_class, service_level, data_qps, qp_timeout, "
@@ -328,7 +377,56 @@ test_defaults_from_empty_file(void **state)
 	assert_int_equal(cfg.control.port, 18515);
 	assert_int_equal(cfg.control.dead_after_ms, 1000);
 	assert_true(cfg.telemetry.enabled);
+	assert_true(cfg.client.enabled);
+	assert_string_equal(cfg.client.socket, "");
+	assert_int_equal(cfg.client.mode, 0660);
+	assert_false(cfg.client.group.set);
+	assert_int_equal(cfg.client.allow.count, 0);
+	assert_int_equal(cfg.client.max_clients, 64);
+	assert_int_equal(cfg.client.ring_size, 256);
+	assert_true(cfg.client.peers_from_clients);
 	assert_int_equal(cfg.n_peers, 0);
+}
+
+/* [client]: names resolved when loaded, numbers taken as they are; 17
+ * workers allowed once clients are off. */
+static void
+test_client_keys(void **state)
+{
+	struct rn_config cfg;
+	struct rn_config_error err;
+
+	(void)state;
+	assert_int_equal(load(
+		"[dataplane]\nlcores = 0-17\n"
+		"[client]\n"
+		"enabled = false\n"
+		"socket = /run/x/y.sock\n"
+		"mode = 600\n"
+		"group = root\n"
+		"allow =  root , 1234,@root,  @4321 \n"
+		"max_clients = 1024\n"
+		"ring_size = 16\n"
+		"peers_from_clients = off\n", &cfg, &err), 0);
+	assert_false(cfg.client.enabled);
+	assert_string_equal(cfg.client.socket, "/run/x/y.sock");
+	assert_int_equal(cfg.client.mode, 0600);
+	assert_true(cfg.client.group.set);
+	assert_int_equal(cfg.client.group.gid, 0);
+	assert_int_equal(cfg.client.allow.count, 4);
+	assert_false(cfg.client.allow.entry[0].group);
+	assert_int_equal(cfg.client.allow.entry[0].id, 0);
+	assert_false(cfg.client.allow.entry[1].group);
+	assert_int_equal(cfg.client.allow.entry[1].id, 1234);
+	assert_true(cfg.client.allow.entry[2].group);
+	assert_int_equal(cfg.client.allow.entry[2].id, 0);
+	assert_true(cfg.client.allow.entry[3].group);
+	assert_int_equal(cfg.client.allow.entry[3].id, 4321);
+	assert_int_equal(cfg.client.max_clients, 1024);
+	assert_int_equal(cfg.client.ring_size, 16);
+	assert_false(cfg.client.peers_from_clients);
+	assert_int_equal(load("[client]\ngroup = 77\n", &cfg, &err), 0);
+	assert_int_equal(cfg.client.group.gid, 77);
 }
 
 static void
@@ -462,6 +560,8 @@ test_print_round_trip(void **state)
 	(void)state;
 	assert_int_equal(load("[dataplane]\nlcores = 0-1,3,5-7\nidle = adaptive\n"
 			      "cpus = 0,1,1,0,7-8\n"
+			      "[client]\nmode = 0640\ngroup = root\n"
+			      "allow = 7, @root\n"
 			      "[peer x]\naddress = 127.0.0.2\nport = 9\n"
 			      "[peer y]\naddress = ::1\nport = 10\n",
 			      &cfg, &err), 0);
@@ -471,6 +571,8 @@ test_print_round_trip(void **state)
 	fclose(out);
 	assert_non_null(strstr(text, "lcores = 0-1,3,5-7\n"));
 	assert_non_null(strstr(text, "cpus = 0-1,1,0,7-8\n"));
+	assert_non_null(strstr(text, "mode = 0640\ngroup = root\n"
+				     "allow = 7, @root\n"));
 	assert_int_equal(cfg.dataplane.cpus.count, 6);
 	assert_int_equal(cfg.dataplane.cpus.ids[2], 1);
 	assert_int_equal(cfg.dataplane.cpus.ids[5], 8);
@@ -673,6 +775,7 @@ main(void)
 	static const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_defaults_from_empty_file),
 		cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_client_keys),
 		cmocka_unit_test(test_every_bool_form),
 		cmocka_unit_test(test_escaped_comment_character),
 		cmocka_unit_test(test_print_round_trip),

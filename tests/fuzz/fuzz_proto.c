@@ -38,6 +38,26 @@ check_auth_bytes(const struct rn_proto_frame *f, const uint8_t *data,
 		abort();
 }
 
+/* A decoded descriptor request or answer encodes back to its bytes. */
+static void
+check_desc_bytes(const struct rn_proto_frame *f, const uint8_t *data,
+		 size_t used)
+{
+	uint8_t buf[RN_PROTO_HEADER_SIZE + RN_PROTO_DESC_ANSWER_FIXED +
+		    RN_PROTO_DESC_BLOB];
+	size_t n = f->type == RN_PROTO_DESC_REQUEST ?
+		rn_proto_encode_desc_request(buf, sizeof(buf),
+					     f->desc_request.id,
+					     f->desc_request.name) :
+		rn_proto_encode_desc_answer(buf, sizeof(buf), f->desc_answer.id,
+					    f->desc_answer.status,
+					    f->desc_answer.blob,
+					    f->desc_answer.blob_len);
+
+	if (n != used || memcmp(buf, data, n) != 0)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -59,6 +79,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (f.type == RN_PROTO_CHALLENGE || f.type == RN_PROTO_ANSWER ||
 		    f.type == RN_PROTO_PROOF)
 			check_auth_bytes(&f, data, used);
+		if (f.type == RN_PROTO_DESC_REQUEST ||
+		    f.type == RN_PROTO_DESC_ANSWER)
+			check_desc_bytes(&f, data, used);
 		data += used;
 		size -= used;
 	}

@@ -75,5 +75,15 @@ main(int argc, char **argv)
 	n = rn_proto_encode_auth(buf, sizeof(buf), RN_PROTO_PROOF, &a);
 	n += rn_proto_encode_hello(buf + n, sizeof(buf) - n, RN_PROTO_HELLO, &h);
 	rc |= save(argv[1], "proof-hello", buf, n);
+	/* A descriptor request, its answer, and a refusal of one. */
+	uint8_t blob[RN_PROTO_DESC_BLOB];
+
+	memset(blob, 0x3c, sizeof(blob));
+	n = rn_proto_encode_desc_request(buf, sizeof(buf), 7, "kv/layer0");
+	n += rn_proto_encode_desc_answer(buf + n, sizeof(buf) - n, 7,
+					 RN_DESC_OK, blob, sizeof(blob));
+	n += rn_proto_encode_desc_answer(buf + n, sizeof(buf) - n, 8,
+					 RN_DESC_UNKNOWN, NULL, 0);
+	rc |= save(argv[1], "desc-request-answers", buf, n);
 	return rc;
 }

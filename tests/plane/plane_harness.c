@@ -188,6 +188,13 @@ control_thread(void *arg)
 struct rn_ph_plane *
 rn_ph_start(const char *name, uint32_t timeout_ms, bool notify)
 {
+	return rn_ph_start_secret(name, timeout_ms, notify, NULL);
+}
+
+struct rn_ph_plane *
+rn_ph_start_secret(const char *name, uint32_t timeout_ms, bool notify,
+		   const char *key)
+{
 	struct rn_ph_plane *h = calloc(1, sizeof(*h));
 	char ring[RTE_RING_NAMESIZE], why[160] = "";
 
@@ -203,6 +210,11 @@ rn_ph_start(const char *name, uint32_t timeout_ms, bool notify)
 	h->cfg.control.dead_after_ms = 120000;
 	h->cfg.notify.enabled = notify;
 	h->cfg.nic.data_qps = 1;
+	if (key != NULL) {
+		h->cfg.control.secret_len[0] = (uint32_t)strlen(key);
+		memcpy(h->cfg.control.secret[0], key, strlen(key));
+		h->cfg.control.accept_unknown = true;
+	}
 	snprintf(ring, sizeof(ring), "rn_ph_cmd_%u", ring_serial);
 	h->lc.cmd_ring = rte_ring_create_elem(ring, sizeof(struct rn_lcore_cmd),
 					      RN_LCORE_RING_SIZE, SOCKET_ID_ANY,
@@ -494,6 +506,38 @@ rn_ph_peer_connect(struct rn_ph_plane *h, uint32_t caps, bool native)
 	rn_ph_peer_finish(h);
 }
 
+/* The caller's side of the challenge exchange, with the plane's own
+ * secret: CHALLENGE, the plane's ANSWER (its proof checked), PROOF. */
+static void
+peer_authenticate(struct rn_ph_plane *h, uint64_t session)
+{
+	struct rn_proto_auth a = { .name = H_PEER_NAME, .session_id = session };
+	uint8_t frame[RN_PROTO_HEADER_SIZE + RN_PROTO_AUTH_MAX];
+	uint8_t mine[RN_PROTO_NONCE_SIZE], mac[RN_PROTO_MAC_SIZE];
+	struct rn_proto_transcript t;
+
+	assert_int_equal(rn_proto_nonce(mine), 0);
+	memcpy(a.nonce, mine, sizeof(mine));
+	rn_ph_peer_send(h, frame, rn_proto_encode_auth(frame, sizeof(frame),
+						       RN_PROTO_CHALLENGE, &a));
+	assert_int_equal(rn_ph_peer_recv(h, H_WAIT_MS), 1);
+	assert_int_equal(h->last.type, RN_PROTO_ANSWER);
+	t = (struct rn_proto_transcript){
+		.caller = H_PEER_NAME, .callee = h->cfg.dataplane.name,
+		.caller_session = session,
+		.callee_session = h->last.auth.session_id,
+		.caller_nonce = mine, .callee_nonce = h->last.auth.nonce };
+	assert_int_equal(rn_proto_proof(h->cfg.control.secret[0],
+					h->cfg.control.secret_len[0],
+					RN_PROTO_ROLE_CALLEE, &t, mac), 0);
+	assert_true(rn_proto_proof_equal(mac, h->last.auth.proof));
+	assert_int_equal(rn_proto_proof(h->cfg.control.secret[0],
+					h->cfg.control.secret_len[0],
+					RN_PROTO_ROLE_CALLER, &t, a.proof), 0);
+	rn_ph_peer_send(h, frame, rn_proto_encode_auth(frame, sizeof(frame),
+						       RN_PROTO_PROOF, &a));
+}
+
 void
 rn_ph_peer_hello(struct rn_ph_plane *h, uint32_t caps, bool native)
 {
@@ -522,6 +566,8 @@ rn_ph_peer_hello(struct rn_ph_plane *h, uint32_t caps, bool native)
 		assert_int_equal(setsockopt(h->fd, SOL_SOCKET, SO_RCVBUF,
 					    &h->rcvbuf, sizeof(h->rcvbuf)), 0);
 	assert_int_equal(connect(h->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	if (h->cfg.control.secret_len[0] != 0 && !h->peer_unproven)
+		peer_authenticate(h, hello.session_id);
 	rn_ph_peer_send(h, frame, rn_proto_encode_hello(frame, sizeof(frame),
 						    RN_PROTO_HELLO, &hello));
 }

@@ -59,6 +59,8 @@ struct rn_ph_plane {
 	struct rte_ring *uses, *tcp_in, *completions;
 	/* The peer. */
 	uint64_t peer_session;         /* its session id; 0: H_PEER_SESSION */
+	bool peer_unproven;            /* with a secret: HELLO without the
+					* challenge exchange */
 	int fd;
 	int rcvbuf;                    /* SO_RCVBUF for its socket; 0: default */
 	uint8_t rx[RN_PROTO_HEADER_SIZE + RN_PROTO_MAX_PAYLOAD];
@@ -70,6 +72,11 @@ struct rn_ph_plane {
 /* A plane named name with [control] connect_timeout_ms timeout_ms and
  * [notify] enabled = notify. */
 struct rn_ph_plane *rn_ph_start(const char *name, uint32_t timeout_ms, bool notify);
+/* The same with the shared secret key ([control] secret_file, and
+ * accept_unknown for the peer): the peer proves it before its HELLO
+ * (rn_ph_peer_hello), unless peer_unproven. */
+struct rn_ph_plane *rn_ph_start_secret(const char *name, uint32_t timeout_ms,
+				       bool notify, const char *key);
 void rn_ph_stop(struct rn_ph_plane *h);
 /* cmocka teardown: rn_ph_stop(*state). */
 int rn_ph_teardown(void **state);

@@ -10,9 +10,10 @@ import struct
 import time
 
 MAGIC = 0x524E5450
-VERSION = 5
+VERSION = 6
 HELLO, ACCEPT, REFUSE, READY, HEARTBEAT, CLOSE, NOTIFY, NOTIFY_QP, \
-    CHALLENGE, ANSWER, PROOF = range(1, 12)
+    CHALLENGE, ANSWER, PROOF, DESC_REQUEST, DESC_ANSWER = range(1, 14)
+DESC_OK, DESC_UNKNOWN, DESC_UNAUTHENTICATED, DESC_UNAVAILABLE = range(4)
 REFUSE_DUPLICATE, REFUSE_NAME, REFUSE_AUTH = 3, 4, 7
 QP_OFFER, QP_ACCEPT, QP_REFUSE, QP_READY, QP_CLOSED = range(1, 6)
 QP_DISABLED, QP_NO_ROOM, QP_BUSY = range(1, 4)
@@ -70,6 +71,19 @@ def answer_fields(payload):
     name = payload[1:1 + n].decode()
     (session,) = struct.unpack(">Q", payload[1 + n:9 + n])
     return name, session, payload[9 + n:41 + n], payload[41 + n:73 + n]
+
+
+def desc_request(request_id, name):
+    """DESC_REQUEST for the region published as name."""
+    return frame(DESC_REQUEST, struct.pack(">IB", request_id, len(name)) +
+                 name.encode())
+
+
+def desc_answer_fields(payload):
+    """(request id, status, blob) of a DESC_ANSWER payload."""
+    request_id, status, n = struct.unpack(">IHH", payload[:8])
+    assert len(payload) == 8 + n, payload
+    return request_id, status, payload[8:]
 
 
 def proof(mac):

@@ -529,6 +529,55 @@ def closed_within(sock, seconds):
         return False
 
 
+def no_descriptor_then_closed(sock, when):
+    """Frames until the daemon closes sock: never a DESC_ANSWER."""
+    try:
+        while True:
+            ftype, body = rnproto.read_frame(sock)
+            assert ftype != rnproto.DESC_ANSWER, \
+                f"{when}: a descriptor answer {body!r}"
+    except (ConnectionError, socket.timeout):
+        pass
+    sock.close()
+
+
+def test_descriptor_requests_from_strangers():
+    """DESC_REQUEST (docs/protocol.md, "Descriptor requests") as the first
+    frame, after a made-up proof, and after a true proof but before HELLO:
+    the connection closes and no DESC_ANSWER (no blob, no rkey) comes. The
+    proven, established peer gets an answer: "unknown" for a name nothing
+    is published under (rnotifyd's own application publishes none)."""
+    me, peer, port, d, key = start_callee("desc", **PATIENT)
+    try:
+        s = rnproto.connect(port)
+        s.sendall(rnproto.desc_request(1, "kv/0"))
+        no_descriptor_then_closed(s, "first frame")
+        s = rnproto.connect(port)
+        s.sendall(rnproto.challenge(peer, 1234, secrets.token_bytes(32)))
+        ftype, _ = rnproto.read_frame(s)
+        assert ftype == rnproto.ANSWER, ftype
+        s.sendall(rnproto.proof(secrets.token_bytes(32)))
+        s.sendall(rnproto.desc_request(2, "kv/0"))
+        no_descriptor_then_closed(s, "made-up proof")
+        s = rnproto.connect(port)
+        _, ok = rnproto.authenticate(s, key, peer, 1235, me)
+        assert ok
+        s.sendall(rnproto.desc_request(3, "kv/0"))
+        no_descriptor_then_closed(s, "proven, before HELLO")
+        assert "not given" not in d.stderr(), "a stranger's request served"
+        s, _, _ = join_with_secret(port, key, me, peer)
+        s.sendall(rnproto.desc_request(4, "kv/0"))
+        ftype, body = rnproto.read_frame_skipping_heartbeats(s)
+        assert ftype == rnproto.DESC_ANSWER, (ftype, body)
+        assert rnproto.desc_answer_fields(body) == \
+            (4, rnproto.DESC_UNKNOWN, b""), body
+        wait_until("the refusal logged", lambda: "descriptor 'kv/0' not "
+                   "given: none published so" in d.stderr())
+        s.close()
+    finally:
+        stop_all((d,))
+
+
 def test_sim_wire_takes_only_the_endpoints_token():
     """Strangers on the daemon's sim wire, next to a peer with the secret:
     garbage, a HELLO without a token (protocol 4's), with a wrong one, the

@@ -65,7 +65,7 @@ test_hello_round_trip(void **state)
 	n = rn_proto_encode_hello(buf, sizeof(buf), RN_PROTO_ACCEPT, &h);
 	assert_int_equal(n, RN_PROTO_HEADER_SIZE + 1 + 6 + 48 + 3 * 24);
 	/* Header bytes as docs/protocol.md gives them. */
-	assert_memory_equal(buf, "RNTP\x05\x02\x00\x00", 8);
+	assert_memory_equal(buf, "RNTP\x06\x02\x00\x00", 8);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(used, n);
 	assert_int_equal(f.type, RN_PROTO_ACCEPT);
@@ -186,8 +186,8 @@ struct mutation {
 static const struct mutation mutations[] = {
 	{ "wrong magic", 0, 'X', -EPROTO, "wrong magic 0x584e5450" },
 	{ "other version", 4, 3, -EPROTONOSUPPORT,
-	  "protocol version 3; this side speaks 5" },
-	{ "unknown type", 5, 12, -EPROTO, "unknown frame type 12" },
+	  "protocol version 3; this side speaks 6" },
+	{ "unknown type", 5, 14, -EPROTO, "unknown frame type 14" },
 	{ "flags set", 7, 1, -EPROTO, "unknown flags 0x0001" },
 	{ "oversized length", 8, 0x7f, -EPROTO,
 	  "frame of 2130706559 bytes; at most 65600" },
@@ -435,7 +435,7 @@ test_auth_bad_name(void **state)
 /*
  * Known answers, computed independently of this code with
  *   python3 -c 'import hmac, hashlib, struct; print(hmac.new(
- *     b"0123456789abcdef0123456789abcdef", b"RNTP\x05" + ROLE +
+ *     b"0123456789abcdef0123456789abcdef", b"RNTP\x06" + ROLE +
  *     b"\x06node-a\x06node-b" + struct.pack(">QQ", 0x0123456789abcdef,
  *     0xfedcba9876543210) + bytes(range(32)) + bytes(range(32, 64)),
  *     hashlib.sha256).hexdigest())'
@@ -449,16 +449,16 @@ test_proof_known_answers(void **state)
 {
 	static const uint8_t key[] = "0123456789abcdef0123456789abcdef";
 	static const uint8_t caller_mac[RN_PROTO_MAC_SIZE] =
-		"\x34\xee\xca\xd9\xe9\x6f\xab\xa0\x5c\xdb\x63\x2a\x1a\x51"
-		"\xb5\xaf\x85\x8c\x16\xc1\x33\xda\xa1\x29\x62\x4b\x40\x3f"
-		"\x3f\x37\xf2\x65";
+		"\x46\x5e\xb1\xd1\x72\x67\x8a\x50\x1f\xd9\xcd\x9d\x2c\x53"
+		"\xc2\x08\x6b\xfc\x7d\x3e\x13\x6f\xfd\x92\x14\xb6\x35\x26"
+		"\xd6\x20\xca\xb4";
 	static const uint8_t callee_mac[RN_PROTO_MAC_SIZE] =
-		"\x33\xd4\xce\x54\x0f\xa0\x39\xf1\x3b\x06\x6f\x96\x04\xd0"
-		"\x05\xbc\x77\xfc\x9e\xdb\x5b\x11\x94\xbe\x6e\x3c\x2e\xf5"
-		"\xf9\x32\x14\x62";
+		"\x8c\x07\xe4\x2b\xc7\xa4\x94\x75\xe1\x68\xb9\xd5\x63\xad"
+		"\xce\xcc\x5a\x63\x46\xd5\xb9\xab\xb9\x99\xbb\xe9\x77\x0c"
+		"\xe4\x14\x1c\xc1";
 	static const uint8_t wire_token[RN_PROTO_TOKEN_SIZE] =
-		"\x8b\x7e\xdd\x1a\x46\x5e\x7c\xf0\xe9\x9f\x27\x7d\xce\x89"
-		"\x49\xf3";
+		"\xf5\x81\x62\x16\xf4\xd7\xd4\x2e\x16\xb6\x32\x53\x27\x95"
+		"\x2c\x09";
 	uint8_t token[RN_PROTO_TOKEN_SIZE];
 	uint8_t nc[RN_PROTO_NONCE_SIZE], ns[RN_PROTO_NONCE_SIZE];
 	uint8_t mac[RN_PROTO_MAC_SIZE], other[RN_PROTO_MAC_SIZE];
@@ -511,6 +511,102 @@ test_proof_known_answers(void **state)
 	assert_memory_not_equal(nc, ns, sizeof(nc));
 }
 
+/* Descriptor requests and answers round-trip; every bound is checked. */
+static void
+test_desc_frames(void **state)
+{
+	uint8_t blob[RN_PROTO_DESC_BLOB], buf[512];
+	struct rn_proto_frame f;
+	char why[128] = "", name[RN_PROTO_DESC_NAME_MAX + 2];
+	size_t used, n;
+
+	(void)state;
+	for (unsigned int i = 0; i < sizeof(blob); i++)
+		blob[i] = (uint8_t)(i * 7);
+	n = rn_proto_encode_desc_request(buf, sizeof(buf), 0xa1b2c3d4,
+					 "kv/layer.0:k");
+	assert_int_equal(n, HDR + 5 + 12);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(used, n);
+	assert_int_equal(f.type, RN_PROTO_DESC_REQUEST);
+	assert_int_equal(f.desc_request.id, 0xa1b2c3d4);
+	assert_string_equal(f.desc_request.name, "kv/layer.0:k");
+	/* Names: 1..63 bytes of the allowed set, never more. */
+	memset(name, 'n', sizeof(name));
+	name[RN_PROTO_DESC_NAME_MAX] = '\0';
+	assert_int_not_equal(rn_proto_encode_desc_request(buf, sizeof(buf), 1,
+							  name), 0);
+	name[RN_PROTO_DESC_NAME_MAX] = 'n';
+	name[RN_PROTO_DESC_NAME_MAX + 1] = '\0';
+	assert_int_equal(rn_proto_encode_desc_request(buf, sizeof(buf), 1,
+						      name), 0);
+	assert_int_equal(rn_proto_encode_desc_request(buf, sizeof(buf), 1, ""),
+			 0);
+	assert_int_equal(rn_proto_encode_desc_request(buf, sizeof(buf), 1,
+						      "a b"), 0);
+	/* A length byte past the payload, or short of it. */
+	n = rn_proto_encode_desc_request(buf, sizeof(buf), 1, "abc");
+	buf[HDR + 4] = 4;
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "descriptor request: length 8");
+	buf[HDR + 4] = 3;
+	buf[HDR + 6] = '\n';
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "descriptor request: the name is not valid");
+	buf[HDR + 4] = 0;    /* no name at all */
+	buf[11] = 5;
+	assert_int_equal(decode(buf, HDR + 5, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "descriptor request: the name is not valid");
+	buf[11] = 4;         /* not even the name's length */
+	assert_int_equal(decode(buf, HDR + 4, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "descriptor request: length 4");
+
+	n = rn_proto_encode_desc_answer(buf, sizeof(buf), 9, RN_DESC_OK, blob,
+					sizeof(blob));
+	assert_int_equal(n, HDR + 8 + sizeof(blob));
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.type, RN_PROTO_DESC_ANSWER);
+	assert_int_equal(f.desc_answer.id, 9);
+	assert_int_equal(f.desc_answer.status, RN_DESC_OK);
+	assert_int_equal(f.desc_answer.blob_len, sizeof(blob));
+	assert_memory_equal(f.desc_answer.blob, blob, sizeof(blob));
+	/* A blob of another size with OK, or any blob without OK. */
+	buf[HDR + 7] = 191;
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "descriptor answer: 191 blob bytes in 200 "
+			    "for status 0");
+	buf[HDR + 7] = 192;
+	buf[HDR + 5] = RN_DESC_UNKNOWN;
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "descriptor answer: 192 blob bytes in 200 "
+			    "for status 1");
+	buf[HDR + 5] = 4;
+	assert_int_equal(decode(buf, n, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "descriptor answer: unknown status 4");
+	n = rn_proto_encode_desc_answer(buf, sizeof(buf), 9, RN_DESC_UNKNOWN,
+					NULL, 0);
+	assert_int_equal(n, HDR + 8);
+	assert_int_equal(decode(buf, n, &f, &used, why), 1);
+	assert_int_equal(f.desc_answer.status, RN_DESC_UNKNOWN);
+	assert_int_equal(f.desc_answer.blob_len, 0);
+	assert_null(f.desc_answer.blob);
+	buf[11] = 7;
+	assert_int_equal(decode(buf, HDR + 7, &f, &used, why), -EPROTO);
+	assert_string_equal(why, "descriptor answer: length 7");
+	/* The encoder refuses what the decoder would. */
+	assert_int_equal(rn_proto_encode_desc_answer(buf, sizeof(buf), 1,
+						     RN_DESC_OK, blob, 191), 0);
+	assert_int_equal(rn_proto_encode_desc_answer(buf, sizeof(buf), 1,
+						     RN_DESC_UNKNOWN, blob,
+						     sizeof(blob)), 0);
+	assert_int_equal(rn_proto_encode_desc_answer(buf, sizeof(buf), 1, 4,
+						     NULL, 0), 0);
+	assert_int_equal(rn_proto_encode_desc_answer(buf, 100, 1, RN_DESC_OK,
+						     blob, sizeof(blob)), 0);
+	assert_string_equal(rn_proto_type_name(RN_PROTO_DESC_ANSWER),
+			    "DESC_ANSWER");
+}
+
 int
 main(void)
 {
@@ -525,6 +621,7 @@ main(void)
 		cmocka_unit_test(test_auth_round_trip),
 		cmocka_unit_test(test_auth_bad_name),
 		cmocka_unit_test(test_proof_known_answers),
+		cmocka_unit_test(test_desc_frames),
 	};
 	const size_t n_fixed = sizeof(fixed) / sizeof(fixed[0]);
 	const size_t n_mut = sizeof(mutations) / sizeof(mutations[0]);

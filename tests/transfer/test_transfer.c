@@ -252,11 +252,34 @@ lookup(void *ctx, const char *peer, uint32_t *ep_index, uint32_t *worker)
 	return 0;
 }
 
+/*
+ * The descriptor request, in process: what the peer's daemon answers
+ * (rn_transfer_published(), as control/daemon wires it; the wire itself is
+ * tests/plane/test_descriptors.c's). "spoof" answers with this side's own
+ * "mine", as a peer handing out another node's keys would.
+ */
+static int
+fetch(void *ctx, const char *peer, const char *name, uint32_t timeout_ms,
+      void *buf, size_t len)
+{
+	struct side *s = ctx;
+	struct side *other = s == &A ? &B : &A;
+	int rc;
+
+	(void)timeout_ms;
+	if (strcmp(peer, s->peer) != 0)
+		return -ENOENT;
+	rc = strcmp(name, "spoof") == 0 ?
+		rn_transfer_published(s->t, "mine", buf, len) :
+		rn_transfer_published(other->t, name, buf, len);
+	return rc == -ENOENT ? -ENODATA : rc;
+}
+
 static void
 side_up(struct side *s, unsigned int id)
 {
 	struct rn_transfer_host host = { .ctx = s, .session_id = s->session,
-					 .lookup = lookup };
+					 .lookup = lookup, .fetch = fetch };
 	struct rn_config cfg;
 	char why[256] = "";
 	char name[32];
@@ -896,6 +919,84 @@ test_registration(void **state)
 	rn_transfer_forget(A.t, rem);
 }
 
+/*
+ * Published descriptors: the one a name gives is the export, byte for
+ * byte, and a WRITE through it lands; names are unique per node,
+ * withdrawn by NULL and by deregistration; a fetched descriptor must be
+ * the peer's own.
+ */
+static void
+test_published_descriptor(void **state)
+{
+	uint8_t exported[RN_TRANSFER_DESC_SIZE], got[RN_TRANSFER_DESC_SIZE];
+	static uint8_t other[8192];
+	struct rn_transfer_region *r;
+	struct rn_transfer_remote *rem;
+	struct rn_transfer_entry e;
+	struct rn_transfer_batch *b;
+	struct note note;
+
+	(void)state;
+	assert_int_equal(rn_transfer_publish(B.t, B.region, "kv/0"), 0);
+	assert_int_equal(rn_transfer_export(B.t, B.region, exported,
+					    sizeof(exported)),
+			 RN_TRANSFER_DESC_SIZE);
+	assert_int_equal(rn_transfer_published(B.t, "kv/0", got, sizeof(got)),
+			 RN_TRANSFER_DESC_SIZE);
+	assert_memory_equal(got, exported, sizeof(got));
+	memset(got, 0, sizeof(got));
+	assert_int_equal(rn_transfer_fetch(A.t, "b", "kv/0", WAIT_MS, got,
+					   sizeof(got)), RN_TRANSFER_DESC_SIZE);
+	assert_memory_equal(got, exported, sizeof(got));
+	assert_int_equal(rn_transfer_import(A.t, got, sizeof(got), &rem), 0);
+	e = (struct rn_transfer_entry){ .local = A.buf, .remote =
+					(uintptr_t)B.buf + 4096,
+					.length = 65536 + 3, .rem = rem };
+	fill_entries(&e, 1, false);
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "fetched", &b), 0);
+	wait_note(&B, &note);
+	assert_string_equal(note.name, "fetched");
+	assert_true(landed(&e, 1));
+	assert_int_equal(wait_batch(b, NULL), 0);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	rn_transfer_forget(A.t, rem);
+	/* Errors, each its own. */
+	assert_int_equal(rn_transfer_fetch(A.t, "b", "kv/1", WAIT_MS, got,
+					   sizeof(got)), -ENODATA);
+	assert_int_equal(rn_transfer_fetch(A.t, "c", "kv/0", WAIT_MS, got,
+					   sizeof(got)), -ENOENT);
+	assert_int_equal(rn_transfer_fetch(A.t, "b", "kv 0", WAIT_MS, got,
+					   sizeof(got)), -EINVAL);
+	assert_int_equal(rn_transfer_fetch(A.t, "b", "kv/0", WAIT_MS, got, 100),
+			 -ENOSPC);
+	assert_int_equal(rn_transfer_publish(A.t, A.region, "mine"), 0);
+	assert_int_equal(rn_transfer_fetch(A.t, "b", "spoof", WAIT_MS, got,
+					   sizeof(got)), -EBADMSG);
+	assert_int_equal(rn_transfer_publish(B.t, B.region, ""), 0);
+	assert_int_equal(rn_transfer_publish(B.t, B.region, "a\nb"), -EINVAL);
+	/* One region per name. */
+	assert_int_equal(rn_transfer_reg(B.t, other, sizeof(other),
+					 RN_ACCESS_ALL, &r), 0);
+	assert_int_equal(rn_transfer_publish(B.t, r, "kv/0"), 0);
+	assert_int_equal(rn_transfer_publish(B.t, B.region, "kv/0"), -EEXIST);
+	assert_int_equal(rn_transfer_published(B.t, "kv/0", got, sizeof(got)),
+			 RN_TRANSFER_DESC_SIZE);
+	assert_int_equal(rn_transfer_export(B.t, r, exported,
+					    sizeof(exported)),
+			 RN_TRANSFER_DESC_SIZE);
+	assert_memory_equal(got, exported, sizeof(got));
+	/* Withdrawn: by NULL, and by deregistration. */
+	assert_int_equal(rn_transfer_publish(B.t, r, NULL), 0);
+	assert_int_equal(rn_transfer_published(B.t, "kv/0", got, sizeof(got)),
+			 -ENOENT);
+	assert_int_equal(rn_transfer_publish(B.t, r, "kv/0"), 0);
+	assert_int_equal(rn_transfer_dereg(B.t, r), 0);
+	assert_int_equal(rn_transfer_published(B.t, "kv/0", got, sizeof(got)),
+			 -ENOENT);
+	assert_int_equal(rn_transfer_fetch(A.t, "b", "kv/0", WAIT_MS, got,
+					   sizeof(got)), -ENODATA);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -915,6 +1016,7 @@ main(int argc, char **argv)
 		T(test_cancel),
 		T(test_more_than_the_queues_take),
 		T(test_registration),
+		T(test_published_descriptor),
 		T(test_peer_lost),
 	};
 
