@@ -21,7 +21,8 @@ trap cleanup EXIT
 # $work/NAME_B.ini, two processes on loopback (control ports PORT and
 # PORT+1) that call each other at start. [notify] as by default (256 send
 # and 256 receive slots of 64 KiB), but one endpoint per lcore, or
-# RN_BENCH_SLOTS=N slots. RN_BENCH_HUGEPAGES sets [dataplane] hugepages.
+# RN_BENCH_SLOTS=N slots. RN_BENCH_HUGEPAGES sets [dataplane] hugepages;
+# RN_BENCH_CPUS_A / RN_BENCH_CPUS_B its cpus, for NAME_A / NAME_B.
 pair_configs() {
   local a=$1 b=$2 port=$3 keys=${4:-}
   # One pair per port on this host at a time: a second run (a test beside
@@ -30,17 +31,18 @@ pair_configs() {
   exec {pair_lock}>"${TMPDIR:-/tmp}/rnotify-bench-$port.lock"
   flock -w 240 "$pair_lock" ||
     { echo "bench: another run (or what it left running) held port $port for 4 minutes" >&2; exit 1; }
-  write_config "$a" "$port" "$b" $((port + 1)) "$keys"
-  write_config "$b" $((port + 1)) "$a" "$port" "$keys"
+  write_config "$a" "$port" "$b" $((port + 1)) "$keys" "${RN_BENCH_CPUS_A:-}"
+  write_config "$b" $((port + 1)) "$a" "$port" "$keys" "${RN_BENCH_CPUS_B:-}"
 }
 
-write_config() {   # name, own port, peer name, peer port, control keys
+write_config() {   # name, own port, peer name, peer port, control keys, cpus
   cat >"$work/$1.ini" <<INI
 [dataplane]
 name = $1
 lcores = 0-1
 memory_mb = 128
 ${RN_BENCH_HUGEPAGES:+hugepages = $RN_BENCH_HUGEPAGES}
+${6:+cpus = $6}
 idle = adaptive
 
 [nic]

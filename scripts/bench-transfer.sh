@@ -7,11 +7,19 @@
 # Wall-clock figures on a shared 2-core host: compare within one run.
 # Usage: scripts/bench-transfer.sh [--max-block BYTES] [--iterations N]
 #   RN_BENCH_CSV=FILE    also write the table as CSV there
+#   RN_BENCH_PNG=FILE    and plot it there (scripts/plot-transfers.py:
+#                        latency and GB/s vs block, the TCP ceiling a line)
 #   RN_BENCH_PORT=N      control ports N and N+1 (default 19621)
+#   RN_BENCH_CPUS_A=L, RN_BENCH_CPUS_B=L  [dataplane] cpus of the two
+#                        processes (default 1,0 and 0,1: each worker lcore
+#                        on a CPU of its own, as the TCP baseline's two
+#                        processes are; "" for the default placement)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/bench-pair.sh
+RN_BENCH_CPUS_A=${RN_BENCH_CPUS_A-1,0}
+RN_BENCH_CPUS_B=${RN_BENCH_CPUS_B-0,1}
 pair_configs xfer-a xfer-b "${RN_BENCH_PORT:-19621}" "connect_timeout_ms = 10000
 dead_after_ms = 10000"
 csv=${RN_BENCH_CSV:-$work/transfer.csv}
@@ -57,3 +65,11 @@ awk -F, -v tcp="$tcp" 'NR > 1 && $2 > max { max = $2 }
       printf "| %s %d bytes, no notification: %.6f GB/s, %.0f%% of TCP |\n",
         o[i], max, gb[o[i] "," max ",0"], 100 * gb[o[i] "," max ",0"] / tcp
   }' "$csv"
+
+if [[ -n "${RN_BENCH_PNG:-}" ]]; then
+  # Debian's python3 has python3-matplotlib; another python3 first in
+  # PATH (a pyenv) may not.
+  py=python3
+  $py -c 'import matplotlib' 2>/dev/null || py=/usr/bin/python3
+  $py scripts/plot-transfers.py "$csv" "$RN_BENCH_PNG" --tcp "$tcp"
+fi

@@ -44,3 +44,17 @@ RNOTIFY_BENCH=build/control/bench/rnotify-bench \
 echo "== client benchmark (scripts/bench-clients.sh --round-trips 2000)"
 RNOTIFY_BENCH=build/control/bench/rnotify-bench \
   scripts/bench-clients.sh --round-trips 2000
+
+# -- transfer benchmark (issue 18, item 7): table, CSV and plot --
+# 1,000 measured transfers per block up to 1 MiB, 1,000 MiB worth above
+# (at least 20), after up to 100 warm-up rounds each: about a minute on 2
+# cores. RN_RUN_TRANSFER_ITERATIONS=N chooses another N.
+xfer_iterations=${RN_RUN_TRANSFER_ITERATIONS:-1000}
+mkdir -p build/bench
+echo "== transfer benchmark (scripts/bench-transfer.sh --iterations $xfer_iterations:" \
+     "READ/WRITE 4 KiB..64 MiB, with and without a notification;" \
+     "$xfer_iterations per block up to 1 MiB, $xfer_iterations MiB worth above, at least 20)"
+RNOTIFY_BENCH=build/control/bench/rnotify-bench \
+  RN_BENCH_CSV=build/bench/transfers.csv RN_BENCH_PNG=build/bench/transfers.png \
+  scripts/bench-transfer.sh --iterations "$xfer_iterations"
+echo "== transfer results: build/bench/transfers.csv (table), build/bench/transfers.png (plot)"

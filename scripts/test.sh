@@ -26,6 +26,21 @@ meson test -C build --print-errorlogs
 # installed rnotify.pc attaches to the installed rnotifyd and sends.
 scripts/test-install.sh build
 
+# The two-host transfer benchmark, end to end, its "hosts" two network
+# namespaces joined by a veth pair, the sim device between them
+# (scripts/bench-hosts.sh --dry-run; ~20 s). Needs root: without it the
+# script exits 77 and this says SKIP; any other failure fails the run.
+hosts_rc=0
+RNOTIFY_BENCH=build/control/bench/rnotify-bench \
+  scripts/bench-hosts.sh --dry-run --iterations 5 >build/bench-hosts.log 2>&1 ||
+  hosts_rc=$?
+case $hosts_rc in
+  0) echo "bench-hosts --dry-run: OK"; tail -n 6 build/bench-hosts.log ;;
+  77) echo "bench-hosts --dry-run: SKIP ($(tail -n 1 build/bench-hosts.log))" ;;
+  *) echo "bench-hosts --dry-run: FAIL ($hosts_rc); build/bench-hosts.log:" >&2
+     tail -n 40 build/bench-hosts.log >&2; exit 1 ;;
+esac
+
 # Second build: clang with AddressSanitizer + UndefinedBehaviorSanitizer and
 # the libFuzzer targets. The sanitizers see the unit tests and the
 # notification bench (two whole processes, native and TCP); the other

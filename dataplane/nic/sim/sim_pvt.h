@@ -389,7 +389,14 @@ void rn_sim_wire_close_all(struct sim_ctx *ctx);
 /* Queue a frame to remote; the payload may be split in two (gathers). */
 void rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 		      const struct sim_frame_hdr *h, const void *payload);
-/* Reply on the wire a request came in on (or the wire to its sender). */
+/* The same, for a payload in registered memory, which stays where it is
+ * until this progress turn ends: the wire may send it from there at the
+ * end of the turn (rn_sim_wire_transmit()) rather than copy it now. */
+void rn_sim_wire_send_lent(struct sim_ctx *ctx, const struct sim_addr *remote,
+			   const struct sim_frame_hdr *h, const void *payload);
+/* Reply on the wire a request came in on (or the wire to its sender).
+ * A payload (a READ response) is registered memory, lent for the turn as
+ * to rn_sim_wire_send_lent(). */
 void rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
 		       const struct sim_frame_hdr *h, const void *payload);
 /* Where the wire hands every frame but its own HELLO, from a remote it

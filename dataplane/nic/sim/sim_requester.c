@@ -62,12 +62,16 @@ hold_frame(struct sim_qp *sqp, const struct sim_frame_hdr *h,
 	sqp->stats.frames_held_now++;
 }
 
-/* Send a request frame: to the wire, or behind those held back. */
+/* Send a request frame: to the wire, or behind those held back (a
+ * copy). lent: the payload is registered memory (rn_sim_wire_send_lent()),
+ * not the scratch buffer the next WQE reuses. */
 static void
 transmit(struct sim_qp *sqp, const struct sim_frame_hdr *h,
-	 const void *payload)
+	 const void *payload, bool lent)
 {
-	if (likely(sqp->hold == SIM_HOLD_OFF && sqp->held == NULL))
+	if (likely(sqp->hold == SIM_HOLD_OFF && sqp->held == NULL && lent))
+		rn_sim_wire_send_lent(sqp->ctx, &sqp->remote, h, payload);
+	else if (likely(sqp->hold == SIM_HOLD_OFF && sqp->held == NULL))
 		rn_sim_wire_send(sqp->ctx, &sqp->remote, h, payload);
 	else
 		hold_frame(sqp, h, payload);
@@ -138,7 +142,8 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn,
 		.raddr = w->raddr,
 		.rkey = w->rkey,
 	};
-	uint8_t *payload = NULL;
+	const uint8_t *payload = NULL;
+	bool lent = false;
 	uint32_t total = 0;
 	int rc;
 
@@ -153,26 +158,39 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn,
 		total = rte_be_to_cpu_32(inl->byte_count) & ~MLX5_INLINE_SEG;
 		if (4 + total > (w->ds - w->first_data) * 16)
 			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-		payload = scratch(ctx, RTE_MAX(total, 1u));
-		if (payload == NULL)
+		uint8_t *inl_copy = scratch(ctx, RTE_MAX(total, 1u));
+
+		if (inl_copy == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-		rn_sim_wqe_copy(sqp, w->bb, w->first_data * 16 + 4, payload, total);
+		rn_sim_wqe_copy(sqp, w->bb, w->first_data * 16 + 4, inl_copy,
+				total);
+		payload = inl_copy;
 		h.dma_len = total;
 		rc = 0;
 	} else {
+		uint8_t *gathered = NULL;
+
 		rc = rn_sim_wqe_gather(sqp, w, NULL, &total, 0);
-		payload = rc == 0 ? scratch(ctx, RTE_MAX(total, 1u)) : NULL;
-		if (rc == 0 && payload == NULL)
-			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-		if (rc == 0)
-			rc = rn_sim_wqe_gather(sqp, w, payload, &total, 0);
+		/* One segment (a transfer chunk): frames are cut from the
+		 * registered memory itself, which the wire copies as it
+		 * queues them, now, as the gather would. */
+		if (rc == 0 && total > 0)
+			payload = rn_sim_wqe_contiguous(sqp, w);
+		lent = payload != NULL;
+		if (rc == 0 && payload == NULL) {
+			gathered = scratch(ctx, RTE_MAX(total, 1u));
+			if (gathered == NULL)
+				return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+			rc = rn_sim_wqe_gather(sqp, w, gathered, &total, 0);
+			payload = gathered;
+		}
 		h.dma_len = total;
 	}
 	if (rc != 0)
 		return rc;
 	*npsn = rn_sim_packets(total, sqp->mtu);
 	if (w->opcode == MLX5_OPCODE_RDMA_READ) {
-		transmit(sqp, &h, NULL);
+		transmit(sqp, &h, NULL, false);
 		return 0;
 	}
 	/* Every packet names the message (opcode, raddr, rkey, dma_len):
@@ -180,7 +198,7 @@ execute(struct sim_qp *sqp, const struct sim_wqe *w, uint32_t psn,
 	for (uint32_t k = 0, off = 0; k < *npsn; k++, off += sqp->mtu) {
 		h.psn = (psn + k) & 0xffffff;
 		h.length = RTE_MIN(sqp->mtu, total - off);
-		transmit(sqp, &h, payload + off);
+		transmit(sqp, &h, payload + off, lent);
 	}
 	return 0;
 }

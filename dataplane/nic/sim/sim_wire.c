@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "sim_pvt.h"
@@ -47,6 +48,11 @@
  * but reads of many at once keep bulk transfers to few system calls. */
 #define RX_MAX RTE_MAX(SIM_FRAME_MAX, (size_t)RX_CHUNK)
 #define EPOLL_BATCH 32
+/* Payloads of at least this many bytes are not copied into the tx buffer
+ * as they are queued: the turn's transmit sends them from where they lie
+ * (sendmsg with iovecs), and copies only what the socket did not take. */
+#define TX_DIRECT_MIN 1024
+#define TX_IOV_MAX 64
 #define HELLO_TIMEOUT_NS (RN_SIM_WIRE_HELLO_TIMEOUT_MS * 1000000ull)
 #define SWEEP_EVERY_NS (RN_SIM_WIRE_SWEEP_MS * 1000000ull)
 #define STALE_GRACE_NS HELLO_TIMEOUT_NS
@@ -86,6 +92,14 @@ struct sim_wire {
 	size_t rx_len, rx_cap;
 	uint8_t *tx;
 	size_t tx_off, tx_len, tx_cap;
+	/* This turn's frames in order, when some payloads are sent from
+	 * where they lie: tx buffer ranges (ext NULL, at off) and those
+	 * payloads (ext). Empty: everything is in tx[tx_off..tx_len). */
+	struct tx_seg {
+		const uint8_t *ext;
+		size_t off, len;
+	} *seg;
+	size_t seg_n, seg_cap;
 	struct delayed_frame *delayed, *delayed_tail;
 	struct sim_wire *next;
 };
@@ -178,6 +192,7 @@ wire_free(struct sim_wire *w)
 	}
 	free(w->rx);
 	free(w->tx);
+	free(w->seg);
 	free(w);
 }
 
@@ -223,29 +238,116 @@ buf_reserve(uint8_t **buf, size_t *cap, size_t need)
 	return 0;
 }
 
+/* Room for n more segments. */
+static int
+seg_reserve(struct sim_wire *w, size_t n)
+{
+	struct tx_seg *p;
+	size_t cap = w->seg_cap == 0 ? 64 : w->seg_cap;
+
+	if (w->seg_n + n <= w->seg_cap)
+		return 0;
+	while (cap < w->seg_n + n)
+		cap *= 2;
+	p = realloc(w->seg, cap * sizeof(*p));
+	if (p == NULL)
+		return -ENOMEM;
+	w->seg = p;
+	w->seg_cap = cap;
+	return 0;
+}
+
+/* The tx buffer's bytes from off to its end are a segment (the last one
+ * grown when it ends there). Room reserved by the caller. */
 static void
+seg_tx(struct sim_wire *w, size_t off)
+{
+	struct tx_seg *last = w->seg_n > 0 ? &w->seg[w->seg_n - 1] : NULL;
+
+	if (off == w->tx_len)
+		return;
+	if (last != NULL && last->ext == NULL && last->off + last->len == off)
+		last->len += w->tx_len - off;
+	else
+		w->seg[w->seg_n++] = (struct tx_seg){ .off = off,
+						      .len = w->tx_len - off };
+}
+
+/* Copy a frame (a, then b) into the tx buffer. Returns 0, or -ENOMEM:
+ * the frame is lost, retries recover. */
+static int
 tx_append(struct sim_wire *w, const void *a, size_t alen, const void *b,
 	  size_t blen)
 {
-	if (w->tx_off > 0 && w->tx_off == w->tx_len)
+	size_t off;
+
+	if (w->seg_n == 0 && w->tx_off > 0 && w->tx_off == w->tx_len)
 		w->tx_off = w->tx_len = 0;
-	if (buf_reserve(&w->tx, &w->tx_cap, w->tx_len + alen + blen) != 0)
-		return;   /* out of memory: the frame is lost, retries recover */
+	/* Sent bytes at the front, at least as many as remain: reuse their
+	 * room rather than grow (a realloc copies everything). Not while
+	 * segments name offsets. */
+	if (w->seg_n == 0 && w->tx_off > 0 &&
+	    w->tx_off >= w->tx_len - w->tx_off &&
+	    w->tx_len + alen + blen > w->tx_cap) {
+		memmove(w->tx, w->tx + w->tx_off, w->tx_len - w->tx_off);
+		w->tx_len -= w->tx_off;
+		w->tx_off = 0;
+	}
+	if (buf_reserve(&w->tx, &w->tx_cap, w->tx_len + alen + blen) != 0 ||
+	    (w->seg_n > 0 && seg_reserve(w, 1) != 0))
+		return -ENOMEM;
+	off = w->tx_len;
 	memcpy(w->tx + w->tx_len, a, alen);
 	if (blen > 0)
 		memcpy(w->tx + w->tx_len + alen, b, blen);
 	w->tx_len += alen + blen;
+	if (w->seg_n > 0)
+		seg_tx(w, off);
+	return 0;
+}
+
+/* A frame whose payload is sent from where it lies, this turn: its
+ * header into the tx buffer, the payload a segment of its own. */
+static void
+tx_direct(struct sim_wire *w, const struct sim_frame_hdr *h,
+	  const void *payload, size_t plen)
+{
+	size_t off;
+
+	if (w->seg_n == 0 && w->tx_off == w->tx_len)
+		w->tx_off = w->tx_len = 0;
+	if (seg_reserve(w, 3) != 0 ||
+	    buf_reserve(&w->tx, &w->tx_cap, w->tx_len + sizeof(*h)) != 0) {
+		tx_append(w, h, sizeof(*h), payload, plen);
+		return;
+	}
+	if (w->seg_n == 0)   /* what earlier turns left comes first */
+		seg_tx(w, w->tx_off);
+	off = w->tx_len;
+	memcpy(w->tx + off, h, sizeof(*h));
+	w->tx_len += sizeof(*h);
+	seg_tx(w, off);
+	w->seg[w->seg_n++] = (struct tx_seg){ .ext = payload, .len = plen };
 }
 
 static void
 queue_frame(struct sim_ctx *ctx, struct sim_wire *w,
-	    const struct sim_frame_hdr *h, const void *payload)
+	    const struct sim_frame_hdr *h, const void *payload, bool lent)
 {
 	struct sim_fault *fault = fault_find(ctx, &w->remote);
 	size_t plen = payload != NULL ? h->length : 0;
 	struct delayed_frame *f;
 
 	ctx->stats.frames_sent++;
+	/* Direct only while earlier turns left nothing unsent: what the
+	 * socket does not take is copied at the end of the turn, and that
+	 * must not copy an earlier turn's bytes again. */
+	if (lent && (fault == NULL || fault->delay_ns == 0) &&
+	    plen >= TX_DIRECT_MIN &&
+	    (w->seg_n > 0 || w->tx_off == w->tx_len)) {
+		tx_direct(w, h, payload, plen);
+		return;
+	}
 	if (fault == NULL || fault->delay_ns == 0) {
 		tx_append(w, h, sizeof(*h), payload, plen);
 		return;
@@ -299,9 +401,9 @@ wire_connect(struct sim_ctx *ctx, const struct sim_addr *remote)
 	return w;
 }
 
-void
-rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
-		 const struct sim_frame_hdr *h, const void *payload)
+static void
+wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
+	  const struct sim_frame_hdr *h, const void *payload, bool lent)
 {
 	struct sim_fault *fault = fault_find(ctx, remote);
 	struct sim_wire *w, *any = NULL;
@@ -323,7 +425,21 @@ rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
 	if (w == NULL)
 		w = any != NULL ? any : wire_connect(ctx, remote);
 	if (w != NULL)
-		queue_frame(ctx, w, h, payload);
+		queue_frame(ctx, w, h, payload, lent);
+}
+
+void
+rn_sim_wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
+		 const struct sim_frame_hdr *h, const void *payload)
+{
+	wire_send(ctx, remote, h, payload, false);
+}
+
+void
+rn_sim_wire_send_lent(struct sim_ctx *ctx, const struct sim_addr *remote,
+		      const struct sim_frame_hdr *h, const void *payload)
+{
+	wire_send(ctx, remote, h, payload, true);
 }
 
 void
@@ -335,9 +451,9 @@ rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
 	if (fault != NULL && fault->cut)
 		return;
 	if (!wire->dead)
-		queue_frame(ctx, wire, h, payload);
+		queue_frame(ctx, wire, h, payload, true);
 	else
-		rn_sim_wire_send(ctx, &wire->remote, h, payload);
+		wire_send(ctx, &wire->remote, h, payload, true);
 }
 
 /*
@@ -634,6 +750,80 @@ rn_sim_wire_receive(struct sim_ctx *ctx, rn_sim_deliver_fn *deliver)
 	return work;
 }
 
+/*
+ * Send this turn's segments with sendmsg, then copy what the socket did
+ * not take into a tx buffer of its own: the payloads named by pointer are
+ * read in the turn that queued them, as a copy at queueing would have.
+ * Returns false when the connection failed.
+ */
+static bool
+write_segments(struct sim_wire *w)
+{
+	size_t first = 0, skip = 0, left = 0;
+	uint8_t *rest;
+	bool ok = true;
+
+	while (first < w->seg_n) {
+		struct iovec iov[TX_IOV_MAX];
+		struct msghdr msg = { .msg_iov = iov };
+		ssize_t n;
+
+		for (size_t i = first; i < w->seg_n && msg.msg_iovlen < TX_IOV_MAX;
+		     i++) {
+			const struct tx_seg *g = &w->seg[i];
+			const uint8_t *base = g->ext != NULL ? g->ext :
+					      w->tx + g->off;
+			size_t cut = i == first ? skip : 0;
+
+			iov[msg.msg_iovlen].iov_base = (void *)(uintptr_t)(base + cut);
+			iov[msg.msg_iovlen++].iov_len = g->len - cut;
+		}
+		n = sendmsg(w->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ok = errno == EAGAIN;
+			break;
+		}
+		for (size_t sent = (size_t)n; sent > 0;) {
+			size_t in = w->seg[first].len - skip;
+
+			if (sent < in) {
+				skip += sent;
+				break;
+			}
+			sent -= in;
+			first++;
+			skip = 0;
+		}
+	}
+	for (size_t i = first; i < w->seg_n; i++)
+		left += w->seg[i].len - (i == first ? skip : 0);
+	rest = left > 0 ? malloc(RTE_MAX(left, (size_t)4096)) : NULL;
+	if (left > 0 && rest == NULL)
+		ok = false;   /* bytes lost mid-stream: the connection ends */
+	if (rest != NULL) {
+		size_t at = 0;
+
+		for (size_t i = first; i < w->seg_n; i++) {
+			const struct tx_seg *g = &w->seg[i];
+			const uint8_t *base = g->ext != NULL ? g->ext :
+					      w->tx + g->off;
+			size_t cut = i == first ? skip : 0;
+
+			memcpy(rest + at, base + cut, g->len - cut);
+			at += g->len - cut;
+		}
+		free(w->tx);
+		w->tx = rest;
+		w->tx_cap = RTE_MAX(left, (size_t)4096);
+	}
+	w->tx_off = 0;
+	w->tx_len = left;
+	w->seg_n = 0;
+	return ok;
+}
+
 static void
 wire_write(struct sim_ctx *ctx, struct sim_wire *w)
 {
@@ -645,6 +835,11 @@ wire_write(struct sim_ctx *ctx, struct sim_wire *w)
 		if (w->delayed == NULL)
 			w->delayed_tail = NULL;
 		free(f);
+	}
+	if (w->seg_n > 0) {
+		if (!write_segments(w))
+			wire_kill(ctx, w);
+		return;
 	}
 	while (w->tx_off < w->tx_len) {
 		ssize_t n = send(w->fd, w->tx + w->tx_off, w->tx_len - w->tx_off,

@@ -95,6 +95,27 @@ rn_sim_wqe_gather(const struct sim_qp *sqp, const struct sim_wqe *w,
 	return 0;
 }
 
+const uint8_t *
+rn_sim_wqe_contiguous(const struct sim_qp *sqp, const struct sim_wqe *w)
+{
+	const struct mlx5_wqe_data_seg *d;
+
+	if (w->first_data >= w->ds)
+		return NULL;
+	if (w->first_data + 1 < w->ds) {
+		const struct mlx5_wqe_data_seg *next =
+			(const void *)rn_sim_wqe_unit(sqp, w->bb,
+						      w->first_data + 1);
+
+		if (rte_be_to_cpu_32(next->lkey) != MLX5_INVALID_LKEY)
+			return NULL;
+	}
+	d = (const void *)rn_sim_wqe_unit(sqp, w->bb, w->first_data);
+	if (rte_be_to_cpu_32(d->lkey) == MLX5_INVALID_LKEY)
+		return NULL;
+	return (const uint8_t *)(uintptr_t)rte_be_to_cpu_64(d->addr);
+}
+
 void
 rn_sim_wqe_scatter(const struct sim_qp *sqp, const struct sim_wqe *w,
 		   uint32_t offset, const uint8_t *data, uint32_t len)

@@ -68,6 +68,12 @@ int rn_sim_wqe_parse(const struct sim_qp *sqp, uint32_t bb, struct sim_wqe *w);
 int rn_sim_wqe_gather(const struct sim_qp *sqp, const struct sim_wqe *w,
 		      uint8_t *out, uint32_t *total, uint32_t access);
 
+/* The bytes of w's data when they are one segment (checked already with
+ * rn_sim_wqe_gather()), else NULL: frames are cut from them where they
+ * lie, with no gather into a scratch buffer. */
+const uint8_t *rn_sim_wqe_contiguous(const struct sim_qp *sqp,
+				     const struct sim_wqe *w);
+
 /* Copy len bytes of data over w's data segments, from byte offset of
  * them on, in order (a READ's response packet). The caller checked them
  * with rn_sim_wqe_gather(). */
