@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: build, start rnotifyd on the default configuration with the
-# software NIC, show its status through DPDK telemetry, stop it cleanly;
+# software NIC, show its status (rnotify-ctl status), stop it cleanly;
 # then run the notification benchmark (two processes, native vs TCP) and
 # print its table, and the client benchmark (client processes of two
 # daemons, beside a TCP ping-pong of two processes).
@@ -20,15 +20,16 @@ build/control/daemon/rnotifyd -c "$config" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null || true' EXIT
 
-query() { echo "/rnotify/status" | dpdk-telemetry.py -f "rnotify-$name" 2>/dev/null | grep '^{' || true; }
+ctl() { PYTHONPATH=build/dataplane/client/python build/control/ctl/rnotify-ctl --name "$name" "$@"; }
+query() { ctl status --json 2>/dev/null || true; }
 for _ in $(seq 100); do
   kill -0 $pid 2>/dev/null || { wait $pid; exit $?; }
   query | grep -q '"state": "running"' && break
   sleep 0.1
 done
 sleep 0.5
-echo "== /rnotify/status (dpdk-telemetry.py -f rnotify-$name)"
-query | python3 -m json.tool
+echo "== rnotify-ctl --name $name status"
+ctl status
 echo "== stopping (SIGTERM)"
 kill -TERM $pid
 trap - EXIT

@@ -38,6 +38,16 @@ if nm -D --undefined-only "$libdir/librnotify.so" | grep -q ' rte_'; then
 fi
 
 rnotifyd=$(find "$root" -name rnotifyd -type f -print -quit)
+# The service: its unit names the installed binary and configuration.
+unit=$root/lib/systemd/system/rnotifyd.service
+conf=$(find "$dest" -path '*/rnotify/rnotifyd.ini' -print -quit)
+for want in "ExecStart=$prefix/${rnotifyd#"$root/"} -c " "${conf#"$dest"}"; do
+  grep -qF -- "$want" "$unit" 2>/dev/null ||
+    { echo "test-install: $unit lacks '$want'" >&2; exit 1; }
+done
+for f in rnotify-ctl rnotifyd; do
+  [[ -x $root/bin/$f ]] || { echo "test-install: no $root/bin/$f" >&2; exit 1; }
+done
 port=${RN_INSTALL_TEST_PORT:-19641}
 for side in a b; do
   if [[ $side == a ]]; then own=$port peer=b other=$((port + 1));
