@@ -35,6 +35,12 @@ pair_configs() {
   write_config "$b" $((port + 1)) "$a" "$port" "$keys" "${RN_BENCH_CPUS_B:-}"
 }
 
+# The pair authenticates as the examples do, with the secret
+# scripts/setup.sh writes, when there is one (RN_BENCH_SECRET names
+# another; empty: none).
+bench_secret=${RN_BENCH_SECRET-${XDG_CONFIG_HOME:-$HOME/.config}/rnotify/secret}
+[[ -z $bench_secret || -r $bench_secret ]] || bench_secret=
+
 write_config() {   # name, own port, peer name, peer port, control keys, cpus
   cat >"$work/$1.ini" <<INI
 [dataplane]
@@ -51,6 +57,7 @@ provider = sim
 [control]
 listen = 127.0.0.1
 port = $2
+${bench_secret:+secret_file = $bench_secret}
 $5
 
 [notify]
