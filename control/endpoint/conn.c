@@ -462,6 +462,13 @@ rn_conn_resume(struct rn_conn *c)
 }
 
 void
+rn_conn_read_pending(struct rn_conn *c)
+{
+	if (!c->dead && !c->rx_held && c->phase != RN_CONN_TCP_CONNECTING)
+		readable(c);
+}
+
+void
 rn_conn_close(struct rn_conn *c)
 {
 	struct rn_conn **link;

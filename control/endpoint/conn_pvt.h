@@ -140,6 +140,8 @@ void rn_conn_reap(struct rn_conn_pool *pool);
 size_t rn_conn_queued(const struct rn_conn *c);
 /* Offer a held frame again; when taken, read on. */
 void rn_conn_resume(struct rn_conn *c);
+/* Take the frames c has received already, as if it were readable now. */
+void rn_conn_read_pending(struct rn_conn *c);
 /*
  * Whether c comes from address, however either is written (0:0::1 and ::1
  * are one address, and so are 10.0.0.1 and ::ffff:10.0.0.1).

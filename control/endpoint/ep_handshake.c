@@ -93,6 +93,17 @@ on_hello(struct rn_plane *pl, struct rn_conn *c, const struct rn_proto_hello *h)
 		return;
 	}
 	ep = rn_ep_find(pl, h->name);
+	if (ep != NULL && ep->conn != NULL && ep->conn != c &&
+	    !ep->conn->outbound) {
+		/* What the peer sent on its old connection before it called
+		 * again (READY, CLOSE) goes first: an accepted connection is
+		 * read at once, possibly before the old one's bytes, already
+		 * here, in the same wakeup; taken after the HELLO, they would
+		 * be dropped with the old connection and the endpoint's
+		 * transitions lost (test_endpoint_churn_leaks_nothing). */
+		rn_conn_read_pending(ep->conn);
+		ep = rn_ep_find(pl, h->name);
+	}
 	if (rn_hs_auth_on(&pl->auth) && !pl->cfg->control.accept_unknown &&
 	    (ep == NULL || !ep->configured)) {
 		rn_handshake_refuse(c, RN_REFUSE_NAME, "unknown name: no [peer] "
