@@ -46,7 +46,9 @@ struct rn_client_msg_hdr {
 };
 
 struct rn_client_attached {
-	uint64_t region_size;
+	uint64_t region_size;     /* bytes to map: the memfd's size, which may
+				   * be more than the region's own (hugepage
+				   * rounding); the region's header says that */
 	uint32_t n_lcores;
 	uint32_t ring_size;
 	uint32_t buf_size;
