@@ -6,7 +6,7 @@
  *   3. poll the CQ of this lcore's endpoints and dispatch the completions,
  *      then take the application's notifications to send and the receive
  *      slots it released, then the client processes' submit rings
- *      (lcore_client.c),
+ *      (lcore_client.c) and the transfer batches (lcore_transfer.c),
  *   4. reap endpoints whose QPs finished draining, and failed native
  *      channels (rarely any),
  *   5. apply the idle policy when the iteration found nothing to do.
