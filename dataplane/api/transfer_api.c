@@ -27,6 +27,7 @@
 
 _Static_assert(RN_TRANSFER_MAX_WORKERS <= RN_XFER_MAX_KEYS, "keys");
 _Static_assert(RN_TRANSFER_DESC_SIZE == RN_PROTO_DESC_BLOB &&
+	       RN_TRANSFER_DESC_SIZE == RN_XFER_DESC_SIZE &&
 	       RN_TRANSFER_NAME_MAX == RN_PROTO_DESC_NAME_MAX,
 	       "descriptors travel whole, names as published");
 _Static_assert(sizeof(RN_TRANSFER_FAILED_NAME) ==
@@ -34,22 +35,6 @@ _Static_assert(sizeof(RN_TRANSFER_FAILED_NAME) ==
 _Static_assert(RN_TRANSFER_LOCAL_WRITE == RN_ACCESS_LOCAL_WRITE &&
 	       RN_TRANSFER_REMOTE_WRITE == RN_ACCESS_REMOTE_WRITE &&
 	       RN_TRANSFER_REMOTE_READ == RN_ACCESS_REMOTE_READ, "access");
-
-#define DESC_MAGIC 0x44584e52u   /* "RNXD" */
-#define DESC_VERSION 1
-
-/* The descriptor as it travels: little-endian, no padding. */
-struct desc_wire {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t n_keys;
-	char node[32];
-	uint64_t session_id;
-	uint64_t addr;
-	uint64_t length;
-	struct rn_xfer_key keys[RN_TRANSFER_MAX_WORKERS];
-} __attribute__((packed));
-_Static_assert(sizeof(struct desc_wire) == RN_TRANSFER_DESC_SIZE, "size");
 
 struct rn_transfer_region {
 	struct rn_transfer_region *next;
@@ -275,36 +260,16 @@ int
 rn_transfer_export(struct rn_transfer *t, const struct rn_transfer_region *r,
 		   void *buf, size_t len)
 {
-	struct desc_wire d = { .magic = htole32(DESC_MAGIC),
-			       .version = htole16(DESC_VERSION),
-			       .n_keys = htole16((uint16_t)t->n_workers),
-			       .session_id = htole64(t->host.session_id),
-			       .addr = htole64(r->addr),
-			       .length = htole64(r->length) };
+	struct rn_xfer_remote d = { .session_id = t->host.session_id,
+				    .addr = r->addr, .length = r->length,
+				    .n_keys = t->n_workers };
 
-	if (len < sizeof(d))
-		return -ENOSPC;
-	memcpy(d.node, t->host.name, sizeof(d.node));
-	for (unsigned int w = 0; w < t->n_workers; w++) {
-		d.keys[w].lcore = htole32(t->workers[w]->lcore_id);
-		d.keys[w].rkey = htole32(r->mr[w].rkey);
-	}
-	memcpy(buf, &d, sizeof(d));
-	return (int)sizeof(d);
-}
-
-/* Whether buf[0..len) holds a descriptor we can read, into *d. */
-static bool
-desc_read(const void *buf, size_t len, struct desc_wire *d)
-{
-	if (len < sizeof(*d))
-		return false;
-	memcpy(d, buf, sizeof(*d));
-	return le32toh(d->magic) == DESC_MAGIC &&
-	       le16toh(d->version) == DESC_VERSION && le16toh(d->n_keys) != 0 &&
-	       le16toh(d->n_keys) <= RN_TRANSFER_MAX_WORKERS &&
-	       memchr(d->node, '\0', sizeof(d->node)) != NULL &&
-	       le64toh(d->addr) + le64toh(d->length) >= le64toh(d->addr);
+	snprintf(d.node, sizeof(d.node), "%s", t->host.name);
+	for (unsigned int w = 0; w < t->n_workers; w++)
+		d.keys[w] = (struct rn_xfer_key){
+			.lcore = t->workers[w]->lcore_id,
+			.rkey = r->mr[w].rkey };
+	return rn_xfer_desc_encode(&d, buf, len);
 }
 
 int
@@ -312,23 +277,15 @@ rn_transfer_import(struct rn_transfer *t, const void *buf, size_t len,
 		   struct rn_transfer_remote **out)
 {
 	struct rn_transfer_remote *rem;
-	struct desc_wire d;
+	struct rn_xfer_remote d;
 
 	(void)t;
-	if (!desc_read(buf, len, &d))
+	if (rn_xfer_desc_decode(buf, len, &d) != 0)
 		return -EBADMSG;
 	rem = calloc(1, sizeof(*rem));
 	if (rem == NULL)
 		return -ENOMEM;
-	memcpy(rem->r.node, d.node, sizeof(d.node));
-	rem->r.session_id = le64toh(d.session_id);
-	rem->r.addr = le64toh(d.addr);
-	rem->r.length = le64toh(d.length);
-	rem->r.n_keys = le16toh(d.n_keys);
-	for (uint32_t i = 0; i < rem->r.n_keys; i++)
-		rem->r.keys[i] = (struct rn_xfer_key){
-			.lcore = le32toh(d.keys[i].lcore),
-			.rkey = le32toh(d.keys[i].rkey) };
+	rem->r = d;
 	*out = rem;
 	return 0;
 }
@@ -386,7 +343,7 @@ int
 rn_transfer_fetch(struct rn_transfer *t, const char *peer, const char *name,
 		  uint32_t timeout_ms, void *buf, size_t len)
 {
-	struct desc_wire d;
+	struct rn_xfer_remote d;
 	int rc;
 
 	if (t->host.fetch == NULL)
@@ -400,7 +357,7 @@ rn_transfer_fetch(struct rn_transfer *t, const char *peer, const char *name,
 		return rc;
 	/* The peer's own region, in a form we read: a peer cannot hand us
 	 * another node's keys under its name. */
-	if (rc != RN_TRANSFER_DESC_SIZE || !desc_read(buf, len, &d) ||
+	if (rc != RN_TRANSFER_DESC_SIZE || rn_xfer_desc_decode(buf, len, &d) != 0 ||
 	    strncmp(d.node, peer, sizeof(d.node)) != 0)
 		return -EBADMSG;
 	return rc;

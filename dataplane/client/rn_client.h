@@ -129,12 +129,17 @@ int rn_client_poll(struct rn_client *c, struct rn_client_notification *out,
 
 struct rn_client_completion {
 	uint64_t cookie;
-	int status;   /* 0 acknowledged; -EPIPE fate unknown (the channel
-		       * failed with it in flight); -ENOTCONN the endpoint
-		       * failed before it went; -ENOENT the node was removed */
+	int status;   /* a send: 0 acknowledged; -EPIPE fate unknown (the
+		       * channel failed with it in flight); -ENOTCONN the
+		       * endpoint failed before it went; -ENOENT the node was
+		       * removed. A batch: its final status
+		       * (rn_client_batch_status()) */
+	uint32_t kind;/* 0: a send; RN_CLIENT_WRITE or RN_CLIENT_READ: a
+		       * batch (rn_client_transfer()) */
 };
 
-/* Take up to max reports of sends. Returns how many, or -ENOTCONN. */
+/* Take up to max reports of sends, and of batches that became final.
+ * Returns how many, or -ENOTCONN. */
 int rn_client_completions(struct rn_client *c,
 			  struct rn_client_completion *out, unsigned int max);
 
@@ -183,5 +188,211 @@ int rn_client_peer_add(struct rn_client *c, const char *name,
 
 /* Remove a peer node: its endpoint closes; -ENOENT when there is none. */
 int rn_client_peer_remove(struct rn_client *c, const char *name);
+
+/*
+ * Transfers (docs/transfers.md): RDMA WRITEs and READs between this
+ * process's registered memory and a peer node's, posted by the daemon's
+ * lcore, each batch with an optional notification to an agent there that
+ * the daemon sends once the data is in place.
+ *
+ * Memory is registered by file descriptor, since the daemon maps it
+ * itself: memory of rn_client_alloc(), or memfd / hugetlbfs files / GPU
+ * dma-bufs with rn_client_reg_fd(). Plain malloc() memory cannot be
+ * shared with the daemon and is refused (-EFAULT). The address a region is
+ * known by, here and to peers, is this process's own.
+ */
+
+/* Bytes of a region's descriptor (rn_client_export()). */
+#define RN_CLIENT_DESC_SIZE 192
+/* Pieces (fds) one region is made of, at most. */
+#define RN_CLIENT_REG_MAX_PIECES 16
+/* Regions one client has registered at once, at most. */
+#define RN_CLIENT_MAX_REGIONS 64
+/* Peers' regions one batch names, at most. */
+#define RN_CLIENT_XFER_MAX_REMOTES 8
+/* Bytes of a published region's name, at most. */
+#define RN_CLIENT_PUBLISH_NAME_MAX 63
+
+/* Access a region grants (rn_client_reg()). */
+#define RN_CLIENT_LOCAL_WRITE 1u   /* READs land in it */
+#define RN_CLIENT_REMOTE_WRITE 2u  /* peers WRITE into it (needs
+				    * LOCAL_WRITE) */
+#define RN_CLIENT_REMOTE_READ 4u   /* peers READ from it */
+
+/* flags of rn_client_reg_fd(). */
+#define RN_CLIENT_REG_DMABUF 1u    /* the fds are dma-bufs (GPU memory) */
+
+/* The name of the notification a target agent gets instead of the one a
+ * failed batch carried; its msg is that notification's name. */
+#define RN_CLIENT_XFER_FAILED_NAME "rnotify.transfer.failed"
+
+struct rn_client_region;   /* memory of this process, registered */
+struct rn_client_remote;   /* a peer's region, imported */
+struct rn_client_batch;    /* one submitted batch */
+
+/*
+ * length bytes of memory the daemon can map: a memfd (on hugepages when
+ * length is a multiple of 2 MiB and the host has free ones), mapped shared
+ * here, zeroed. Returns 0 with the address in *out, or -EINVAL (length 0),
+ * -ENOMEM. Free it with rn_client_free() once no region holds it.
+ */
+int rn_client_alloc(struct rn_client *c, size_t length, void **out);
+/* Returns 0, -EINVAL (not an address rn_client_alloc() gave), -EBUSY (a
+ * region still holds part of it). */
+int rn_client_free(struct rn_client *c, void *addr);
+
+/*
+ * Register [addr, addr + length), which must lie in one allocation of
+ * rn_client_alloc(), with the daemon's device for access (RN_CLIENT_*).
+ * Blocks until every lcore registered it. Returns 0 with *out, or:
+ *   -EFAULT   the range is not memory of rn_client_alloc(): plain memory
+ *             cannot be shared with the daemon; allocate with
+ *             rn_client_alloc(), or pass its fds with rn_client_reg_fd()
+ *   -EINVAL   length 0, unknown access bits, REMOTE_WRITE without
+ *             LOCAL_WRITE
+ *   -EEXIST   it overlaps a region of this client
+ *   -ENOSPC   RN_CLIENT_MAX_REGIONS regions, or the device's table is full
+ *   -ENOTSUP  the daemon has no transfers ([client] xfer_slots = 0)
+ *   -ENOMEM, -ENOTCONN, or the device's error (-EPERM: over the daemon's
+ *   RLIMIT_MEMLOCK)
+ */
+int rn_client_reg(struct rn_client *c, void *addr, size_t length,
+		  uint32_t access, struct rn_client_region **out);
+
+/* One piece of a region: length bytes at offset of fd, mapped in this
+ * process at consecutive addresses from the region's addr. */
+struct rn_client_piece {
+	int fd;
+	uint64_t offset;
+	uint64_t length;
+};
+
+/*
+ * Register memory made of pieces[0..n) (at most RN_CLIENT_REG_MAX_PIECES),
+ * which this process maps contiguously from addr: memfd or hugetlbfs files
+ * (the daemon maps them), or with RN_CLIENT_REG_DMABUF dma-bufs of GPU
+ * memory (one piece; the device maps it). The fds stay the caller's.
+ * Errors as rn_client_reg(), and -EBADF (an fd the daemon cannot map: a
+ * pipe, a socket, a regular file; or not a dma-buf), -EOPNOTSUPP
+ * (dma-bufs on a device without them, e.g. the sim; several dma-buf
+ * pieces).
+ */
+int rn_client_reg_fd(struct rn_client *c, void *addr,
+		     const struct rn_client_piece *pieces, unsigned int n,
+		     uint32_t access, uint32_t flags,
+		     struct rn_client_region **out);
+
+/*
+ * Deregister r and free it: new batches naming it fail (-EINVAL); this
+ * blocks until the batches that use it are final. Returns 0, -ENOTCONN (r
+ * is freed all the same: the daemon let go of it when it went).
+ */
+int rn_client_dereg(struct rn_client *c, struct rn_client_region *r);
+
+/* Write r's descriptor (node, incarnation, address, length, keys) into buf
+ * for the application to hand to its peer. Returns RN_CLIENT_DESC_SIZE, or
+ * -ENOSPC (len too small). */
+int rn_client_export(const struct rn_client_region *r, void *buf,
+		     size_t len);
+
+/*
+ * Publish r under name on the daemon, so that peers' daemons may ask for
+ * its descriptor (rn_client_fetch() there): 1 .. RN_CLIENT_PUBLISH_NAME_MAX
+ * bytes of letters, digits and "_-.:/", unique on the node. NULL or ""
+ * withdraws it; deregistration withdraws it. Returns 0, -EINVAL, -EEXIST,
+ * -ENOTCONN.
+ */
+int rn_client_publish(struct rn_client *c, struct rn_client_region *r,
+		      const char *name);
+
+/*
+ * Ask node's daemon for the descriptor it publishes as name (a region of
+ * any of its clients, or of its embedded API), blocking up to timeout_ms.
+ * Returns RN_CLIENT_DESC_SIZE with it in buf, or rn_transfer_fetch()'s
+ * errors (rn_transfer.h): -ENODATA, -EACCES, -ENOENT, -ETIMEDOUT, ...
+ */
+int rn_client_fetch(struct rn_client *c, const char *node, const char *name,
+		    uint32_t timeout_ms, void *buf, size_t len);
+
+/* A peer's region from its descriptor. Returns 0, -EBADMSG, -ENOMEM. */
+int rn_client_import(struct rn_client *c, const void *buf, size_t len,
+		     struct rn_client_remote **out);
+/* The node that exported rem. */
+const char *rn_client_remote_node(const struct rn_client_remote *rem);
+/* Forget rem: no batch submitted with it may still be in flight. */
+void rn_client_forget(struct rn_client *c, struct rn_client_remote *rem);
+
+enum rn_client_xfer_kind {
+	RN_CLIENT_WRITE = 1,      /* local -> remote */
+	RN_CLIENT_READ = 2,       /* remote -> local */
+};
+
+/* One triple: local is a pointer into a region of this client, remote an
+ * address in rem (the peer's own address for it). */
+struct rn_client_xfer_entry {
+	void *local;
+	uint64_t remote;
+	uint64_t length;
+	const struct rn_client_remote *rem;
+};
+
+/* The notification a batch carries: to agent on the batch's node, sent by
+ * the daemon once the data is there. */
+struct rn_client_xfer_notify {
+	const char *agent;
+	const void *name;
+	uint32_t name_len;
+	const void *msg;
+	uint32_t msg_len;
+};
+
+/*
+ * Submit entries[0..n) of kind to one node (every rem of the same node),
+ * with note (NULL: none). Everything is copied; never blocks. Returns 0
+ * with *out, or:
+ *   -EINVAL    n 0, a length 0, over RN_CLIENT_XFER_MAX_REMOTES rems, rems
+ *              of two nodes, an unknown kind
+ *   -E2BIG     the batch does not fit a batch slot (rn_client_xfer_max():
+ *              triples, descriptors and the notification)
+ *   -EMSGSIZE  the notification does not fit the peer's buffer
+ *   -EAGAIN    no free batch slot on that node's lcore, or the endpoint is
+ *              still connecting: try again
+ *   -ENOENT, -ENOTCONN, -ENOTSUP as rn_client_send()
+ * Checks that need the daemon (local ranges in registered regions, remote
+ * ranges in their descriptors, a descriptor of an older incarnation of the
+ * peer: -ESTALE) come as the batch's final status.
+ */
+int rn_client_transfer(struct rn_client *c, enum rn_client_xfer_kind kind,
+		       const struct rn_client_xfer_entry *entries,
+		       unsigned int n, const struct rn_client_xfer_notify *note,
+		       uint64_t cookie, struct rn_client_batch **out);
+
+/* Triples one batch holds at most with n_remotes descriptors and a
+ * notification of note_bytes (agent + name + msg). */
+unsigned int rn_client_xfer_max(const struct rn_client *c,
+				unsigned int n_remotes, uint32_t note_bytes);
+
+/*
+ * A batch's status, non-blocking: -EINPROGRESS, or final: 0 (every byte
+ * placed, its notification posted after that), or the first error:
+ * -EINVAL (a triple outside this client's regions or its rem, or a region
+ * being deregistered), -ESTALE (a rem of an older incarnation of the
+ * peer), -EACCES, -EFAULT, -ENOTCONN, -EPIPE, -ECANCELED as
+ * rn_transfer_status() (rn_transfer.h). *bytes_done and *notify_status
+ * (either may be NULL) as there.
+ */
+int rn_client_batch_status(const struct rn_client_batch *b,
+			   uint64_t *bytes_done, int *notify_status);
+
+/* Wait for b's final status up to timeout_ms (< 0: for ever; spins then
+ * blocks as rn_client_wait()). Returns it, -ETIMEDOUT, or -ENOTCONN. */
+int rn_client_batch_wait(struct rn_client *c, struct rn_client_batch *b,
+			 int timeout_ms);
+
+/* Cancel, non-blocking: as rn_transfer_cancel(). */
+void rn_client_batch_cancel(struct rn_client_batch *b);
+
+/* Free b once final (its slot goes back). Returns 0 or -EBUSY. */
+int rn_client_batch_release(struct rn_client *c, struct rn_client_batch *b);
 
 #endif /* RN_CLIENT_H */

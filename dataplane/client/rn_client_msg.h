@@ -16,7 +16,7 @@
 
 #include "rn_client.h"
 
-#define RN_CLIENT_PROTO_VERSION 1u
+#define RN_CLIENT_PROTO_VERSION 2u
 #define RN_CLIENT_MSG_REPLY 0x8000u
 #define RN_CLIENT_MSG_MAX 512u     /* bytes of any request or reply */
 
@@ -35,6 +35,18 @@ enum rn_client_msg_type {
 	RN_CLIENT_MSG_PEER_REMOVE,
 	/* no body. Reply: status only; then the daemon closes the socket. */
 	RN_CLIENT_MSG_DETACH,
+	/* body: struct rn_client_reg_req; descriptors: its n_pieces fds,
+	 * in order. The daemon maps host memory, every lcore registers it.
+	 * Reply: struct rn_client_registered. */
+	RN_CLIENT_MSG_REG,
+	/* body: uint32_t region. Reply: status only, once no batch uses it
+	 * and every lcore deregistered it; the daemon unmaps it. */
+	RN_CLIENT_MSG_DEREG,
+	/* body: struct rn_client_publish_req. Reply: status only. */
+	RN_CLIENT_MSG_PUBLISH,
+	/* body: struct rn_client_fetch_req. Reply: the descriptor
+	 * (RN_CLIENT_DESC_SIZE bytes), or status only. */
+	RN_CLIENT_MSG_FETCH,
 };
 
 struct rn_client_msg_hdr {
@@ -68,5 +80,40 @@ struct rn_client_peer {
 	uint16_t port;
 	uint16_t pad[3];
 };
+
+struct rn_client_reg_req {
+	uint64_t addr;            /* the client's address of the region */
+	uint32_t access;          /* RN_CLIENT_LOCAL_WRITE | ... */
+	uint32_t flags;           /* RN_CLIENT_REG_DMABUF */
+	uint32_t n_pieces;        /* 1 .. RN_CLIENT_REG_MAX_PIECES */
+	uint32_t pad;
+	struct {
+		uint64_t offset;  /* in its fd */
+		uint64_t length;
+	} piece[RN_CLIENT_REG_MAX_PIECES];
+};
+
+struct rn_client_registered {
+	uint32_t region;          /* 0 .. RN_CLIENT_MAX_REGIONS - 1 */
+	uint32_t pad;
+	uint8_t desc[RN_CLIENT_DESC_SIZE];   /* its descriptor */
+};
+
+struct rn_client_publish_req {
+	uint32_t region;
+	char name[RN_CLIENT_PUBLISH_NAME_MAX + 1];   /* "": withdraw */
+};
+
+struct rn_client_fetch_req {
+	char node[RN_CLIENT_NODE_MAX + 1];
+	char name[RN_CLIENT_PUBLISH_NAME_MAX + 1];
+	uint32_t timeout_ms;
+};
+
+_Static_assert(sizeof(struct rn_client_msg_hdr) +
+	       sizeof(struct rn_client_reg_req) <= RN_CLIENT_MSG_MAX &&
+	       sizeof(struct rn_client_msg_hdr) +
+	       sizeof(struct rn_client_registered) <= RN_CLIENT_MSG_MAX,
+	       "a message");
 
 #endif /* RN_CLIENT_MSG_H */

@@ -28,6 +28,14 @@
  *               the client holds its deliveries until its next poll and
  *               only then finishes them (the same peek API), which gives
  *               the buffers back.
+ *   xfer[i]     xfer_slots batch slots of xfer_slot_size bytes, for
+ *               batches to lcore i's endpoints (struct rn_client_xfer_slot):
+ *               the client owns a free slot, writes the batch into it and
+ *               enqueues an XFER entry naming it on submit[i]; the lcore
+ *               copies and checks the batch at once, posts it, and at its
+ *               final status stores the result in the slot (status last,
+ *               release) and enqueues XFER_DONE on deliver[i]. From then
+ *               on the slot is the client's again.
  * and once:
  *   events      control thread -> client, SP/SC rte_ring of struct
  *               rn_client_event (rn_client.h): peer down, up, restarted,
@@ -55,7 +63,7 @@
 #include "rn_client.h"
 
 #define RN_CLIENT_SHM_MAGIC 0x524e4352u    /* "RNCR" */
-#define RN_CLIENT_SHM_VERSION 1u
+#define RN_CLIENT_SHM_VERSION 2u
 #define RN_CLIENT_STATUS_MAGIC 0x524e5350u /* "RNSP" */
 /* Lcores a client can talk to: the daemon refuses to start with more
  * workers than this while [client] is enabled. */
@@ -71,14 +79,26 @@ enum rn_client_entry_type {
 	RN_CLIENT_ENTRY_COMPLETION,     /* lcore -> client: cookie, status */
 	RN_CLIENT_ENTRY_REFUSED,        /* lcore -> client: buffer holds a
 					 * struct rn_client_event */
+	RN_CLIENT_ENTRY_XFER,           /* client -> lcore: the batch in
+					 * xfer slot `slot` (no buffer) */
+	RN_CLIENT_ENTRY_XFER_DONE,      /* lcore -> client: the batch in slot
+					 * `slot` is final; cookie its cookie,
+					 * status its status (no buffer: a
+					 * full ring drops it, the slot holds
+					 * the result) */
 };
 
 /* One element of submit[] and deliver[]: 16 bytes, two 8-byte moves. */
 struct rn_client_entry {
 	uint16_t type;            /* enum rn_client_entry_type */
-	uint16_t ep_index;        /* SEND: the endpoint (status page index) */
-	int32_t status;           /* COMPLETION: 0 or -errno */
-	uint64_t cookie;          /* SEND, COMPLETION, REFUSED */
+	uint16_t ep_index;        /* SEND, XFER: the endpoint (status page
+				   * index) */
+	union {
+		int32_t status;   /* COMPLETION, XFER_DONE: 0 or -errno */
+		uint32_t slot;    /* XFER: the batch slot (of this lcore) */
+	};
+	uint64_t cookie;          /* SEND, COMPLETION, REFUSED, XFER,
+				   * XFER_DONE */
 };
 _Static_assert(sizeof(struct rn_client_entry) == 16, "ring element size");
 
@@ -120,10 +140,56 @@ struct rn_client_region {
 	uint64_t send_bufs_off[RN_CLIENT_MAX_LCORES];  /* ring_size each */
 	uint64_t recv_bufs_off[RN_CLIENT_MAX_LCORES];  /* ring_size each */
 	uint64_t events_off;
+	uint32_t xfer_slots;      /* batch slots per lcore; 0: no transfers */
+	uint32_t xfer_slot_size;  /* bytes per slot, a multiple of 64 */
+	uint64_t xfer_off[RN_CLIENT_MAX_LCORES];   /* xfer_slots slots each */
 	/* Written by both, on a line of their own. */
 	alignas(64) uint32_t armed;  /* the client waits to be woken */
 	alignas(64) uint32_t closed; /* the daemon dropped this client */
 };
+
+/* The result part of a batch slot: the lcore's, from the XFER entry to
+ * the store of status. */
+#define RN_CLIENT_XFER_PENDING INT64_MIN
+
+/*
+ * A batch request, at the start of its slot. After it, packed and in this
+ * order: n_remotes descriptors (RN_CLIENT_DESC_SIZE bytes each, as
+ * rn_client_export() writes them), n_entries struct rn_client_xfer_triple,
+ * then the notification's agent, name and msg bytes. The lcore reads all
+ * of it once, at the XFER entry, and trusts none of it.
+ */
+struct rn_client_xfer_req {
+	uint32_t ep_tag;          /* as rn_client_send_hdr's */
+	uint8_t kind;             /* enum rn_client_xfer_kind */
+	uint8_t n_remotes;        /* 1 .. RN_CLIENT_XFER_MAX_REMOTES */
+	uint8_t note_agent_len;   /* 0: no notification */
+	uint8_t pad0;
+	uint32_t n_entries;       /* >= 1 */
+	uint32_t note_name_len;
+	uint32_t note_msg_len;
+	uint32_t pad1;
+};
+
+struct rn_client_xfer_triple {
+	uint64_t local;           /* the client's address */
+	uint64_t remote;          /* the peer's address, in remote_index's */
+	uint64_t length;
+	uint32_t remote_index;    /* into the slot's descriptors */
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct rn_client_xfer_triple) == 32, "packed");
+
+struct rn_client_xfer_slot {
+	/* The result, written by the lcore: status last (release). */
+	alignas(64) int64_t status;   /* RN_CLIENT_XFER_PENDING, 0, -errno */
+	uint64_t bytes_done;
+	int32_t notify_status;
+	/* The client sets it (relaxed) to cancel; the lcore reads it. */
+	uint32_t cancel;
+	alignas(64) struct rn_client_xfer_req req;
+};
+_Static_assert(sizeof(struct rn_client_xfer_slot) == 128, "two lines");
 
 struct rn_client_status_ep {
 	uint32_t seq;             /* odd while the control thread writes:
@@ -196,6 +262,15 @@ rn_client_recv_buf(const struct rn_client_region *r, uint32_t lcore,
 {
 	return (uint8_t *)rn_client_region_at(r, r->recv_bufs_off[lcore]) +
 	       (uint64_t)(pos & (r->ring_size - 1)) * r->buf_size;
+}
+
+static inline struct rn_client_xfer_slot *
+rn_client_xfer_slot(const struct rn_client_region *r, uint32_t lcore,
+		    uint32_t slot)
+{
+	return (struct rn_client_xfer_slot *)
+		((uint8_t *)rn_client_region_at(r, r->xfer_off[lcore]) +
+		 (uint64_t)slot * r->xfer_slot_size);
 }
 
 #endif /* RN_CLIENT_SHM_H */

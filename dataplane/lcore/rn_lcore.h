@@ -53,7 +53,14 @@ enum rn_lcore_cmd_type {
 				      * (this lcore's: see
 				      * rn_lcore_set_client_sleeping()):
 				      * CLIENT_ADDED */
-	RN_LCORE_CMD_CLIENT_REMOVE,  /* stop touching it: CLIENT_REMOVED */
+	RN_LCORE_CMD_CLIENT_REMOVE,  /* stop touching it: CLIENT_REMOVED,
+				      * once its batches are final and its
+				      * regions deregistered on this lcore */
+	/* The cookie is a struct rn_client_reg_op * (rn_lcore_client.h): */
+	RN_LCORE_CMD_CLIENT_REG,     /* register it with this lcore's device:
+				      * CLIENT_REGISTERED */
+	RN_LCORE_CMD_CLIENT_DEREG,   /* no new batch may use it; once none
+				      * does, deregister: CLIENT_DEREGISTERED */
 };
 
 /* 16 bytes, copied by value through the ring: no allocation per command. */
@@ -89,6 +96,11 @@ enum rn_lcore_event_type {
 	RN_LCORE_EVENT_CLIENT_ADDED, /* cookie: the struct rn_client_link;
 				      * arg: 0, or -errno when this lcore
 				      * did not take it */
+	RN_LCORE_EVENT_CLIENT_REGISTERED,   /* cookie: the rn_client_reg_op;
+					     * arg: 0 or the device's -errno */
+	RN_LCORE_EVENT_CLIENT_DEREGISTERED, /* cookie: the op; arg: 0 or the
+					     * device's -errno (it is gone
+					     * all the same) */
 };
 
 struct rn_lcore_event {

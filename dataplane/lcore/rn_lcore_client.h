@@ -30,6 +30,28 @@ struct rn_client_link {
 	char agent[RN_CLIENT_AGENT_MAX];
 };
 
+/*
+ * A client's region, for RN_LCORE_CMD_CLIENT_REG and _DEREG. The control
+ * thread fills it, maps host memory, and sends the same op to every lcore;
+ * each lcore registers it with its own device (rn_nic_mr_reg_iova() at
+ * addr, known by iova; or rn_nic_mr_reg_dmabuf() of dmabuf_fd), writes its
+ * rkey[worker index], keeps the registration in its own table of the
+ * client's regions (batches find their local triples there), and answers
+ * with an event. The op lives until every lcore answered DEREGISTERED, or
+ * CLIENT_REMOVED for its client.
+ */
+struct rn_client_reg_op {
+	const struct rn_client_link *link;   /* whose region */
+	uint32_t region;          /* 0 .. RN_CLIENT_MAX_REGIONS - 1 */
+	uint32_t access;          /* enum rn_access */
+	uint64_t iova;            /* the client's address of its first byte */
+	uint64_t length;
+	void *addr;               /* the daemon's mapping; NULL: a dma-buf */
+	int dmabuf_fd;            /* addr NULL: the dma-buf, at dmabuf_offset */
+	uint64_t dmabuf_offset;
+	uint32_t rkey[RN_CLIENT_MAX_LCORES];   /* by worker index */
+};
+
 struct rn_lcore;
 
 /* Before the lcores run: lc is worker index (0 to n_lcores - 1 of every

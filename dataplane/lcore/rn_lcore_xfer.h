@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "rn_nic.h"
+#include "rn_xfer_desc.h"
 
 struct rn_lcore;
 
@@ -51,24 +52,6 @@ struct rn_xfer_reg {
 	uint64_t length;
 	uint32_t access;          /* enum rn_access */
 	struct rn_mr *mr;         /* REG fills it, DEREG takes it */
-};
-
-/* One rkey of an exported region: that of the exporting node's lcore. */
-struct rn_xfer_key {
-	uint32_t lcore;
-	uint32_t rkey;
-};
-
-#define RN_XFER_MAX_KEYS 16
-
-/* A peer's region, imported from its descriptor. */
-struct rn_xfer_remote {
-	char node[32];
-	uint64_t session_id;      /* the peer's incarnation that exported it */
-	uint64_t addr;
-	uint64_t length;
-	uint32_t n_keys;
-	struct rn_xfer_key keys[RN_XFER_MAX_KEYS];
 };
 
 /* One (local, remote, length) triple, resolved by the application side. */

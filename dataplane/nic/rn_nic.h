@@ -174,6 +174,16 @@ int rn_nic_mr_reg(struct rn_nic *nic, void *addr, size_t length,
 		  uint32_t access, struct rn_mr *mr);
 
 /*
+ * As rn_nic_mr_reg(), but the device and peers know the region by iova:
+ * mr->addr is iova, and a data segment or a peer's raddr names the byte at
+ * addr + k by iova + k. rnotifyd registers a client's memory so, mapped at
+ * its own address and known by the client's (docs/transfers.md). mlx5:
+ * ibv_reg_mr_iova. rn_nic_mr_reg() is this with iova = addr.
+ */
+int rn_nic_mr_reg_iova(struct rn_nic *nic, void *addr, size_t length,
+		       uint64_t iova, uint32_t access, struct rn_mr *mr);
+
+/*
  * Register length bytes at offset of the dma-buf fd (GPU memory its driver
  * exported), known to the device and peers by iova: mr->addr is iova, and
  * a data segment or a peer's raddr names bytes of it by iova + offset in

@@ -392,7 +392,7 @@ test_attach_errors(void **state)
 	F.attach_status = -EACCES;
 	assert_int_equal(rn_client_attach(F.path, "x", &c), -EACCES);
 	F.attach_status = 0;
-	F.reply_version = 2;
+	F.reply_version = RN_CLIENT_PROTO_VERSION + 1;
 	assert_int_equal(rn_client_attach(F.path, "x", &c), -EPROTO);
 	F.reply_version = RN_CLIENT_PROTO_VERSION;
 	/* The socket from $RNOTIFY_SOCKET, and the longest agent name. */

@@ -21,7 +21,7 @@ from rntest import (TMP, Daemon, Pair, Skip, note, run_tests,
                     wait_until)
 
 # rn_client_msg.h
-PROTO_VERSION = 1
+PROTO_VERSION = 2
 REPLY = 0x8000
 ATTACH, RESOLVE, PEER_ADD, PEER_REMOVE, DETACH = 1, 2, 3, 4, 5
 HDR = struct.Struct("<HHiII")           # type, version, status, len, pad
@@ -32,13 +32,13 @@ MSG_MAX = 512
 AGENT_MAX = 128
 # rn_client_shm.h: the region's header (offsets from its start) and the
 # status page's.
-SHM_MAGIC, STATUS_MAGIC, SHM_VERSION = 0x524E4352, 0x524E5350, 1
+SHM_MAGIC, STATUS_MAGIC, SHM_VERSION = 0x524E4352, 0x524E5350, 2
 MAX_LCORES = 16
 REGION_HEAD = struct.Struct("<IIQIIII")  # magic, version, size, n_lcores,
 #                                          ring_size, buf_size, pad0
 OFFSETS_AT = REGION_HEAD.size            # submit, deliver, send, recv [16]
 EVENTS_OFF_AT = OFFSETS_AT + 4 * MAX_LCORES * 8
-ARMED_AT, CLOSED_AT = 576, 640
+ARMED_AT, CLOSED_AT = 704, 768
 # DPDK 22.11's struct rte_ring: size, mask, capacity; prod and cons
 # head/tail pairs on their own lines.
 RING_SIZE_AT, RING_PROD_AT, RING_CONS_AT = 48, 128, 256
