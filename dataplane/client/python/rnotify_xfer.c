@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rn_xfer_desc.h"
@@ -57,6 +58,21 @@ rn_py_kind_name(uint32_t kind)
 	default:
 		return PyUnicode_FromFormat("kind_%u", (unsigned int)kind);
 	}
+}
+
+/* "0x..." of v, for messages: PyUnicode_FromFormat() has no %llx. Valid
+ * until the end of the full expression that calls it. */
+struct hex {
+	char s[19];
+};
+
+static struct hex
+hex_of(uint64_t v)
+{
+	struct hex h;
+
+	snprintf(h.s, sizeof(h.s), "0x%llx", (unsigned long long)v);
+	return h;
 }
 
 /* ValueError unless obj (made under epoch) may still call the library. */
@@ -176,10 +192,9 @@ buffer_free(struct buffer *self, PyObject *unused)
 	if (self->addr == NULL)
 		Py_RETURN_NONE;
 	if (self->exports > 0) {
-		PyErr_Format(PyExc_BufferError, "Buffer at 0x%llx: %zd "
+		PyErr_Format(PyExc_BufferError, "Buffer at %s: %zd "
 			     "memoryviews or Regions still use it",
-			     (unsigned long long)(uintptr_t)self->addr,
-			     self->exports);
+			     hex_of((uintptr_t)self->addr).s, self->exports);
 		return NULL;
 	}
 	if (lock_for(self->client, self->epoch, "Buffer.free") != 0)
@@ -187,9 +202,8 @@ buffer_free(struct buffer *self, PyObject *unused)
 	rc = rn_client_free(self->client->c, self->addr);
 	rn_py_client_unlock(self->client);
 	if (rc < 0)
-		return rn_py_raise_errno(-rc, "free the Buffer at 0x%llx",
-					 (unsigned long long)(uintptr_t)
-					 self->addr);
+		return rn_py_raise_errno(-rc, "free the Buffer at %s",
+					 hex_of((uintptr_t)self->addr).s);
 	self->addr = NULL;
 	Py_RETURN_NONE;
 }
@@ -212,9 +226,9 @@ buffer_repr(struct buffer *self)
 {
 	if (self->addr == NULL)
 		return PyUnicode_FromString("<rnotify.Buffer, freed>");
-	return PyUnicode_FromFormat("<rnotify.Buffer address=0x%llx "
+	return PyUnicode_FromFormat("<rnotify.Buffer address=%s "
 				    "length=%zd>",
-				    (unsigned long long)(uintptr_t)self->addr,
+				    hex_of((uintptr_t)self->addr).s,
 				    self->len);
 }
 
@@ -369,8 +383,8 @@ region_export(struct region *self, PyObject *unused)
 	rc = rn_client_export(self->r, desc, sizeof(desc));
 	rn_py_client_unlock(self->client);
 	if (rc < 0)
-		return rn_py_raise_errno(-rc, "export the region at 0x%llx",
-					 (unsigned long long)self->addr);
+		return rn_py_raise_errno(-rc, "export the region at %s",
+					 hex_of(self->addr).s);
 	return PyBytes_FromStringAndSize(desc, rc);
 }
 
@@ -401,14 +415,12 @@ region_publish(struct region *self, PyObject *args, PyObject *kwds)
 	rn_py_client_unlock(self->client);
 	if (rc < 0) {
 		if (text != NULL)
-			rn_py_raise_errno(-rc, "publish the region at 0x%llx "
-					  "as '%s'",
-					  (unsigned long long)self->addr,
+			rn_py_raise_errno(-rc, "publish the region at %s "
+					  "as '%s'", hex_of(self->addr).s,
 					  text);
 		else
 			rn_py_raise_errno(-rc, "withdraw the region at "
-					  "0x%llx", (unsigned long long)
-					  self->addr);
+					  "%s", hex_of(self->addr).s);
 		Py_XDECREF(name);
 		return NULL;
 	}
@@ -473,9 +485,9 @@ region_get_registered(struct region *self, void *closure)
 static PyObject *
 region_repr(struct region *self)
 {
-	return PyUnicode_FromFormat("<rnotify.Region address=0x%llx "
+	return PyUnicode_FromFormat("<rnotify.Region address=%s "
 				    "length=%llu access=%u%s>",
-				    (unsigned long long)self->addr,
+				    hex_of(self->addr).s,
 				    (unsigned long long)self->len,
 				    (unsigned int)self->access,
 				    self->r == NULL ? ", deregistered" : "");
@@ -528,16 +540,15 @@ static void
 raise_reg(int rc, const char *type, uint64_t addr, uint64_t len)
 {
 	if (rc == -EFAULT)
-		rn_py_raise_errno(EFAULT, "register %llu bytes at 0x%llx (%s): "
+		rn_py_raise_errno(EFAULT, "register %llu bytes at %s (%s): "
 				  "not memory of Client.alloc(); plain memory "
 				  "cannot be shared with the daemon: allocate "
 				  "it with Client.alloc(), or pass its fds to "
 				  "register_fd()", (unsigned long long)len,
-				  (unsigned long long)addr, type);
+				  hex_of(addr).s, type);
 	else
-		rn_py_raise_errno(-rc, "register %llu bytes at 0x%llx (%s)",
-				  (unsigned long long)len,
-				  (unsigned long long)addr, type);
+		rn_py_raise_errno(-rc, "register %llu bytes at %s (%s)",
+				  (unsigned long long)len, hex_of(addr).s, type);
 }
 
 PyObject *
@@ -713,9 +724,9 @@ remote_get_desc(struct remote *self, void *closure)
 static PyObject *
 remote_repr(struct remote *self)
 {
-	return PyUnicode_FromFormat("<rnotify.Remote node=%s address=0x%llx "
+	return PyUnicode_FromFormat("<rnotify.Remote node=%s address=%s "
 				    "length=%llu>", self->info.node,
-				    (unsigned long long)self->info.addr,
+				    hex_of(self->info.addr).s,
 				    (unsigned long long)self->info.length);
 }
 
