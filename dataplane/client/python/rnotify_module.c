@@ -223,7 +223,8 @@ drop_later(struct rn_py_client *self, PyObject *ref)
 	/* Out of memory: the reference leaks rather than deadlock. */
 	if (self->drop != NULL && PyList_Append(self->drop, ref) == 0)
 		Py_DECREF(ref);
-	PyErr_Clear();
+	else
+		PyErr_Clear();
 }
 
 /* With the lock held and c attached: do the queued lets-go. A batch not
@@ -278,6 +279,10 @@ void
 rn_py_client_let_go(struct rn_py_client *self, enum rn_py_pending_op op,
 		    void *p, PyObject *obj)
 {
+	PyObject *type, *value, *tb;
+
+	/* From a dealloc, maybe while an exception propagates: keep it. */
+	PyErr_Fetch(&type, &value, &tb);
 	if (self->n_pending == self->cap_pending) {
 		Py_ssize_t cap = self->cap_pending ? self->cap_pending * 2 : 8;
 		struct rn_py_pending *more = PyMem_Realloc(
@@ -286,6 +291,7 @@ rn_py_client_let_go(struct rn_py_client *self, enum rn_py_pending_op op,
 		if (more == NULL) {
 			/* The C object leaks (the client frees it at detach). */
 			Py_XDECREF(obj);
+			PyErr_Restore(type, value, tb);
 			return;
 		}
 		self->pending = more;
@@ -298,6 +304,7 @@ rn_py_client_let_go(struct rn_py_client *self, enum rn_py_pending_op op,
 			pending_run(self);
 		rn_py_client_unlock(self);
 	}
+	PyErr_Restore(type, value, tb);
 }
 
 /* Take the client's lock: 0, or -1 with ValueError when the client is
