@@ -7,16 +7,24 @@ rkey, out of bounds, a deregistered region, a descriptor of an older
 incarnation) give their documented errno and the endpoint recovers; a
 target killed with -9 in the middle of a batch fails it with ENOTCONN or
 EPIPE in bounded time; plain memory is refused with a pointer to
-alloc()."""
+alloc(); examples/transfer.py runs."""
 
 import contextlib
 import errno
+import hashlib
+import os
 import struct
+import subprocess
+import sys
 import time
 
 import pytest
 
-from clienttest import DEADLINE_S, Nodes, agent_name
+from clienttest import DEADLINE_S, Nodes, agent_name, reaped
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(HERE, "..", "..", "dataplane", "client", "python",
+                        "examples")
 
 KIB, MIB = 1 << 10, 1 << 20
 # Size classes: 4 KiB .. 64 MiB, doubling.
@@ -406,6 +414,38 @@ def test_descriptor_of_an_older_incarnation(pair, rnotify, rng):
     close_all(pair)
 
 
+def test_transfer_example_runs(pair, rng, tmp_path):
+    pair.pair.wait_connected(0)
+    agent, name = agent_name("ex-serve"), f"ex-{time.monotonic_ns()}"
+    data = rng.randbytes(MIB + 3)
+    path = tmp_path / "data"
+    path.write_bytes(data)
+    p = subprocess.Popen([sys.executable, os.path.join(EXAMPLES,
+                                                       "transfer.py"),
+                          "--socket", pair.socket(pair.b), "serve",
+                          "--count", "1", agent, name, str(2 * MIB + 1)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    with reaped(p):
+        line = p.stderr.readline()
+        assert line.startswith(f"serving {2 * MIB + 1} bytes as {name}"), \
+            (line, p.poll())
+        r = subprocess.run([sys.executable, os.path.join(EXAMPLES,
+                                                         "transfer.py"),
+                            "--socket", pair.socket(pair.a), "send",
+                            "--as", "ex-sender", pair.b, agent, name,
+                            str(path)],
+                           capture_output=True, text=True,
+                           timeout=DEADLINE_S * 2)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == \
+            f"wrote {len(data)} bytes to {name} on {pair.b}", r.stdout
+        out, err = p.communicate(timeout=DEADLINE_S)
+    assert p.returncode == 0, err
+    assert out.split() == [pair.a, "ex-sender", name, str(len(data)),
+                           hashlib.sha256(data).hexdigest()], (out, err)
+
+
 def test_target_killed_in_a_batch(pair, rng):
     pair.pair.wait_connected(0)
     a = Side(pair, pair.a, "kill-a")
@@ -445,3 +485,4 @@ def test_target_killed_in_a_batch(pair, rng):
             pair.pair.d[1] = pair.pair.start(1)
             pair.pair.d[1].wait_running()
             pair.pair.wait_connected(0)
+
