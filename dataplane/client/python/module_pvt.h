@@ -25,8 +25,7 @@
  * remotes).
  */
 enum rn_py_pending_op {
-	RN_PY_PENDING_FREE = 1,   /* rn_client_free(p) */
-	RN_PY_PENDING_DEREG,      /* rn_client_dereg(p) */
+	RN_PY_PENDING_DEREG = 1,  /* rn_client_dereg(p) */
 	RN_PY_PENDING_FORGET,     /* rn_client_forget(p) */
 	RN_PY_PENDING_BATCH,      /* release p once final; cancelled */
 };

@@ -240,9 +240,6 @@ pending_run(struct rn_py_client *self)
 		const struct rn_client_batch *b = job.p;
 
 		switch (job.op) {
-		case RN_PY_PENDING_FREE:
-			(void)rn_client_free(self->c, job.p);
-			break;
 		case RN_PY_PENDING_DEREG:
 			Py_BEGIN_ALLOW_THREADS
 			(void)rn_client_dereg(self->c, job.p);

@@ -16,6 +16,9 @@
  * (rn_py_client_let_go()): a Batch dropped before it is final is
  * cancelled and released once final.
  *
+ * Buffers are the module's own memfds (not rn_client_alloc()'s, which
+ * librnotify unmaps at detach): see "Buffer" below.
+ *
  * Entries of a batch are (region, offset, remote, remote_offset, length):
  * the local bytes at region.address + offset, the remote ones at
  * remote.address + remote_offset, which is what rn_client_transfer()
@@ -29,6 +32,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "rn_xfer_desc.h"
 
@@ -136,16 +141,94 @@ access_converter(PyObject *obj, void *out)
 	return 1;
 }
 
-/* ---- Buffer: memory of rn_client_alloc() ---- */
+/* ---- Buffer: memory the daemon can map ---- */
+
+/*
+ * The module's own allocator rather than rn_client_alloc(): librnotify
+ * unmaps its allocations when the client detaches, while a Buffer's
+ * memory must stay as long as a memoryview (or anything else) over it
+ * does, whatever becomes of the Client. So a Buffer is a memfd of its
+ * own, mapped here until the Buffer is freed, and register() passes its
+ * fd (rn_client_reg_fd()) for a range inside it. The live Buffers are a
+ * list (under the GIL) that register() searches by address.
+ */
+#define HUGE_2M (2ull << 20)
+
+#ifndef MFD_HUGETLB
+#define MFD_HUGETLB 0x0004u
+#endif
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB (21u << 26)
+#endif
 
 struct buffer {
 	PyObject_HEAD
-	struct rn_py_client *client;
-	uint64_t epoch;
 	void *addr;               /* NULL once freed */
 	Py_ssize_t len;
+	int fd;
+	bool huge;                /* on 2 MiB hugepages */
 	Py_ssize_t exports;       /* views of it (memoryviews, Regions) */
+	struct buffer *prev, *next;   /* the live ones */
 };
+
+static struct buffer *buffers;
+
+/* A memfd of len bytes mapped shared: 0 with *fd and *addr, or -errno.
+ * On hugetlbfs the pages are reserved at mmap(), so no SIGBUS later. */
+static int
+memfd_map(size_t len, unsigned int flags, int *fd, void **addr)
+{
+	int f = memfd_create("rnotify-py", MFD_CLOEXEC | flags), rc;
+	void *p;
+
+	if (f < 0)
+		return -errno;
+	if (ftruncate(f, (off_t)len) != 0) {
+		rc = -errno;
+		close(f);
+		return rc;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		close(f);
+		return rc;
+	}
+	*fd = f;
+	*addr = p;
+	return 0;
+}
+
+static void
+buffer_unmap(struct buffer *self)
+{
+	if (self->addr == NULL)
+		return;
+	munmap(self->addr, (size_t)self->len);
+	close(self->fd);
+	self->addr = NULL;
+	if (self->prev != NULL)
+		self->prev->next = self->next;
+	else
+		buffers = self->next;
+	if (self->next != NULL)
+		self->next->prev = self->prev;
+	self->prev = self->next = NULL;
+}
+
+/* The live Buffer that holds [addr, addr + len), or NULL. */
+static struct buffer *
+buffer_find(uint64_t addr, uint64_t len)
+{
+	for (struct buffer *b = buffers; b != NULL; b = b->next) {
+		uint64_t base = (uintptr_t)b->addr;
+
+		if (addr >= base && addr - base < (uint64_t)b->len &&
+		    len <= (uint64_t)b->len - (addr - base))
+			return b;
+	}
+	return NULL;
+}
 
 static int
 buffer_getbuffer(struct buffer *self, Py_buffer *view, int flags)
@@ -176,18 +259,13 @@ static PyBufferProcs buffer_as_buffer = {
 static void
 buffer_dealloc(struct buffer *self)
 {
-	if (self->addr != NULL && rn_py_client_live(self->client, self->epoch))
-		rn_py_client_let_go(self->client, RN_PY_PENDING_FREE,
-				    self->addr, NULL);
-	Py_XDECREF(self->client);
+	buffer_unmap(self);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *
 buffer_free(struct buffer *self, PyObject *unused)
 {
-	int rc;
-
 	(void)unused;
 	if (self->addr == NULL)
 		Py_RETURN_NONE;
@@ -197,14 +275,7 @@ buffer_free(struct buffer *self, PyObject *unused)
 			     hex_of((uintptr_t)self->addr).s, self->exports);
 		return NULL;
 	}
-	if (lock_for(self->client, self->epoch, "Buffer.free") != 0)
-		return NULL;
-	rc = rn_client_free(self->client->c, self->addr);
-	rn_py_client_unlock(self->client);
-	if (rc < 0)
-		return rn_py_raise_errno(-rc, "free the Buffer at %s",
-					 hex_of((uintptr_t)self->addr).s);
-	self->addr = NULL;
+	buffer_unmap(self);
 	Py_RETURN_NONE;
 }
 
@@ -222,14 +293,21 @@ buffer_get_address(struct buffer *self, void *closure)
 }
 
 static PyObject *
+buffer_get_hugepages(struct buffer *self, void *closure)
+{
+	(void)closure;
+	return PyBool_FromLong(self->huge);
+}
+
+static PyObject *
 buffer_repr(struct buffer *self)
 {
 	if (self->addr == NULL)
 		return PyUnicode_FromString("<rnotify.Buffer, freed>");
 	return PyUnicode_FromFormat("<rnotify.Buffer address=%s "
-				    "length=%zd>",
+				    "length=%zd%s>",
 				    hex_of((uintptr_t)self->addr).s,
-				    self->len);
+				    self->len, self->huge ? " hugepages" : "");
 }
 
 static PyMappingMethods buffer_as_mapping = {
@@ -240,7 +318,7 @@ static PyMappingMethods buffer_as_mapping = {
 
 static PyMethodDef buffer_methods[] = {
 	{ "free", METHOD(buffer_free), METH_NOARGS,
-	  "free()\n--\n\nGive the memory back now (else when the Buffer is "
+	  "free()\n--\n\nUnmap the memory now (else when the Buffer is "
 	  "freed). BufferError while memoryviews or Regions use it." },
 	{ NULL, NULL, 0, NULL },
 };
@@ -248,6 +326,8 @@ static PyMethodDef buffer_methods[] = {
 static PyGetSetDef buffer_getset[] = {
 	{ "address", (getter)buffer_get_address, NULL,
 	  "this process's address of the first byte (0 once freed)", NULL },
+	{ "hugepages", (getter)buffer_get_hugepages, NULL,
+	  "whether it is on 2 MiB hugepages", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
@@ -261,7 +341,9 @@ static PyTypeObject buffer_type = {
 	.tp_as_buffer = &buffer_as_buffer,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "Memory the daemon can map, from Client.alloc(): writable "
-		  "bytes-like (memoryview(buf)), for Client.register().",
+		  "bytes-like (memoryview(buf)), for Client.register(). It "
+		  "stays mapped until the Buffer is freed, whatever becomes "
+		  "of the Client.",
 	.tp_methods = buffer_methods,
 	.tp_getset = buffer_getset,
 };
@@ -274,8 +356,10 @@ rn_py_client_alloc(struct rn_py_client *self, PyObject *args,
 	struct buffer *buf;
 	Py_ssize_t length;
 	void *addr = NULL;
-	int rc;
+	int rc = -1, fd = -1;
+	bool huge = false;
 
+	(void)self;
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "n:alloc", kwlist,
 					 &length))
 		return NULL;
@@ -287,25 +371,31 @@ rn_py_client_alloc(struct rn_py_client *self, PyObject *args,
 	buf = PyObject_New(struct buffer, &buffer_type);
 	if (buf == NULL)
 		return NULL;
-	buf->client = NULL;
 	buf->addr = NULL;
-	buf->len = length;
-	buf->exports = 0;
-	if (rn_py_client_lock(self) != 0) {
-		Py_DECREF(buf);
-		return NULL;
-	}
+	buf->prev = buf->next = NULL;
 	Py_BEGIN_ALLOW_THREADS
-	rc = rn_client_alloc(self->c, (size_t)length, &addr);
+	if ((uint64_t)length % HUGE_2M == 0) {
+		rc = memfd_map((size_t)length, MFD_HUGETLB | MFD_HUGE_2MB, &fd,
+			       &addr);
+		huge = rc == 0;
+	}
+	if (rc != 0)
+		rc = memfd_map((size_t)length, 0, &fd, &addr);
 	Py_END_ALLOW_THREADS
-	buf->epoch = self->epoch;
-	rn_py_client_unlock(self);
-	buf->client = (struct rn_py_client *)Py_NewRef(self);
-	if (rc < 0) {
+	if (rc != 0) {
 		Py_DECREF(buf);
 		return rn_py_raise_errno(-rc, "alloc %zd bytes", length);
 	}
+	/* A new memfd reads as zeroes, on hugepages too. */
 	buf->addr = addr;
+	buf->len = length;
+	buf->fd = fd;
+	buf->huge = huge;
+	buf->exports = 0;
+	buf->next = buffers;
+	if (buffers != NULL)
+		buffers->prev = buf;
+	buffers = buf;
 	return (PyObject *)buf;
 }
 
@@ -557,6 +647,8 @@ rn_py_client_register(struct rn_py_client *self, PyObject *args,
 {
 	static char *kwlist[] = { "buf", "access", NULL };
 	uint32_t access = ACCESS_ALL;
+	struct rn_client_piece piece;
+	struct buffer *mem;
 	struct region *reg;
 	PyObject *obj;
 	int rc;
@@ -582,9 +674,21 @@ rn_py_client_register(struct rn_py_client *self, PyObject *args,
 		return NULL;
 	}
 	reg->epoch = self->epoch;
+	mem = buffer_find(reg->addr, reg->len);
+	if (mem != NULL)
+		piece = (struct rn_client_piece){
+			.fd = mem->fd,
+			.offset = reg->addr - (uintptr_t)mem->addr,
+			.length = reg->len };
+	/* Else memory of rn_client_alloc() (by a C caller in this process),
+	 * or plain memory, which the library refuses (-EFAULT). */
 	Py_BEGIN_ALLOW_THREADS
-	rc = rn_client_reg(self->c, reg->view.buf, (size_t)reg->view.len,
-			   access, &reg->r);
+	if (mem != NULL)
+		rc = rn_client_reg_fd(self->c, reg->view.buf, &piece, 1,
+				      access, 0, &reg->r);
+	else
+		rc = rn_client_reg(self->c, reg->view.buf,
+				   (size_t)reg->view.len, access, &reg->r);
 	Py_END_ALLOW_THREADS
 	rn_py_client_unlock(self);
 	if (rc < 0) {
