@@ -282,6 +282,24 @@ def test_plain_memory_is_refused(sides, rnotify):
     buf.free()
 
 
+def test_buffer_outlives_its_client(pair):
+    c = pair.attach(pair.a, agent_name("outlive"))
+    buf = c.alloc(64 * KIB)
+    m = memoryview(buf)
+    m[:5] = b"kept!"
+    r = c.register(buf)
+    c.detach()
+    # The memory stays mapped (the daemon let go of it): still usable.
+    assert bytes(m[:5]) == b"kept!" and not r.registered
+    m[5:10] = b"again"
+    with pytest.raises(ValueError):
+        r.export()
+    r.deregister()
+    m.release()
+    buf.free()
+    assert len(buf) == 0 and buf.address == 0
+
+
 # ---- access errors ----
 
 def tampered(desc, rkey_xor=0, length=None):
