@@ -272,6 +272,10 @@ def test_plain_memory_is_refused(sides, rnotify):
     assert not m.readonly and bytes(m[:16]) == b"\0" * 16
     r = a.c.register(m[4096:8192], access=rnotify.REMOTE_READ)
     assert (r.address, r.length) == (buf.address + 4096, 4096)
+    # A range is registered as the whole pages that hold it.
+    r2 = a.c.register(m[8192 + 100:8192 + 200])
+    assert (r2.address, r2.length) == (buf.address + 8192, 4096)
+    r2.deregister()
     with pytest.raises(BufferError):
         buf.free()
     r.deregister()

@@ -164,7 +164,9 @@ access_converter(PyObject *obj, void *out)
 struct buffer {
 	PyObject_HEAD
 	void *addr;               /* NULL once freed */
-	Py_ssize_t len;
+	Py_ssize_t len;           /* as asked */
+	size_t map_len;           /* whole pages of unit bytes */
+	size_t unit;              /* the page size: 4 KiB, or 2 MiB */
 	int fd;
 	bool huge;                /* on 2 MiB hugepages */
 	Py_ssize_t exports;       /* views of it (memoryviews, Regions) */
@@ -204,7 +206,7 @@ buffer_unmap(struct buffer *self)
 {
 	if (self->addr == NULL)
 		return;
-	munmap(self->addr, (size_t)self->len);
+	munmap(self->addr, self->map_len);
 	close(self->fd);
 	self->addr = NULL;
 	if (self->prev != NULL)
@@ -355,6 +357,7 @@ rn_py_client_alloc(struct rn_py_client *self, PyObject *args,
 	static char *kwlist[] = { "length", NULL };
 	struct buffer *buf;
 	Py_ssize_t length;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), map_len;
 	void *addr = NULL;
 	int rc = -1, fd = -1;
 	bool huge = false;
@@ -373,6 +376,9 @@ rn_py_client_alloc(struct rn_py_client *self, PyObject *args,
 		return NULL;
 	buf->addr = NULL;
 	buf->prev = buf->next = NULL;
+	/* Whole pages: the daemon maps, and the device registers, by
+	 * pages; a range is registered as the pages that hold it. */
+	map_len = ((size_t)length + page - 1) / page * page;
 	Py_BEGIN_ALLOW_THREADS
 	if ((uint64_t)length % HUGE_2M == 0) {
 		rc = memfd_map((size_t)length, MFD_HUGETLB | MFD_HUGE_2MB, &fd,
@@ -380,7 +386,7 @@ rn_py_client_alloc(struct rn_py_client *self, PyObject *args,
 		huge = rc == 0;
 	}
 	if (rc != 0)
-		rc = memfd_map((size_t)length, 0, &fd, &addr);
+		rc = memfd_map(map_len, 0, &fd, &addr);
 	Py_END_ALLOW_THREADS
 	if (rc != 0) {
 		Py_DECREF(buf);
@@ -389,6 +395,8 @@ rn_py_client_alloc(struct rn_py_client *self, PyObject *args,
 	/* A new memfd reads as zeroes, on hugepages too. */
 	buf->addr = addr;
 	buf->len = length;
+	buf->map_len = huge ? (size_t)length : map_len;
+	buf->unit = huge ? HUGE_2M : page;
 	buf->fd = fd;
 	buf->huge = huge;
 	buf->exports = 0;
@@ -675,17 +683,26 @@ rn_py_client_register(struct rn_py_client *self, PyObject *args,
 	}
 	reg->epoch = self->epoch;
 	mem = buffer_find(reg->addr, reg->len);
-	if (mem != NULL)
-		piece = (struct rn_client_piece){
-			.fd = mem->fd,
-			.offset = reg->addr - (uintptr_t)mem->addr,
-			.length = reg->len };
+	if (mem != NULL) {
+		/* The whole pages that hold the range, as rn_client_reg()
+		 * does: the region is known by them. */
+		uint64_t off = reg->addr - (uintptr_t)mem->addr;
+		uint64_t end = off + reg->len;
+
+		off -= off % mem->unit;
+		end = (end + mem->unit - 1) / mem->unit * mem->unit;
+		reg->addr = (uintptr_t)mem->addr + off;
+		reg->len = end - off;
+		piece = (struct rn_client_piece){ .fd = mem->fd,
+						  .offset = off,
+						  .length = reg->len };
+	}
 	/* Else memory of rn_client_alloc() (by a C caller in this process),
 	 * or plain memory, which the library refuses (-EFAULT). */
 	Py_BEGIN_ALLOW_THREADS
 	if (mem != NULL)
-		rc = rn_client_reg_fd(self->c, reg->view.buf, &piece, 1,
-				      access, 0, &reg->r);
+		rc = rn_client_reg_fd(self->c, (void *)(uintptr_t)reg->addr,
+				      &piece, 1, access, 0, &reg->r);
 	else
 		rc = rn_client_reg(self->c, reg->view.buf,
 				   (size_t)reg->view.len, access, &reg->r);
