@@ -53,6 +53,12 @@ class Side:
         self.mem = memoryview(self.buf)
         self.region = self.c.register(self.buf)
         self.notes = []       # notifications polled and not yet wanted
+        self.reports = []     # completions of batches taken so far
+
+    def drain(self):
+        """Take the completions (a full report queue would hold batch
+        slots back)."""
+        self.reports += [r for r in self.c.completions() if r.kind != "send"]
 
     def take_note(self, name, deadline_s=DEADLINE_S):
         """Poll until the notification named name came; returns it (the
@@ -111,9 +117,10 @@ def sides(pair):
     close_all(pair)
 
 
-def retry(fn, what, deadline_s=DEADLINE_S):
+def retry(fn, what, side=None, deadline_s=DEADLINE_S):
     """fn(), tried again while the endpoint connects, a batch slot is
-    taken (EAGAIN) or the endpoint is down and reconnecting (ENOTCONN)."""
+    taken (EAGAIN) or the endpoint is down and reconnecting (ENOTCONN);
+    side's completions are taken between tries."""
     deadline = time.monotonic() + deadline_s
     while True:
         try:
@@ -122,6 +129,8 @@ def retry(fn, what, deadline_s=DEADLINE_S):
             if e.errno not in (errno.EAGAIN, errno.ENOTCONN) or \
                     time.monotonic() > deadline:
                 raise AssertionError(f"{what}: {e}") from e
+        if side is not None:
+            side.drain()
         time.sleep(0.01)
 
 
@@ -180,7 +189,7 @@ def run_batch(a, b, kind, triples, name, cookie):
     t0 = time.monotonic()
     batch = retry(lambda: submit(entries, notify=(b.agent, name, b"m:" +
                                                   name), cookie=cookie),
-                  f"{kind} {name!r}")
+                  f"{kind} {name!r}", a)
     assert batch.kind == kind and batch.cookie == cookie
     assert batch.length == sum(n for _, _, n in triples)
     note = b.take_note(name)
@@ -218,16 +227,17 @@ def test_every_size_class_lands_before_its_notification(sides, rng):
             assert batch.bytes_done == batch.length
             batch.release()
             assert batch.released and batch.status() == 0
+            a.drain()
             total = batch.length
             print(f"{kind} class {cls}: {len(triples)} entries, {total} "
                   f"bytes, {took * 1e3:.1f} ms to the notification")
     # Every batch reported once, with its kind, among the completions.
-    reports = []
     deadline = time.monotonic() + DEADLINE_S
-    while len(reports) < cookie and time.monotonic() < deadline:
-        reports += [r for r in a.c.completions() if r.kind != "send"]
-        if len(reports) < cookie:
+    while len(a.reports) < cookie and time.monotonic() < deadline:
+        a.drain()
+        if len(a.reports) < cookie:
             a.c.wait(0.1)
+    reports = a.reports
     assert sorted((r.cookie, r.status, r.kind) for r in reports) == \
         [(i, 0, "write" if i % 2 else "read") for i in
          range(1, cookie + 1)], reports
@@ -325,7 +335,7 @@ def expect_failure(a, b, kind, entries, want, note_expected=True):
     name = f"lost-{want}-{time.monotonic_ns()}".encode()
     submit = a.c.write if kind == "write" else a.c.read
     batch = retry(lambda: submit(entries, notify=(b.agent, name, b"x")),
-                  f"{kind} expecting {want}")
+                  f"{kind} expecting {want}", a)
     with pytest.raises(OSError) as e:
         batch.wait(DEADLINE_S)
     assert e.value.errno == want, e.value
@@ -356,7 +366,7 @@ def recovers(a, b, rng, what):
         clear(b.mem, [(4096, len(data))])
         batch = retry(lambda: a.c.write(
             [(a.region, 0, a.remote, 4096, len(data))],
-            notify=(b.agent, name, b"again")), what)
+            notify=(b.agent, name, b"again")), what, a)
         try:
             batch.wait(DEADLINE_S)
         except OSError as e:
@@ -424,7 +434,7 @@ def test_descriptor_of_an_older_incarnation(pair, rnotify, rng):
     b = Side(pair, pair.b, "stale-b2")
     entries = [(a.region, 0, old, 0, 65536)]
     batch = retry(lambda: a.c.write(entries, notify=(b.agent, b"n", b"m")),
-                  "write with the old descriptor")
+                  "write with the old descriptor", a)
     with pytest.raises(OSError) as e:
         batch.wait(DEADLINE_S)
     assert e.value.errno == errno.ESTALE, e.value
@@ -478,7 +488,7 @@ def test_target_killed_in_a_batch(pair, rng):
         for attempt in range(3):
             entries = [(a.region, 0, a.remote, 0, 64 * MIB)] * n
             batch = retry(lambda: a.c.write(entries, notify=(
-                b.agent, b"never", b"m")), "the large write")
+                b.agent, b"never", b"m")), "the large write", a)
             time.sleep(0.2)
             if batch.status() != -errno.EINPROGRESS:
                 # Done before the kill: a larger batch.
