@@ -296,6 +296,40 @@ def test_plain_memory_is_refused(sides, rnotify):
     buf.free()
 
 
+def test_hugepage_buffer(sides, rng):
+    a, b = sides
+    buf = a.c.alloc(4 * MIB)
+    if not buf.hugepages:
+        pytest.skip("no free 2 MiB hugepages for a 4 MiB Buffer")
+    r = a.c.register(memoryview(buf)[MIB + 1:MIB + 2])
+    # The whole (huge) page that holds the byte.
+    assert (r.address, r.length) == (buf.address, 2 * MIB)
+    r.deregister()
+    r = a.c.register(buf)
+    m = memoryview(buf)
+    data = rng.randbytes(4 * MIB)
+    m[:] = data
+    clear(b.mem, [(0, 4 * MIB)])
+    batch = retry(lambda: a.c.write([(r, 0, a.remote, 0, 4 * MIB)],
+                                    notify=(b.agent, b"huge", b"w")),
+                  "write from hugepages", a)
+    b.take_note(b"huge")
+    assert b.mem[:4 * MIB] == data
+    batch.wait(DEADLINE_S)
+    batch.release()
+    m[:] = bytes(4 * MIB)
+    batch = retry(lambda: a.c.read([(r, 0, a.remote, 0, 4 * MIB)],
+                                   notify=(b.agent, b"huge-r", b"r")),
+                  "read into hugepages", a)
+    b.take_note(b"huge-r")
+    assert m == data
+    batch.wait(DEADLINE_S)
+    batch.release()
+    r.deregister()
+    m.release()
+    buf.free()
+
+
 def test_buffer_outlives_its_client(pair):
     c = pair.attach(pair.a, agent_name("outlive"))
     buf = c.alloc(64 * KIB)
