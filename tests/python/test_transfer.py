@@ -109,7 +109,10 @@ def sides(pair):
     region imported at a; the endpoint between them probed (a batch needs
     the key of the peer's lcore, which the probe tells). Detached after
     the test."""
+    # Both ends up: a test after one that failed the endpoint starts on a
+    # connection both daemons have settled on.
     pair.pair.wait_connected(0)
+    pair.pair.wait_connected(1)
     a = Side(pair, pair.a, "xa")
     b = Side(pair, pair.b, "xb")
     a.remote = a.c.import_desc(b.region.export())
