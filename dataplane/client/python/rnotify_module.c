@@ -571,23 +571,37 @@ text_or_none(const char *s)
 	return PyUnicode_DecodeFSDefault(s);
 }
 
+/* A struct sequence of type from v[0..n), which it takes; NULL (with the
+ * error) when it or any of v is NULL. */
+static PyObject *
+struct_seq_of(PyTypeObject *type, PyObject **v, int n)
+{
+	PyObject *t = PyStructSequence_New(type);
+	bool ok = t != NULL;
+
+	for (int i = 0; i < n; i++) {
+		ok = ok && v[i] != NULL;
+		if (t != NULL)
+			PyStructSequence_SET_ITEM(t, i, v[i]);
+		else
+			Py_XDECREF(v[i]);
+	}
+	if (!ok)
+		Py_CLEAR(t);
+	return t;
+}
+
 static PyObject *
 notification_new(const struct rn_client_notification *n)
 {
-	PyObject *t = PyStructSequence_New(&notification_type);
-	PyObject *v[4];
+	PyObject *v[4] = {
+		PyUnicode_DecodeFSDefault(n->node),
+		PyUnicode_DecodeFSDefault(n->agent),
+		PyBytes_FromStringAndSize((const char *)n->name, n->name_len),
+		PyBytes_FromStringAndSize((const char *)n->msg, n->msg_len),
+	};
 
-	if (t == NULL)
-		return NULL;
-	v[0] = PyUnicode_DecodeFSDefault(n->node);
-	v[1] = PyUnicode_DecodeFSDefault(n->agent);
-	v[2] = PyBytes_FromStringAndSize((const char *)n->name, n->name_len);
-	v[3] = PyBytes_FromStringAndSize((const char *)n->msg, n->msg_len);
-	for (int i = 0; i < 4; i++)
-		PyStructSequence_SET_ITEM(t, i, v[i]);
-	if (v[0] == NULL || v[1] == NULL || v[2] == NULL || v[3] == NULL)
-		Py_CLEAR(t);
-	return t;
+	return struct_seq_of(&notification_type, v, 4);
 }
 
 /* Fill a list from n results, made by make(out[i]); NULL on failure. */
@@ -617,31 +631,21 @@ static PyObject *
 make_completion(const void *p)
 {
 	const struct rn_client_completion *c = p;
-	PyObject *t = PyStructSequence_New(&completion_type);
-	PyObject *v[3];
+	PyObject *v[3] = {
+		PyLong_FromUnsignedLongLong(c->cookie),
+		PyLong_FromLong(c->status),
+		rn_py_kind_name(c->kind),
+	};
 
-	if (t == NULL)
-		return NULL;
-	v[0] = PyLong_FromUnsignedLongLong(c->cookie);
-	v[1] = PyLong_FromLong(c->status);
-	v[2] = rn_py_kind_name(c->kind);
-	for (int i = 0; i < 3; i++)
-		PyStructSequence_SET_ITEM(t, i, v[i]);
-	for (int i = 0; i < 3; i++)
-		if (v[i] == NULL)
-			Py_CLEAR(t);
-	return t;
+	return struct_seq_of(&completion_type, v, 3);
 }
 
 static PyObject *
 make_event(const void *p)
 {
 	const struct rn_client_event *e = p;
-	PyObject *t = PyStructSequence_New(&event_type);
 	PyObject *v[5];
 
-	if (t == NULL)
-		return NULL;
 	if (e->type < N_EVENT_NAMES && event_names[e->type] != NULL)
 		v[0] = PyUnicode_FromString(event_names[e->type]);
 	else
@@ -650,12 +654,7 @@ make_event(const void *p)
 	v[2] = text_or_none(e->agent);
 	v[3] = PyLong_FromUnsignedLongLong(e->cookie);
 	v[4] = PyLong_FromLong(e->status);
-	for (int i = 0; i < 5; i++)
-		PyStructSequence_SET_ITEM(t, i, v[i]);
-	for (int i = 0; i < 5; i++)
-		if (v[i] == NULL)
-			Py_CLEAR(t);
-	return t;
+	return struct_seq_of(&event_type, v, 5);
 }
 
 static PyObject *
