@@ -249,6 +249,55 @@ def test_every_size_class_lands_before_its_notification(sides, rng):
     assert b.notes == [], b.notes
 
 
+def test_cancel(sides, rng):
+    a, b = sides
+    # 512 MiB of READs: most chunks still queued when the cancel comes.
+    entries = [(a.region, 0, a.remote, 0, 64 * MIB)] * 8
+    batch = retry(lambda: a.c.read(entries, notify=(b.agent, b"cancelled",
+                                                    b"m"), cookie=77),
+                  "the read to cancel", a)
+    batch.cancel()
+    try:
+        batch.wait(DEADLINE_S)
+        status = 0
+    except OSError as e:
+        status = -e.errno
+    print(f"cancelled: {status}, {batch.bytes_done} of {batch.length} "
+          "bytes done")
+    # Cancelled unless every chunk was posted by then.
+    assert status in (0, -errno.ECANCELED), status
+    assert batch.status() == status and batch.bytes_done <= batch.length
+    if status == -errno.ECANCELED:
+        assert batch.bytes_done < batch.length
+        # The endpoint is fine: the target is told, surely.
+        n = b.take_note(failed_name())
+        assert (n.node, n.agent, n.msg) == (a.node, a.agent, b"cancelled")
+    else:
+        b.take_note(b"cancelled")
+    batch.release()
+    # Released: what it said stays; release and cancel are no-ops.
+    batch.release()
+    batch.cancel()
+    assert batch.status() == status and batch.released
+    recovers(a, b, rng, "after a cancel")
+
+
+def test_batches_dropped_in_flight_give_their_slots_back(sides, rng):
+    a, b = sides
+    # More batches than a node's lcore has slots (16 by default), each
+    # dropped at once: cancelled, released once final, their Regions and
+    # Remotes held until then.
+    for i in range(48):
+        retry(lambda: a.c.write([(a.region, 0, a.remote, 0, MIB)]),
+              f"dropped batch {i}", a)
+    # With: cancelled unless final, waited for, released.
+    with retry(lambda: a.c.write([(a.region, 0, a.remote, 0, MIB)],
+                                 cookie=5), "with", a) as batch:
+        pass
+    assert batch.released and batch.done
+    recovers(a, b, rng, "after dropped batches")
+
+
 def test_publish_fetch_import(sides):
     a, b = sides
     name = f"py-{agent_name('pub')}"
