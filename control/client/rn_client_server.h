@@ -15,9 +15,10 @@
  * (it makes the status page), rn_client_server_set_lcore() for each worker
  * between rn_lcore_init() and its launch, rn_client_server_start() once
  * the plane exists; then _event() with every RN_LCORE_EVENT_CLIENT_*
- * (ADDED, REMOVED, REGISTERED, DEREGISTERED) and _tick() on every tick; at shutdown _shutdown() until it returns 0
- * (or the workers stopped), _close() before EAL stops and _free() after
- * (telemetry threads read it until then).
+ * (ADDED, REMOVED, REGISTERED, DEREGISTERED) and _tick() on every tick;
+ * at shutdown _shutdown() until it returns 0 (or the workers stopped),
+ * _close() before EAL stops and _free() after (telemetry threads read it
+ * until then).
  */
 
 #include <stddef.h>
