@@ -69,8 +69,9 @@ struct rn_client_xreg {
 	unsigned int lcores_left;     /* answers still due */
 	uint32_t took;                /* workers that registered it (bits) */
 	int status;                   /* the first refusal */
-	void *map;                    /* the reserved address space; NULL */
-	size_t map_len;               /* for a dma-buf */
+	void *map;                    /* the pieces, mapped one after the
+				       * other; NULL for a dma-buf */
+	size_t map_len;
 	char name[RN_CLIENT_PUBLISH_NAME_MAX + 1];   /* published; "": not */
 	uint8_t desc[RN_CLIENT_DESC_SIZE];            /* once LIVE */
 };

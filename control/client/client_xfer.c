@@ -136,33 +136,41 @@ piece_file(int fd, bool dmabuf, uint64_t *unit, uint64_t *size)
 }
 
 /* Reserve address space for the pieces, aligned to the largest page,
- * and map each piece there. 0, or -errno with nothing left mapped. */
+ * map each piece there, and give back the slack of the alignment: what
+ * stays mapped is the pieces, nothing else. 0, or -errno with nothing
+ * left mapped. */
 static int
 map_pieces(struct rn_client_xreg *x, const struct rn_client_reg_req *req,
 	   const int *fds, uint64_t align, int prot)
 {
-	uint8_t *base, *at;
-	size_t len = x->op.length + align;
+	size_t len = x->op.length + align, head;
+	uint8_t *base, *start, *at;
 
 	base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
 		    MAP_NORESERVE, -1, 0);
 	if (base == MAP_FAILED)
 		return -ENOMEM;
-	at = (uint8_t *)(((uintptr_t)base + align - 1) & ~(uintptr_t)(align - 1));
-	x->op.addr = at;
+	start = (uint8_t *)(((uintptr_t)base + align - 1) &
+			    ~(uintptr_t)(align - 1));
+	at = start;
 	for (uint32_t i = 0; i < req->n_pieces; i++) {
 		if (mmap(at, req->piece[i].length, prot, MAP_SHARED | MAP_FIXED,
 			 fds[i], (off_t)req->piece[i].offset) == MAP_FAILED) {
 			int rc = -errno;
 
 			munmap(base, len);
-			x->op.addr = NULL;
 			return rc;
 		}
 		at += req->piece[i].length;
 	}
-	x->map = base;
-	x->map_len = len;
+	head = (size_t)(start - base);
+	if (head != 0)
+		munmap(base, head);
+	if (len - head - x->op.length != 0)
+		munmap(at, len - head - x->op.length);
+	x->op.addr = start;
+	x->map = start;
+	x->map_len = x->op.length;
 	return 0;
 }
 
