@@ -326,18 +326,22 @@ rn_client_server_added(struct rn_client_server *s, struct rn_client_conn *c,
 		c->add_status = status;
 	if (c->lcores_left > 0 && --c->lcores_left > 0)
 		return;
+	/* Attached before the reply goes: a client that asks telemetry
+	 * right after it must find itself listed. */
+	pthread_mutex_lock(&s->lock);
+	c->state = RN_CONN_ATTACHED;
+	c->info.attached_unix_ms = rn_client_wall_ms();
+	pthread_mutex_unlock(&s->lock);
 	rc = c->add_status != 0 ? c->add_status :
 				  reply_attached(s, c, c->region_fd);
 	/* The client has its own descriptor now; the mapping stays ours. */
 	close(c->region_fd);
 	c->region_fd = -1;
-	pthread_mutex_lock(&s->lock);
-	c->state = RN_CONN_ATTACHED;
 	if (rc == 0) {
-		c->info.attached_unix_ms = rn_client_wall_ms();
+		pthread_mutex_lock(&s->lock);
 		s->totals.attaches++;
+		pthread_mutex_unlock(&s->lock);
 	}
-	pthread_mutex_unlock(&s->lock);
 	if (rc != 0) {
 		/* The lcores that took it let go, as after a close. */
 		if (c->add_status != 0)
