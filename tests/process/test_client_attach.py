@@ -74,19 +74,22 @@ F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW = 1, 2, 4
 NOBODY = 65534
 
 
-def client_config(name, extra="", socket_path=None, notify=None):
+def client_config(name, extra="", socket_path=None, notify=None,
+                  dataplane=""):
     """A daemon with its [client] socket in the test's directory."""
     path = socket_path or os.path.join(TMP, name + ".sock")
     client = f"[client]\nsocket = {path}\n{extra}"
     notify = notify or "[notify]\nslots = 16\nslot_size = 4000\n"
     return path, f"[dataplane]\nname = {name}\nmemory_mb = 32\n" \
-                 f"idle = adaptive\n[control]\nport = 0\n{notify}{client}"
+                 f"idle = adaptive\n{dataplane}[control]\nport = 0\n" \
+                 f"{notify}{client}"
 
 
 class ClientDaemon(Daemon):
-    def __init__(self, tag, extra="", notify=None):
+    def __init__(self, tag, extra="", notify=None, dataplane=""):
         name = unique(tag)
-        self.sock, text = client_config(name, extra, notify=notify)
+        self.sock, text = client_config(name, extra, notify=notify,
+                                        dataplane=dataplane)
         super().__init__(name, text=text)
         self.wait_running()
 
@@ -1102,6 +1105,40 @@ def test_xfer_reg_dereg_descriptor():
         note(f"daemon descriptors {base_fds} -> {after_fds}")
         assert after_fds == base_fds, (base_fds, after_fds)
         assert region_maps(d.proc.pid) == 0, "DEREG left a mapping"
+        s.close()
+        closed_fds(fds)
+    finally:
+        stop_all([d])
+
+
+def test_xfer_reg_two_workers():
+    """Two worker lcores: the region has a slot area per lcore, a REG is
+    registered by both (a key each, lcores 1 and 2, in the descriptor),
+    DEREG answered once both let go; a client killed with a region
+    registered on both frees its agent and leaves no mapping."""
+    d = ClientDaemon("x2", dataplane="lcores = 0-2\ncpus = 0,1,1\n")
+    try:
+        s, st, a, fds = attach(d.sock, b"two")
+        assert st == 0, st
+        assert a[1] == 2, a
+        check_region(fds[0], a)
+        m = memfd(4 * PAGE)
+        st, r, desc = reg(s, [m], ADDR, [(0, 4 * PAGE)])
+        assert (st, r) == (0, 0), st
+        keys = desc_fields(desc)["keys"]
+        note(f"keys {keys}")
+        assert [k[0] for k in keys] == [1, 2], keys
+        assert dereg(s, r) == 0
+        st, r, _ = reg(s, [m], ADDR, [(0, 4 * PAGE)])
+        assert (st, r) == (0, 0), st
+        assert region_maps(d.proc.pid) == 1
+        s.close()
+        closed_fds(fds)
+        wait_until("the client gone", lambda: d.clients() == [], timeout=10)
+        assert region_maps(d.proc.pid) == 0
+        s, st, _, fds = attach(d.sock, b"two")
+        assert st == 0, st
+        os.close(m)
         s.close()
         closed_fds(fds)
     finally:
