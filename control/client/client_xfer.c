@@ -191,9 +191,9 @@ overlaps(const struct rn_client_conn *c, uint64_t addr, uint64_t len)
 /* The request's checks, in the order docs/client.md lists the errors;
  * its pieces' total length into *total and largest page into *align. */
 static int
-reg_check(const struct rn_client_server *s, const struct rn_client_conn *c,
-	  const struct rn_client_reg_req *req, const int *fds,
-	  unsigned int n_fds, uint64_t *total, uint64_t *align)
+reg_check(const struct rn_client_conn *c, const struct rn_client_reg_req *req,
+	  const int *fds, unsigned int n_fds, uint64_t *total,
+	  uint64_t *align)
 {
 	bool dmabuf = req->flags & RN_CLIENT_REG_DMABUF;
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -228,7 +228,6 @@ reg_check(const struct rn_client_server *s, const struct rn_client_conn *c,
 		return -EINVAL;
 	if (overlaps(c, req->addr, *total))
 		return -EEXIST;
-	(void)s;
 	return 0;
 }
 
@@ -254,7 +253,7 @@ reg(struct rn_client_server *s, struct rn_client_conn *c,
 	    len < offsetof(struct rn_client_reg_req, piece) +
 		  req.n_pieces * sizeof(req.piece[0]))
 		return -EINVAL;
-	rc = reg_check(s, c, &req, fds, n_fds, &total, &align);
+	rc = reg_check(c, &req, fds, n_fds, &total, &align);
 	if (rc != 0)
 		return rc;
 	for (id = 0; id < RN_CLIENT_MAX_REGIONS && c->regions[id] != NULL;
