@@ -2,8 +2,9 @@
 /*
  * Memory the daemon can map: rn_client_alloc() makes a memfd (on 2 MiB
  * hugepages when the length is a multiple of them and the host has free
- * ones), maps it shared here and remembers (address, length, fd), so that
- * rn_client_reg() can pass that fd for any range inside. Plain malloc()
+ * ones; else of whole 4 KiB pages), maps it shared here and remembers
+ * (address, length, page size, fd), so that rn_client_reg() can pass that
+ * fd for the pages of any range inside. Plain malloc()
  * memory has no fd the daemon could map: it is refused there (-EFAULT).
  */
 #include <errno.h>
@@ -54,26 +55,33 @@ close_fd:
 int
 rn_client_alloc(struct rn_client *c, size_t length, void **out)
 {
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	struct rn_client_alloc *a;
 	int rc = -1;
 
-	if (length == 0 || out == NULL || length > (size_t)INT64_MAX)
+	if (length == 0 || out == NULL || length > (size_t)INT64_MAX - page)
 		return -EINVAL;
 	a = calloc(1, sizeof(*a));
 	if (a == NULL)
 		return -ENOMEM;
-	if (length % HUGE_2M == 0)
+	if (length % HUGE_2M == 0) {
+		a->unit = HUGE_2M;
+		a->len = length;
 		rc = memfd_map(length, MFD_HUGETLB | MFD_HUGE_2MB, &a->fd,
 			       (void **)&a->base);
-	if (rc != 0)
-		rc = memfd_map(length, 0, &a->fd, (void **)&a->base);
+	}
+	if (rc != 0) {
+		/* Whole pages: the daemon maps what REG names by them. */
+		a->unit = page;
+		a->len = (length + page - 1) / page * page;
+		rc = memfd_map(a->len, 0, &a->fd, (void **)&a->base);
+	}
 	if (rc != 0) {
 		free(a);
 		/* EMFILE and ENFILE too: out of what it takes. */
-		return rc == -EINVAL ? -EINVAL : -ENOMEM;
+		return -ENOMEM;
 	}
 	/* A new memfd reads as zeroes, on hugepages too. */
-	a->len = length;
 	a->next = c->allocs;
 	c->allocs = a;
 	*out = a->base;

@@ -11,6 +11,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -90,8 +91,10 @@ struct rn_client_deliver {
  */
 struct rn_client_alloc {
 	struct rn_client_alloc *next;
-	uint8_t *base;
-	uint64_t len;             /* mapped bytes: what was asked for */
+	uint8_t *base;            /* aligned to unit */
+	uint64_t len;             /* mapped bytes: what was asked for, rounded
+				   * up to unit */
+	uint64_t unit;            /* its page size: 4 KiB, or 2 MiB */
 	int fd;
 	uint32_t users;
 };
@@ -159,12 +162,17 @@ struct rn_client_batch {
 	uint8_t kind;             /* enum rn_client_xfer_kind */
 };
 
-/* Where a batch's request goes on after struct rn_client_xfer_slot: the
- * descriptors, the triples, the notification's bytes (rn_client_shm.h). */
+/* Where a batch's request goes on, right after struct rn_client_xfer_req
+ * (rn_client_shm.h: "After it, packed"): the descriptors, the triples
+ * (not 8-byte aligned: written with memcpy), the notification's bytes.
+ * The lcore reads them from the same offset. */
+#define RN_CLIENT_XFER_BODY_OFF (offsetof(struct rn_client_xfer_slot, req) + \
+				 sizeof(struct rn_client_xfer_req))
+
 static inline uint8_t *
 rn_client_xfer_body(struct rn_client_xfer_slot *slot)
 {
-	return (uint8_t *)(slot + 1);
+	return (uint8_t *)slot + RN_CLIENT_XFER_BODY_OFF;
 }
 
 struct rn_client {

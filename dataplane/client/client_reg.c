@@ -72,6 +72,7 @@ rn_client_reg(struct rn_client *c, void *addr, size_t length,
 	struct rn_client_reg_req req = { .addr = (uintptr_t)addr,
 					 .access = access, .n_pieces = 1 };
 	struct rn_client_alloc *a;
+	uint64_t off, end;
 	int rc = rn_client_alive(c, false);
 
 	if (rc != 0)
@@ -81,9 +82,16 @@ rn_client_reg(struct rn_client *c, void *addr, size_t length,
 	a = rn_client_alloc_find(c, (uintptr_t)addr, length);
 	if (a == NULL)
 		return -EFAULT;   /* not memory the daemon can map */
-	req.piece[0].offset = (uintptr_t)addr - (uintptr_t)a->base;
-	req.piece[0].length = length;
-	return reg_send(c, &req, &a->fd, length, a, out);
+	/* The whole pages that hold the range, all inside the allocation:
+	 * the daemon maps and the device registers by pages. */
+	off = (uintptr_t)addr - (uintptr_t)a->base;
+	end = off + length;
+	off -= off % a->unit;
+	end = (end + a->unit - 1) / a->unit * a->unit;
+	req.addr = (uintptr_t)a->base + off;
+	req.piece[0].offset = off;
+	req.piece[0].length = end - off;
+	return reg_send(c, &req, &a->fd, end - off, a, out);
 }
 
 int
@@ -116,11 +124,12 @@ rn_client_reg_fd(struct rn_client *c, void *addr,
 	}
 	if (total > UINT64_MAX - req.addr)
 		return -EINVAL;
+	/* In the daemon's order (control/client). */
+	if ((flags & RN_CLIENT_REG_DMABUF) != 0 && n > 1)
+		return -EOPNOTSUPP;
 	for (unsigned int i = 0; i < n; i++)
 		if (fds[i] < 0)
 			return -EBADF;
-	if ((flags & RN_CLIENT_REG_DMABUF) != 0 && n > 1)
-		return -EOPNOTSUPP;
 	return reg_send(c, &req, fds, total, NULL, out);
 }
 

@@ -26,7 +26,7 @@
 
 /* The smallest slot that holds a request of one descriptor and one
  * triple. */
-#define SLOT_MIN (sizeof(struct rn_client_xfer_slot) + RN_CLIENT_DESC_SIZE + \
+#define SLOT_MIN (RN_CLIENT_XFER_BODY_OFF + RN_CLIENT_DESC_SIZE + \
 		  sizeof(struct rn_client_xfer_triple))
 
 int
@@ -304,7 +304,7 @@ rn_client_transfer(struct rn_client *c, enum rn_client_xfer_kind kind,
 	if (agent_len != 0 &&
 	    sizeof(struct rn_client_send_hdr) + note_bytes > c->buf_size)
 		return -EMSGSIZE;   /* as rn_client_send() */
-	if (sizeof(struct rn_client_xfer_slot) +
+	if (RN_CLIENT_XFER_BODY_OFF +
 	    (uint64_t)n_rems * RN_CLIENT_DESC_SIZE +
 	    (uint64_t)n * sizeof(struct rn_client_xfer_triple) + note_bytes >
 	    c->xfer_slot_size)
@@ -349,7 +349,7 @@ unsigned int
 rn_client_xfer_max(const struct rn_client *c, unsigned int n_remotes,
 		   uint32_t note_bytes)
 {
-	uint64_t fixed = sizeof(struct rn_client_xfer_slot) +
+	uint64_t fixed = RN_CLIENT_XFER_BODY_OFF +
 			 (uint64_t)n_remotes * RN_CLIENT_DESC_SIZE + note_bytes;
 
 	if (c->xfer_slots == 0 || n_remotes == 0 ||
