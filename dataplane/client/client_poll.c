@@ -124,7 +124,7 @@ take_entry(struct rn_client *c, uint32_t lcore, uint32_t pos,
 		return false;
 	case RN_CLIENT_ENTRY_XFER_DONE:
 		/* A wake-up: the slots say which batches are final. */
-		rn_client_xfer_collect(c);
+		rn_client_xfer_done(c, lcore, e);
 		return false;
 	default:
 		return false;   /* not ours to know: given back */

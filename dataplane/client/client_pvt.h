@@ -158,6 +158,13 @@ struct rn_client_batch {
 	uint32_t lcore;
 	uint32_t index;           /* the slot's, in its lcore's */
 	uint32_t inflight_pos;    /* in c->inflight, while there */
+	/* XFER_DONE entries of this slot not taken yet: one per submission,
+	 * less those taken; a dropped one is never taken. */
+	uint32_t dones_due;
+	int32_t refusal;          /* the final status when refused */
+	bool refused;             /* final by an XFER_DONE alone: the lcore
+				   * refused the batch without writing the
+				   * slot (it could not reach it) */
 	uint8_t state;            /* enum rn_client_batch_state */
 	uint8_t kind;             /* enum rn_client_xfer_kind */
 };
@@ -297,6 +304,10 @@ void rn_client_xfer_fini(struct rn_client *c);
 bool rn_client_xfer_collect(struct rn_client *c);
 /* Whether a batch in flight is final and not reported yet. */
 bool rn_client_xfer_pending(const struct rn_client *c);
+/* An XFER_DONE entry of lcore was taken: then as
+ * rn_client_xfer_collect(). */
+void rn_client_xfer_done(struct rn_client *c, uint32_t lcore,
+			 const struct rn_client_entry *e);
 
 /* Wake lcore if it may sleep, after an enqueue on its submit ring. Pairs
  * with the lcore's store of `sleeping` before its last look at the submit

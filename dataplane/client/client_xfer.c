@@ -85,6 +85,8 @@ rn_client_xfer_fini(struct rn_client *c)
 static inline int64_t
 slot_status(const struct rn_client_batch *b)
 {
+	if (b->refused)
+		return b->refusal;
 	/* Pairs with the lcore's release store of status after bytes_done
 	 * and notify_status. */
 	return __atomic_load_n(&b->slot->status, __ATOMIC_ACQUIRE);
@@ -152,6 +154,33 @@ rn_client_xfer_collect(struct rn_client *c)
 		took = true;
 	}
 	return took;
+}
+
+/*
+ * The slot is the truth, but an lcore that cannot reach a slot (it has no
+ * memory for the client) refuses its batch with XFER_DONE alone. Such an
+ * entry is taken as the final status only when it cannot be an older
+ * batch's of the same slot: no other XFER_DONE of the slot is due (one
+ * is due per submission; a dropped one stays due for good, and turns
+ * this off for its slot), and the slot still says pending.
+ */
+void
+rn_client_xfer_done(struct rn_client *c, uint32_t lcore,
+		    const struct rn_client_entry *e)
+{
+	if (e->ep_index < c->xfer_slots && lcore < c->n_lcores) {
+		struct rn_client_batch *b =
+			&c->batches[lcore * c->xfer_slots + e->ep_index];
+
+		if (b->dones_due != 0 && --b->dones_due == 0 &&
+		    (b->state == RN_CLIENT_BATCH_IN_FLIGHT ||
+		     b->state == RN_CLIENT_BATCH_ORPHAN) &&
+		    slot_status(b) == RN_CLIENT_XFER_PENDING) {
+			b->refusal = e->status < 0 ? e->status : -EPROTO;
+			b->refused = true;
+		}
+	}
+	rn_client_xfer_collect(c);
 }
 
 bool
@@ -335,6 +364,8 @@ rn_client_transfer(struct rn_client *c, enum rn_client_xfer_kind kind,
 	if (rte_ring_enqueue_elem(ring, &e, sizeof(e)) != 0)
 		return -EAGAIN;
 	c->n_free[route->lcore]--;
+	b->dones_due++;
+	b->refused = false;
 	b->state = RN_CLIENT_BATCH_IN_FLIGHT;
 	b->kind = (uint8_t)kind;
 	b->cookie = cookie;
@@ -374,9 +405,9 @@ rn_client_batch_status(const struct rn_client_batch *b, uint64_t *bytes_done,
 		return rn_client_alive(b->c, false) != 0 ? -ENOTCONN :
 		       -EINPROGRESS;
 	if (bytes_done != NULL)
-		*bytes_done = b->slot->bytes_done;
+		*bytes_done = b->refused ? 0 : b->slot->bytes_done;
 	if (notify_status != NULL)
-		*notify_status = b->slot->notify_status;
+		*notify_status = b->refused ? 0 : b->slot->notify_status;
 	return final_rc(st);
 }
 

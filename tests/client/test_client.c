@@ -5,8 +5,12 @@
  * (a thread), builds the region with rn_client_region_init() and the
  * status page with rn_client_status_init() in memfds it passes with
  * SCM_RIGHTS, and plays the lcores at the rings of its own mapping (peek
- * API, positional buffers, rn_client_link_wake()). The library is the
- * real one (librnotify.so), used only through rn_client.h.
+ * API, positional buffers, rn_client_link_wake()). For transfers it
+ * answers REG (mapping the fds it gets, as the daemon does), DEREG,
+ * PUBLISH and FETCH, and plays the lcore at the batch slots: it reads
+ * each XFER entry's slot, moves the bytes (both sides are in this
+ * process) and writes the result. The library is the real one
+ * (librnotify.so), used only through rn_client.h.
  */
 #include <alloca.h>
 #include <errno.h>
@@ -1990,6 +1994,73 @@ test_stale_done_after_reuse(void **state)
 	rn_client_forget(c, rem);
 }
 
+/* An lcore that cannot reach the slot refuses with XFER_DONE alone: that
+ * status is the batch's, once no older XFER_DONE of the slot is due. */
+static void
+test_done_without_slot_result(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
+					  rem };
+	struct rn_client_completion comp[4];
+	struct rn_client_batch *b;
+	struct played p;
+	uint64_t bytes = 1;
+
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    0xe1, &b), 0);
+	assert_true(xfer_take(1, &p));
+	assert_int_equal(lcore_put(1, (struct rn_client_entry){
+		.type = RN_CLIENT_ENTRY_XFER_DONE,
+		.ep_index = (uint16_t)p.e.slot, .status = -ENOMEM,
+		.cookie = 0xe1 }, NULL, 0), 0);
+	assert_true(slot_of(1, p.e.slot)->status == RN_CLIENT_XFER_PENDING);
+	assert_int_equal(comps_take(c, comp, 4), 1);
+	assert_int_equal(comp[0].cookie, 0xe1);
+	assert_int_equal(comp[0].status, -ENOMEM);
+	assert_int_equal(rn_client_batch_status(b, &bytes, NULL), -ENOMEM);
+	assert_int_equal(bytes, 0);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	/* The slot again, and its XFER_DONE dropped by a full ring: one
+	 * stays due for good, so on this slot an entry alone is never taken
+	 * as final (it could be an older batch's): the slot says. */
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    0xe2, &b), 0);
+	assert_true(xfer_take(1, &p));
+	while (deliver(1, "nodeb", "B", "fill", "x") == 0)
+		;
+	assert_false(xfer_final(1, p.e.slot, 0xe2, 0, 64, 0, true));
+	assert_int_equal(comps_take(c, comp, 4), 1);
+	assert_int_equal(comp[0].status, 0);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	{
+		struct rn_client_notification got[RN_CLIENT_POLL_MAX];
+
+		assert_int_equal(rn_client_poll(c, got, RN_CLIENT_POLL_MAX),
+				 (int)RING - 1);
+		/* Their buffers back. */
+		assert_int_equal(rn_client_poll(c, got, RN_CLIENT_POLL_MAX),
+				 0);
+	}
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    0xe3, &b), 0);
+	assert_true(xfer_take(1, &p));
+	assert_int_equal(lcore_put(1, (struct rn_client_entry){
+		.type = RN_CLIENT_ENTRY_XFER_DONE,
+		.ep_index = (uint16_t)p.e.slot, .status = -ENOMEM,
+		.cookie = 0xe3 }, NULL, 0), 0);
+	assert_int_equal(comps_take(c, comp, 4), 0);
+	assert_int_equal(rn_client_batch_status(b, NULL, NULL), -EINPROGRESS);
+	xfer_final(1, p.e.slot, 0xe3, -EACCES, 0, 0, false);
+	assert_int_equal(comps_take(c, comp, 4), 1);
+	assert_int_equal(comp[0].status, -EACCES);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	rn_client_forget(c, rem);
+}
+
 struct later {
 	uint32_t slot;
 	uint64_t cookie;
@@ -2157,6 +2228,7 @@ main(void)
 		T(test_cancel_sets_the_word),
 		T(test_done_dropped_still_reported),
 		T(test_stale_done_after_reuse),
+		T(test_done_without_slot_result),
 		T(test_batch_wait),
 		T(test_submit_ring_full),
 		T(test_daemon_gone_with_batches),
