@@ -2061,6 +2061,133 @@ test_done_without_slot_result(void **state)
 	rn_client_forget(c, rem);
 }
 
+/* Random interleavings of submissions, the lcore's takes and final
+ * statuses (XFER_DONE sent, dropped by a full ring, or not sent),
+ * deliveries, polls, releases and completions: every batch is reported
+ * once, with its status, and only after it was final; releases are
+ * -EBUSY exactly while a batch is not final; every slot comes back. */
+static void
+test_batches_random_mix(void **state)
+{
+	struct rn_client *c = *state;
+	unsigned int seed = rn_test_seed("batches_random_mix", 18);
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 8, rem };
+	enum { N = 4000 };
+	static int final_of[N];           /* 1: not final yet */
+	static bool reported[N];
+	struct { struct rn_client_batch *b; uint64_t cookie; } held[SLOTS];
+	struct played taken[SLOTS];
+	unsigned int n_held = 0, n_taken = 0;
+	uint64_t next = 0, n_reports = 0, drops = 0;
+	struct rn_client_completion comp[8];
+	struct rn_client_notification got[RN_CLIENT_POLL_MAX];
+
+	srandom(seed);
+	memset(reported, 0, sizeof(reported));
+	for (unsigned int round = 0; round < 20000 && next < N; round++) {
+		int what = (int)(random() % 8), n;
+
+		if (what == 0 && n_held < SLOTS) {
+			int rc = rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1,
+						    NULL, next,
+						    &held[n_held].b);
+
+			if (rc == -EAGAIN)
+				continue;   /* the submit ring is full */
+			assert_int_equal(rc, 0);
+			held[n_held++].cookie = next;
+			final_of[next++] = 1;
+		} else if (what == 1 && n_taken < SLOTS) {
+			if (xfer_take(1, &taken[n_taken]))
+				n_taken++;
+		} else if (what == 2 && n_taken != 0) {
+			unsigned int k = (unsigned int)random() % n_taken;
+			int st = random() % 3 == 0 ? -EPIPE : 0;
+			bool done = random() % 4 != 0;
+
+			final_of[taken[k].e.cookie] = st;
+			if (done && !xfer_final(1, taken[k].e.slot,
+						taken[k].e.cookie, st, 8, 0,
+						true))
+				drops++;
+			else if (!done)
+				xfer_final(1, taken[k].e.slot,
+					   taken[k].e.cookie, st, 8, 0, false);
+			taken[k] = taken[--n_taken];
+		} else if (what == 3) {
+			n = comps_take(c, comp, 1 + (unsigned int)random() % 8);
+			for (int i = 0; i < n; i++) {
+				uint64_t k = comp[i].cookie;
+
+				assert_true(k < next);
+				assert_false(reported[k]);
+				assert_int_not_equal(final_of[k], 1);
+				assert_int_equal(comp[i].status, final_of[k]);
+				assert_int_equal(comp[i].kind, RN_CLIENT_WRITE);
+				reported[k] = true;
+				n_reports++;
+			}
+		} else if (what == 4 && n_held != 0) {
+			unsigned int k = (unsigned int)random() % n_held;
+			int rc = rn_client_batch_release(c, held[k].b);
+
+			assert_int_equal(rc, final_of[held[k].cookie] == 1 ?
+					 -EBUSY : 0);
+			if (rc == 0)
+				held[k] = held[--n_held];
+		} else if (what == 5) {
+			n = rn_client_poll(c, got, RN_CLIENT_POLL_MAX);
+			assert_true(n >= 0);
+		} else if (what == 6) {
+			deliver(1, "nodeb", "B", "fill", "x");
+		} else if (what == 7 && n_held != 0) {
+			unsigned int k = (unsigned int)random() % n_held;
+			int st = rn_client_batch_status(held[k].b, NULL, NULL);
+
+			assert_int_equal(st, final_of[held[k].cookie] == 1 ?
+					 -EINPROGRESS : final_of[held[k].cookie]);
+		}
+	}
+	/* The rest: every batch taken and final, every report taken. */
+	while (n_taken != 0 || xfer_take(1, &taken[0])) {
+		if (n_taken == 0)
+			n_taken = 1;
+		final_of[taken[n_taken - 1].e.cookie] = 0;
+		xfer_final(1, taken[n_taken - 1].e.slot,
+			   taken[n_taken - 1].e.cookie, 0, 8, 0, false);
+		n_taken--;
+	}
+	for (unsigned int i = 0; i < n_held; i++)
+		assert_int_equal(rn_client_batch_release(c, held[i].b), 0);
+	for (int i = 0; i < 100 && n_reports < next; i++) {
+		int n = comps_take(c, comp, 8);
+
+		for (int j = 0; j < n; j++) {
+			assert_false(reported[comp[j].cookie]);
+			assert_int_equal(comp[j].status,
+					 final_of[comp[j].cookie]);
+			reported[comp[j].cookie] = true;
+			n_reports++;
+		}
+		rn_client_poll(c, got, RN_CLIENT_POLL_MAX);
+	}
+	assert_int_equal(n_reports, next);
+	/* Every slot free again. */
+	for (unsigned int i = 0; i < SLOTS; i++) {
+		assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1,
+						    NULL, i, &held[i].b), 0);
+		while (rn_client_poll(c, got, RN_CLIENT_POLL_MAX) > 0)
+			;
+		assert_true(xfer_take(1, &taken[0]));
+	}
+	printf("# batches_random_mix: %llu batches, %llu XFER_DONE dropped\n",
+	       (unsigned long long)next, (unsigned long long)drops);
+	rn_client_forget(c, rem);
+}
+
 struct later {
 	uint32_t slot;
 	uint64_t cookie;
@@ -2229,6 +2356,7 @@ main(void)
 		T(test_done_dropped_still_reported),
 		T(test_stale_done_after_reuse),
 		T(test_done_without_slot_result),
+		T(test_batches_random_mix),
 		T(test_batch_wait),
 		T(test_submit_ring_full),
 		T(test_daemon_gone_with_batches),
