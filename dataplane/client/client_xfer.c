@@ -33,13 +33,13 @@ int
 rn_client_xfer_init(struct rn_client *c)
 {
 	const struct rn_client_region *r = c->region;
-	uint32_t slots = r->xfer_slots, size = r->xfer_slot_size;
-	uint32_t n = c->n_lcores * slots;
+	uint32_t slots = r->xfer_slots, size = r->xfer_slot_size, n;
 
 	if (slots == 0)
 		return 0;
 	if (size % 64 != 0 || size < SLOT_MIN || slots > 65536)
 		return -EPROTO;
+	n = c->n_lcores * slots;
 	for (uint32_t i = 0; i < c->n_lcores; i++) {
 		uint64_t off = r->xfer_off[i];
 
