@@ -1138,7 +1138,18 @@ def test_xfer_reg_two_workers():
         assert region_maps(d.proc.pid) == 0
         s, st, _, fds = attach(d.sock, b"two")
         assert st == 0, st
+        # Stopped with a client that holds a region and waits for a
+        # FETCH: it exits 0 (and, in the sanitized build, leaks nothing).
+        st, r, _ = reg(s, [m], ADDR, [(0, 4 * PAGE)])
+        assert st == 0, st
         os.close(m)
+        st, _, _ = request(s, PEER_ADD, PEER.pack(b"silent", b"192.0.2.1",
+                                                  9))
+        assert st == 0, st
+        s.send(HDR.pack(FETCH, PROTO_VERSION, 0, FETCH_REQ.size, 0) +
+               fetch_body("silent", b"kv/0", 60000))
+        time.sleep(0.2)
+        assert d.stop() == 0, d.stderr()
         s.close()
         closed_fds(fds)
     finally:
