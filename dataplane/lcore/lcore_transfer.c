@@ -94,6 +94,7 @@ rn_lcore_xfer_fini(struct rn_lcore *lc)
 
 	if (x == NULL)
 		return;
+	rn_lcore_client_xfer_fini(lc);
 	while (rte_ring_sc_dequeue(x->ring, &op) == 0)
 		answer(op, -ESHUTDOWN);
 	rte_ring_free(x->ring);
