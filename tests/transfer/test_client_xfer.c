@@ -46,6 +46,9 @@
 #define MEM (64u << 20)           /* each client's memory: region 0 is
 				   * its first half */
 #define CHUNK (1u << 20)          /* RN_XFER_CLIENT_CHUNK */
+/* The address both clients know their memory by: not where the test (the
+ * daemon) has it, and the same for both, as two processes may. */
+#define VA 0x500000000000ull
 
 struct side {
 	const char *name, *peer;
@@ -57,7 +60,8 @@ struct side {
 	uint64_t session;
 };
 
-/* A client: its region, link, memory and that memory's registration. */
+/* A client: its region, link, memory (at mem here, at VA in the client)
+ * and that memory's registration. */
 struct tclient {
 	struct side *on;
 	struct rn_client_link link;
@@ -318,7 +322,7 @@ client_reg(struct tclient *t, unsigned int id, uint64_t off, uint64_t len,
 
 	*op = (struct rn_client_reg_op){
 		.link = &t->link, .region = id, .access = access,
-		.iova = (uintptr_t)t->mem + off, .length = len,
+		.iova = VA + off, .length = len,
 		.addr = t->mem + off, .dmabuf_fd = -1 };
 	command(t->on, RN_LCORE_CMD_CLIENT_REG, op);
 	rc = wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, op);
@@ -421,8 +425,7 @@ batch_add(struct tbatch *b, uint64_t loff, uint64_t roff, uint64_t len)
 {
 	assert_true(b->n < RTE_DIM(b->t));
 	b->t[b->n++] = (struct rn_client_xfer_triple){
-		.local = (uintptr_t)alpha.mem + loff,
-		.remote = (uintptr_t)beta.mem + roff, .length = len };
+		.local = VA + loff, .remote = VA + roff, .length = len };
 }
 
 /* Write b into alpha's slot and enqueue its XFER entry with cookie. */
@@ -556,12 +559,18 @@ wait_note(struct taken *k)
 	assert_string_equal(k->agent, "alpha");
 }
 
+/* Where the client address va of t is here. */
+static uint8_t *
+at(const struct tclient *t, uint64_t va)
+{
+	return t->mem + (va - VA);
+}
+
 static bool
 landed(const struct tbatch *b)
 {
 	for (uint32_t i = 0; i < b->n; i++)
-		if (memcmp((void *)(uintptr_t)b->t[i].local,
-			   (void *)(uintptr_t)b->t[i].remote,
+		if (memcmp(at(&alpha, b->t[i].local), at(&beta, b->t[i].remote),
 			   b->t[i].length) != 0)
 			return false;
 	return true;
@@ -583,10 +592,10 @@ prepare(const struct tbatch *b)
 {
 	for (uint32_t i = 0; i < b->n; i++) {
 		bool read = b->kind == RN_CLIENT_READ;
-		void *src = (void *)(uintptr_t)(read ? b->t[i].remote :
-						       b->t[i].local);
-		void *dst = (void *)(uintptr_t)(read ? b->t[i].local :
-						       b->t[i].remote);
+		void *src = read ? at(&beta, b->t[i].remote) :
+				   at(&alpha, b->t[i].local);
+		void *dst = read ? at(&alpha, b->t[i].local) :
+				   at(&beta, b->t[i].remote);
 
 		fill(src, b->t[i].length);
 		memset(dst, 0xa5, b->t[i].length);
@@ -809,27 +818,31 @@ test_client_refusals(void **state)
 	expect_refused(&b, 1, -EINVAL, "a request over its slot");
 	/* Local ranges. */
 	FRESH(RN_CLIENT_WRITE, "x");
-	b.t[0].local = (uintptr_t)alpha.mem + MEM - 100;
+	b.t[0].local = VA + MEM - 100;
 	expect_refused(&b, 2, -EINVAL, "a local range past its region");
 	FRESH(RN_CLIENT_WRITE, "x");
-	b.t[0].local = (uintptr_t)alpha.mem - 4096;
+	b.t[0].local = VA - 4096;
 	expect_refused(&b, 2, -EINVAL, "a local range before its region");
+	FRESH(RN_CLIENT_WRITE, "x");
+	b.t[0].local = (uintptr_t)alpha.mem;   /* the daemon's address */
+	expect_refused(&b, 2, -EINVAL, "a local range at the daemon's "
+		       "address");
 	FRESH(RN_CLIENT_READ, "x");
-	b.t[0].local = (uintptr_t)alpha.mem + (32u << 20);
+	b.t[0].local = VA + (32u << 20);
 	expect_refused(&b, 2, -EINVAL, "a READ into a region without "
 		       "LOCAL_WRITE");
 	FRESH(RN_CLIENT_WRITE, "x");
-	b.t[0].local = (uintptr_t)alpha.mem + (32u << 20);
+	b.t[0].local = VA + (32u << 20);
 	batch_submit(&b, 2, 2000);   /* a WRITE from it goes */
 	assert_int_equal(wait_done(2, 2000, NULL, NULL), 0);
 	wait_note(&k);
 	assert_string_equal(k.name, "x");
 	/* Remote ranges and descriptors. */
 	FRESH(RN_CLIENT_WRITE, "x");
-	b.t[0].remote = (uintptr_t)beta.mem + MEM - 4095;
+	b.t[0].remote = VA + MEM / 2 - 4095;
 	expect_refused(&b, 3, -EINVAL, "a remote range past its descriptor");
 	FRESH(RN_CLIENT_WRITE, "x");
-	b.t[0].remote = (uintptr_t)beta.mem - 1;
+	b.t[0].remote = VA - 1;
 	expect_refused(&b, 3, -EINVAL, "a remote range before its "
 		       "descriptor");
 	FRESH(RN_CLIENT_WRITE, "x");
@@ -1025,8 +1038,8 @@ test_client_reg_refusals(void **state)
 			 -EEXIST);   /* inside region 0 */
 	op = (struct rn_client_reg_op){ .link = &alpha.link, .region = 0,
 					.access = RN_ACCESS_ALL,
-					.iova = (uintptr_t)beta.mem,
-					.length = 4096, .addr = beta.mem };
+					.iova = VA + MEM, .length = 4096,
+					.addr = beta.mem };
 	command(&A, RN_LCORE_CMD_CLIENT_REG, &op);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, &op),
 			 -EEXIST);   /* region 0 is live */
@@ -1034,12 +1047,22 @@ test_client_reg_refusals(void **state)
 	command(&A, RN_LCORE_CMD_CLIENT_REG, &op);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, &op),
 			 -EINVAL);
-	/* A region of another client does not overlap: alpha's memory,
-	 * for beta at B, is registered. */
+	/* Every lookup is per client: beta's region at alpha's addresses
+	 * on alpha's lcore is beta's own. */
 	op = (struct rn_client_reg_op){ .link = &beta.link, .region = 5,
 					.access = RN_ACCESS_ALL,
-					.iova = (uintptr_t)alpha.mem,
-					.length = 4096, .addr = alpha.mem };
+					.iova = VA, .length = 4096,
+					.addr = beta.mem + MEM / 2 };
+	command(&A, RN_LCORE_CMD_CLIENT_REG, &op);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, &op), 0);
+	command(&A, RN_LCORE_CMD_CLIENT_DEREG, &op);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_DEREGISTERED, &op),
+			 0);
+	op.iova = VA;
+	command(&B, RN_LCORE_CMD_CLIENT_REG, &op);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, &op),
+			 -EEXIST);   /* overlaps beta's region 0 */
+	op.iova = VA + MEM / 2;
 	command(&B, RN_LCORE_CMD_CLIENT_REG, &op);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, &op), 0);
 	command(&B, RN_LCORE_CMD_CLIENT_DEREG, &op);
