@@ -464,7 +464,13 @@ batch_submit(const struct tbatch *b, uint32_t slot, uint64_t cookie)
 		__atomic_store_n(&s->status, RN_CLIENT_XFER_PENDING,
 				 __ATOMIC_RELEASE);
 	}
-	assert_int_equal(rte_ring_enqueue_elem(r, &e, sizeof(e)), 0);
+	for (uint64_t until = now_ms() + WAIT_MS;
+	     rte_ring_enqueue_elem(r, &e, sizeof(e)) != 0;) {
+		if (now_ms() > until)
+			fail_msg("alpha's submit ring stays full");
+		rn_lcore_wake(A.lc);
+		nap_us(50);
+	}
 	rn_lcore_wake(A.lc);
 }
 
@@ -1161,6 +1167,50 @@ test_client_failed_batch_tells_the_target(void **state)
 	assert_int_equal(wait_done(3, 71, NULL, NULL), 0);
 }
 
+/* alpha's deliver ring full: XFER_DONE is dropped (and counted), the slot
+ * holds the result all the same. */
+static void
+test_client_result_without_room_for_done(void **state)
+{
+	static struct tbatch b;
+	uint64_t dropped = __atomic_load_n(&A.lc->stats.reports_dropped,
+					   __ATOMIC_RELAXED);
+	struct rn_client_xfer_slot *s = xslot(&alpha, 5);
+	uint64_t until = now_ms() + WAIT_MS;
+	struct taken k;
+	struct rte_ring *r = rn_client_deliver_ring(alpha.r, 0);
+	uint32_t full = rte_ring_get_capacity(r);
+
+	(void)state;
+	rng = rn_test_seed("client transfer ring full", 1808);
+	/* Refusals of a slot out of range fill it. */
+	batch_init(&b, RN_CLIENT_WRITE, NULL);
+	batch_add(&b, 0, 0, 4096);
+	for (uint32_t i = 0; i < full; i++)
+		batch_submit(&b, XSLOTS + i, 500 + i);
+	while (rte_ring_count(r) < full && now_ms() < until)
+		nap_us(100);
+	assert_int_equal(rte_ring_count(r), full);
+	batch_init(&b, RN_CLIENT_WRITE, "full");
+	batch_add(&b, 8192, 8192, 70000);
+	prepare(&b);
+	batch_submit(&b, 5, 600);
+	while (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) ==
+	       RN_CLIENT_XFER_PENDING && now_ms() < until)
+		nap_us(100);
+	assert_int_equal(__atomic_load_n(&s->status, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(s->bytes_done, 70000);
+	assert_true(landed(&b));
+	wait_note(&k);
+	assert_string_equal(k.name, "full");
+	assert_int_equal(__atomic_load_n(&A.lc->stats.reports_dropped,
+					 __ATOMIC_RELAXED), dropped + 1);
+	for (uint32_t i = 0; i < full; i++)
+		assert_int_equal(wait_done(XSLOTS + i, 500 + i, NULL, NULL),
+				 -EINVAL);
+	assert_false(take(&alpha, &k));
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1179,6 +1229,7 @@ main(int argc, char **argv)
 		T(test_client_reg_refusals),
 		T(test_client_remove_with_batches_in_flight),
 		T(test_client_failed_batch_tells_the_target),
+		T(test_client_result_without_room_for_done),
 	};
 
 	(void)argc;
