@@ -1211,6 +1211,62 @@ test_client_result_without_room_for_done(void **state)
 	assert_false(take(&alpha, &k));
 }
 
+/*
+ * Many small batches, every slot in use, each reused as its XFER_DONE
+ * comes: each lands, each notification comes. RN_CXFER_BATCHES sets how many (400); callgrind counts the
+ * instructions per batch with it (docs/transfers.md).
+ */
+static void
+test_client_many_small_batches(void **state)
+{
+	static struct tbatch b[XSLOTS];
+	const char *env = getenv("RN_CXFER_BATCHES");
+	uint32_t total = env != NULL ? (uint32_t)atoi(env) : 400;
+	uint32_t sent = 0, done = 0, notes = 0;
+	uint64_t until = now_ms() + WAIT_MS;
+	struct taken k;
+
+	(void)state;
+	rng = rn_test_seed("client transfer many", 1809);
+	for (uint32_t i = 0; i < XSLOTS && sent < total; i++, sent++) {
+		batch_init(&b[i], RN_CLIENT_WRITE, "n");
+		for (uint32_t j = 0; j < DATA_QPS; j++)
+			batch_add(&b[i], ((uint64_t)i * DATA_QPS + j) * 4096,
+				  ((uint64_t)i * DATA_QPS + j) * 4096, 4096);
+		prepare(&b[i]);
+		batch_submit(&b[i], i, (uint64_t)sent * XSLOTS + i);
+	}
+	while (done < total || notes < total) {
+		if (now_ms() > until)
+			fail_msg("%u batches done, %u notifications, of %u",
+				 done, notes, total);
+		if (take(&beta, &k)) {
+			assert_int_equal(k.type, RN_CLIENT_ENTRY_DELIVERY);
+			assert_string_equal(k.name, "n");
+			notes++;
+		}
+		if (!take(&alpha, &k)) {
+			nap_us(20);
+			continue;
+		}
+		if (k.type != RN_CLIENT_ENTRY_XFER_DONE || k.status != 0 ||
+		    k.ep_index >= XSLOTS || k.cookie % XSLOTS != k.ep_index)
+			fail_msg("entry type %u slot %u cookie %" PRIu64
+				 " status %d", k.type, k.ep_index, k.cookie,
+				 k.status);
+		assert_true(landed(&b[k.ep_index]));
+		done++;
+		if (sent < total) {
+			prepare(&b[k.ep_index]);
+			batch_submit(&b[k.ep_index], k.ep_index,
+				     (uint64_t)sent * XSLOTS + k.ep_index);
+			sent++;
+		}
+	}
+	printf("# %u batches of %u x 4 KiB, each with its notification\n",
+	       total, DATA_QPS);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1230,6 +1286,7 @@ main(int argc, char **argv)
 		T(test_client_remove_with_batches_in_flight),
 		T(test_client_failed_batch_tells_the_target),
 		T(test_client_result_without_room_for_done),
+		T(test_client_many_small_batches),
 	};
 
 	(void)argc;
