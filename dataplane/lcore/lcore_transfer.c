@@ -172,7 +172,7 @@ agent_note_size(const struct rn_xfer_batch *b, bool failed)
 /* Whether either agent frame b may send is over ep's slots, or what the
  * receiving client gets of it over its receive buffer (the peer's slot
  * size, as lcore_client.c's send_entry() checks). */
-static bool
+static __rte_noinline bool
 agent_note_too_big(const struct rn_lcore_ep *ep, const struct rn_xfer_batch *b)
 {
 	uint64_t body = RTE_MAX((uint64_t)b->note_name_len + b->note_msg_len,
@@ -185,8 +185,10 @@ agent_note_too_big(const struct rn_lcore_ep *ep, const struct rn_xfer_batch *b)
 	       ep->n.peer_slot_size;
 }
 
-/* Every check of a batch before it is taken; entries' rkeys filled. */
-static int
+/* Every check of a batch before it is taken; entries' rkeys filled.
+ * Inlined in both acceptances: a call costs the embedded one some twenty
+ * instructions (scripts/bench-transfer-instructions.sh). */
+static __rte_always_inline int
 check_batch(struct rn_lcore *lc, struct rn_xfer_batch *b,
 	    struct rn_lcore_ep **out)
 {
@@ -200,15 +202,13 @@ check_batch(struct rn_lcore *lc, struct rn_xfer_batch *b,
 	    (ep->xfer != NULL ? ep->xfer->n_qps : connected_data_qps(ep)) == 0)
 		return -ENOTCONN;
 	if (has_note(b)) {
-		uint64_t len = rn_notify_frame_size(b->note_name_len,
-						    b->note_msg_len);
-
 		if (ep->n.state != RN_CHANNEL_NATIVE)
 			return ep->n.state == RN_CHANNEL_DRAINING ? -EPIPE :
 								    -ENOTSUP;
-		if (b->note_agent != NULL && agent_note_too_big(ep, b))
-			return -EMSGSIZE;
-		if (b->note_agent == NULL && len > ep->n.max_frame)
+		if (unlikely(b->note_agent != NULL) ?
+		    agent_note_too_big(ep, b) :
+		    rn_notify_frame_size(b->note_name_len, b->note_msg_len) >
+		    ep->n.max_frame)
 			return -EMSGSIZE;
 	}
 	for (uint32_t i = 0; i < b->n_entries; i++) {
@@ -249,8 +249,6 @@ accept(struct rn_lcore *lc, struct rn_xfer_batch *b)
 
 	if (rc != 0)
 		return rc;
-	if (b->cancel_at == NULL)
-		b->cancel_at = &b->cancel;
 	b->ep = ep;
 	b->next_entry = 0;
 	b->next_off = 0;
@@ -269,12 +267,11 @@ accept(struct rn_lcore *lc, struct rn_xfer_batch *b)
 
 /* Out of line, as post_chunks() and finish() are, so that callgrind
  * records each call (scripts/bench-transfer-instructions.sh). A batch of
- * the ring is the embedded API's: no agent, no hook. */
+ * the ring is the embedded API's: no agent, no hook (its fields zero), its
+ * cancel its own. */
 static __rte_noinline void
 take_batch(struct rn_lcore *lc, struct rn_xfer_batch *b)
 {
-	b->note_agent = NULL;
-	b->on_final = NULL;
 	b->cancel_at = &b->cancel;
 	answer(&b->op, accept(lc, b));
 }
@@ -282,6 +279,8 @@ take_batch(struct rn_lcore *lc, struct rn_xfer_batch *b)
 int
 rn_lcore_xfer_accept(struct rn_lcore *lc, struct rn_xfer_batch *b)
 {
+	if (b->cancel_at == NULL)
+		b->cancel_at = &b->cancel;
 	return accept(lc, b);
 }
 

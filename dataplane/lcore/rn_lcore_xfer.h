@@ -103,7 +103,7 @@ struct rn_xfer_batch {
 	bool no_wait;                /* no credit for the notification at
 				      * the end: it is not sent (-EAGAIN) */
 	void (*on_final)(struct rn_lcore *lc, struct rn_xfer_batch *b);
-	const uint32_t *cancel_at;   /* NULL: &cancel */
+	const uint32_t *cancel_at;   /* NULL: &cancel (set at acceptance) */
 	/* The lcore's, between acceptance and the final status. */
 	struct rn_lcore_ep *ep;
 	uint32_t next_entry;      /* the next chunk to post: entry, offset */
