@@ -202,16 +202,12 @@ found:
 
 /* ---- regions ---- */
 
+/* Must arrive: the daemon answers its client after every lcore. */
 static void
 answer_reg(struct rn_lcore *lc, uint16_t type, int rc,
 	   struct rn_client_reg_op *op)
 {
-	struct rn_lcore_event ev = { .type = type,
-				     .lcore_id = (uint16_t)lc->lcore_id,
-				     .arg = rc, .cookie = (uintptr_t)op };
-
-	/* Must arrive: the daemon answers its client after every lcore. */
-	rn_lcore_post_event_wait(lc, ev);
+	rn_lcore_post_wait(lc, type, rc, op);
 }
 
 static int
@@ -392,14 +388,11 @@ batch_done(struct rn_lcore *lc, struct rn_xfer_batch *b)
 	if (unlikely(cl->n_dying != 0))
 		regions_reap(lc, cl);
 	if (unlikely(cl->removing) && cl->in_flight == 0) {
-		struct rn_lcore_event ev = {
-			.type = RN_LCORE_EVENT_CLIENT_REMOVED,
-			.lcore_id = (uint16_t)lc->lcore_id,
-			.cookie = (uintptr_t)cl->link,
-		};
+		const struct rn_client_link *link = cl->link;
 
+		/* Must arrive: the control thread frees link after it. */
 		client_free(lc, cl);
-		rn_lcore_post_event_wait(lc, ev);
+		rn_lcore_post_wait(lc, RN_LCORE_EVENT_CLIENT_REMOVED, 0, link);
 	}
 }
 

@@ -171,16 +171,24 @@ int rn_lcore_cq_grow(struct rn_lcore *lc);
 void rn_lcore_post_event(struct rn_lcore *lc, struct rn_lcore_event ev);
 void rn_lcore_post_event_wait(struct rn_lcore *lc, struct rn_lcore_event ev);
 
+/* An event of type about cookie that must arrive: it waits for room. */
+static inline void
+rn_lcore_post_wait(struct rn_lcore *lc, uint16_t type, int32_t arg,
+		   const void *cookie)
+{
+	struct rn_lcore_event ev = { .type = type,
+				     .lcore_id = (uint16_t)lc->lcore_id,
+				     .arg = arg, .cookie = (uintptr_t)cookie };
+
+	rn_lcore_post_event_wait(lc, ev);
+}
+
 /* An endpoint event about req: it must arrive, so it waits for room. */
 static inline void
 rn_lcore_ep_post(struct rn_lcore *lc, uint16_t type, int32_t arg,
 		 struct rn_ep_request *req)
 {
-	struct rn_lcore_event ev = { .type = type,
-				     .lcore_id = (uint16_t)lc->lcore_id,
-				     .arg = arg, .cookie = (uintptr_t)req };
-
-	rn_lcore_post_event_wait(lc, ev);
+	rn_lcore_post_wait(lc, type, arg, req);
 }
 
 /*

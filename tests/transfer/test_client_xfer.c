@@ -10,25 +10,8 @@
  * notifications from its deliver ring. Nothing in the engine is faked;
  * the sim NIC moves the bytes over TCP.
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/eventfd.h>
-#include <time.h>
-#include <unistd.h>
-#include <cmocka.h>
 
-#include <rte_eal.h>
-#include <rte_malloc.h>
-
-#include "lcore_pvt.h"
 #include "rn_client_region.h"
 #include "rn_lcore_client.h"
 #include "rn_lcore_xfer.h"
@@ -36,10 +19,10 @@
 #include "rn_test_seed.h"
 #include "rn_xfer_desc.h"
 
-#define NOTE_SLOTS 16
-#define NOTE_SLOT_SIZE 256
-#define DATA_QPS 4
-#define WAIT_MS 60000
+#define SLOTS 16                  /* notification slots */
+#define SLOT_SIZE 256
+#include "two_lcores.h"
+
 #define RING 64                   /* client rings */
 #define XSLOTS 8                  /* batch slots */
 #define XSLOT_SIZE 131072
@@ -49,16 +32,6 @@
 /* The address both clients know their memory by: not where the test (the
  * daemon) has it, and the same for both, as two processes may. */
 #define VA 0x500000000000ull
-
-struct side {
-	const char *name, *peer;
-	struct rn_lcore *lc;
-	struct rn_ep_request req;
-	struct rte_ring *completions;
-	pthread_t thread;
-	bool running;
-	uint64_t session;
-};
 
 /* A client: its region, link, memory (at mem here, at VA in the client)
  * and that memory's registration. */
@@ -72,212 +45,13 @@ struct tclient {
 	bool added;
 };
 
-static struct side A = { .name = "a", .peer = "b", .session = 100 };
-static struct side B = { .name = "b", .peer = "a", .session = 200 };
 static struct tclient alpha, beta;
-static struct rte_ring *events;
-static int wake_fd;
-static struct rn_lcore_event seen[256];
-static unsigned int n_seen;
-static uint32_t generation = 1;
-static uint64_t rng;
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void
-nap_us(long us)
-{
-	struct timespec ts = { 0, us * 1000 };
-
-	nanosleep(&ts, NULL);
-}
-
-static uint64_t
-rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 static void
 fill(uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		p[i] = (uint8_t)rnd();
-}
-
-/* ---- the lcores, as threads ---- */
-
-static void *
-run_lcore(void *arg)
-{
-	rn_lcore_run(arg);
-	return NULL;
-}
-
-static void
-start(struct side *s)
-{
-	assert_int_equal(pthread_create(&s->thread, NULL, run_lcore, s->lc), 0);
-	s->running = true;
-}
-
-static void
-stop(struct side *s)
-{
-	struct rn_lcore_cmd cmd = { .type = RN_LCORE_CMD_STOP };
-
-	if (!s->running)
-		return;
-	assert_int_equal(rn_lcore_cmd_send(s->lc, cmd), 0);
-	pthread_join(s->thread, NULL);
-	s->running = false;
-}
-
-static void
-take_events(void)
-{
-	struct rn_lcore_event ev;
-
-	while (rte_ring_sc_dequeue_elem(events, &ev, sizeof(ev)) == 0) {
-		assert_true(n_seen < RTE_DIM(seen));
-		seen[n_seen++] = ev;
-	}
-}
-
-/* Whether an event of type about cookie came (taken, its arg in *arg). */
-static bool
-got_event(uint16_t type, const void *cookie, int32_t *arg)
-{
-	take_events();
-	for (unsigned int i = 0; i < n_seen; i++) {
-		if (seen[i].type != type || seen[i].cookie != (uintptr_t)cookie)
-			continue;
-		if (arg != NULL)
-			*arg = seen[i].arg;
-		memmove(&seen[i], &seen[i + 1],
-			(n_seen - i - 1) * sizeof(seen[0]));
-		n_seen--;
-		return true;
-	}
-	return false;
-}
-
-static int32_t
-wait_event(uint16_t type, const void *cookie)
-{
-	uint64_t until = now_ms() + WAIT_MS;
-	int32_t arg;
-
-	while (!got_event(type, cookie, &arg)) {
-		if (now_ms() > until)
-			fail_msg("no event %u within %u ms", type, WAIT_MS);
-		nap_us(100);
-	}
-	return arg;
-}
-
-static void
-command(struct side *s, uint32_t type, const void *cookie)
-{
-	struct rn_lcore_cmd cmd = { .type = type, .cookie = (uintptr_t)cookie };
-
-	assert_int_equal(rn_lcore_cmd_send(s->lc, cmd), 0);
-}
-
-/* ---- the endpoint ---- */
-
-static void
-ep_request(struct side *s, unsigned int id)
-{
-	s->req = (struct rn_ep_request){
-		.ep_index = 3 + id, .n_data_qps = DATA_QPS, .notify = true,
-		.notify_depth = NOTE_SLOTS, .notify_slot_size = NOTE_SLOT_SIZE,
-		.qp_timeout = 16, .qp_retry_cnt = 7, .peer_tag = 77 + id,
-		.local = { .session_id = s->session, .generation = generation },
-	};
-	snprintf(s->req.local.name, sizeof(s->req.local.name), "%s", s->name);
-}
-
-static void
-ep_up(void)
-{
-	ep_request(&A, 0);
-	ep_request(&B, 1);
-	command(&A, RN_LCORE_CMD_EP_OPEN, &A.req);
-	command(&B, RN_LCORE_CMD_EP_OPEN, &B.req);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_OPENED, &A.req), 0);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_OPENED, &B.req), 0);
-	A.req.remote = B.req.local;
-	B.req.remote = A.req.local;
-	command(&A, RN_LCORE_CMD_EP_CONNECT, &A.req);
-	command(&B, RN_LCORE_CMD_EP_CONNECT, &B.req);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CONNECTED, &A.req), 0);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CONNECTED, &B.req), 0);
-	command(&A, RN_LCORE_CMD_EP_PROBE, &A.req);
-	command(&B, RN_LCORE_CMD_EP_PROBE, &B.req);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_PROBED, &A.req), 0);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_PROBED, &B.req), 0);
-}
-
-static void
-ep_down(void)
-{
-	command(&A, RN_LCORE_CMD_EP_CLOSE, &A.req);
-	command(&B, RN_LCORE_CMD_EP_CLOSE, &B.req);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &A.req), 0);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &B.req), 0);
-	n_seen = 0;
-	generation++;
-}
-
-static void
-side_up(struct side *s, unsigned int id)
-{
-	struct rn_config cfg;
-	char why[256] = "";
-	char name[32];
-
-	rn_config_defaults(&cfg);
-	cfg.nic.provider = RN_NIC_SIM;
-	snprintf(cfg.control.listen, sizeof(cfg.control.listen), "127.0.0.1");
-	cfg.notify.enabled = true;
-	cfg.notify.oob_fallback = false;
-	cfg.notify.slots = NOTE_SLOTS;
-	cfg.notify.slot_size = NOTE_SLOT_SIZE;
-	cfg.notify.max_inline = 64;
-	cfg.notify.endpoints_per_lcore = 1;
-	cfg.dataplane.idle = RN_IDLE_ADAPTIVE;
-	s->lc = rte_zmalloc("test_lcore", sizeof(*s->lc), RTE_CACHE_LINE_SIZE);
-	assert_non_null(s->lc);
-	if (rn_lcore_init(s->lc, id, &cfg, events, wake_fd, why,
-			  sizeof(why)) != 0)
-		fail_msg("rn_lcore_init: %s", why);
-	snprintf(name, sizeof(name), "test_cxcmpl_%u", id);
-	s->completions = rte_ring_create_elem(name,
-		sizeof(struct rn_notify_event), 1024, SOCKET_ID_ANY,
-		RING_F_SC_DEQ);
-	assert_non_null(s->completions);
-	s->lc->notify_completions = s->completions;
-	start(s);
-}
-
-static void
-side_down(struct side *s)
-{
-	stop(s);
-	rn_lcore_fini(s->lc);
-	rte_ring_free(s->completions);
-	rte_free(s->lc);
 }
 
 /* ---- clients, as the daemon and the library make them ---- */
@@ -290,7 +64,7 @@ side_down(struct side *s)
 static void
 client_region(struct tclient *t, const char *agent)
 {
-	uint64_t base = rn_client_region_size(1, RING, NOTE_SLOT_SIZE);
+	uint64_t base = rn_client_region_size(1, RING, SLOT_SIZE);
 	uint64_t off = (base + 63) & ~(uint64_t)63;
 	uint64_t size = off + (uint64_t)XSLOTS * XSLOT_SIZE;
 
@@ -298,7 +72,7 @@ client_region(struct tclient *t, const char *agent)
 	t->r = aligned_alloc(4096, (size + 4095) & ~(uint64_t)4095);
 	assert_non_null(t->r);
 	memset(t->r, 0, size);
-	assert_int_equal(rn_client_region_init(t->r, 1, RING, NOTE_SLOT_SIZE),
+	assert_int_equal(rn_client_region_init(t->r, 1, RING, SLOT_SIZE),
 			 0);
 	t->r->xfer_slots = XSLOTS;
 	t->r->xfer_slot_size = XSLOT_SIZE;
@@ -324,7 +98,7 @@ client_reg(struct tclient *t, unsigned int id, uint64_t off, uint64_t len,
 		.link = &t->link, .region = id, .access = access,
 		.iova = VA + off, .length = len,
 		.addr = t->mem + off, .dmabuf_fd = -1 };
-	command(t->on, RN_LCORE_CMD_CLIENT_REG, op);
+	command_to(t->on, RN_LCORE_CMD_CLIENT_REG, op);
 	rc = wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, op);
 	t->reg_live[id] = rc == 0;
 	return rc;
@@ -333,7 +107,7 @@ client_reg(struct tclient *t, unsigned int id, uint64_t off, uint64_t len,
 static void
 client_dereg(struct tclient *t, unsigned int id)
 {
-	command(t->on, RN_LCORE_CMD_CLIENT_DEREG, &t->reg[id]);
+	command_to(t->on, RN_LCORE_CMD_CLIENT_DEREG, &t->reg[id]);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_DEREGISTERED,
 				    &t->reg[id]), 0);
 	t->reg_live[id] = false;
@@ -344,7 +118,7 @@ client_up(struct tclient *t, struct side *on, const char *agent)
 {
 	t->on = on;
 	client_region(t, agent);
-	command(on, RN_LCORE_CMD_CLIENT_ADD, &t->link);
+	command_to(on, RN_LCORE_CMD_CLIENT_ADD, &t->link);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_ADDED, &t->link), 0);
 	t->added = true;
 	assert_int_equal(client_reg(t, 0, 0, MEM / 2, RN_ACCESS_ALL), 0);
@@ -354,7 +128,7 @@ static void
 client_down(struct tclient *t)
 {
 	if (t->added) {
-		command(t->on, RN_LCORE_CMD_CLIENT_REMOVE, &t->link);
+		command_to(t->on, RN_LCORE_CMD_CLIENT_REMOVE, &t->link);
 		assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REMOVED,
 					    &t->link), 0);
 	}
@@ -482,7 +256,7 @@ struct taken {
 	uint64_t cookie;
 	char node[RN_CLIENT_NODE_MAX + 1];
 	char agent[RN_CLIENT_AGENT_MAX + 1];
-	char name[NOTE_SLOT_SIZE], msg[NOTE_SLOT_SIZE];
+	char name[SLOT_SIZE], msg[SLOT_SIZE];
 };
 
 static bool
@@ -615,8 +389,10 @@ setup(void **state)
 {
 	(void)state;
 	n_seen = 0;
-	side_up(&A, 0);
-	side_up(&B, 1);
+	lcore_up(&A, 0);
+	lcore_up(&B, 1);
+	start(&A);
+	start(&B);
 	ep_up();
 	client_up(&alpha, &A, "alpha");
 	client_up(&beta, &B, "beta");
@@ -634,19 +410,11 @@ teardown(void **state)
 	client_down(&alpha);
 	client_down(&beta);
 	ep_down();
-	side_down(&A);
-	side_down(&B);
+	stop(&A);
+	stop(&B);
+	lcore_down(&A);
+	lcore_down(&B);
 	return 0;
-}
-
-/* Run f on qp, on s's lcore stopped meanwhile (the sim's faults are the
- * owning lcore's to set). */
-static void
-on_lcore(struct side *s, int (*f)(struct rn_qp *), struct rn_qp *qp)
-{
-	stop(s);
-	assert_int_equal(f(qp), 0);
-	start(s);
 }
 
 /* ---- tests ---- */
@@ -781,7 +549,7 @@ test_client_refusals(void **state)
 	static struct tbatch b;
 	struct rn_xfer_remote rem;
 	struct taken k;
-	char big[NOTE_SLOT_SIZE];
+	char big[SLOT_SIZE];
 
 	(void)state;
 	rng = rn_test_seed("client transfer refusals", 1804);
@@ -1001,7 +769,7 @@ test_client_dereg_waits_for_users(void **state)
 	on_lcore(&A, rn_sim_qp_hold, &A.req.ep->qps[1]);
 	batch_submit(&b, 0, 50);
 	nap_us(20000);
-	command(&A, RN_LCORE_CMD_CLIENT_DEREG, &alpha.reg[1]);
+	command_to(&A, RN_LCORE_CMD_CLIENT_DEREG, &alpha.reg[1]);
 	nap_us(50000);
 	assert_false(got_event(RN_LCORE_EVENT_CLIENT_DEREGISTERED,
 			       &alpha.reg[1], NULL));
@@ -1028,7 +796,7 @@ test_client_dereg_waits_for_users(void **state)
 	assert_int_equal(client_reg(&alpha, 1, 32u << 20, 4u << 20,
 				    RN_ACCESS_ALL), 0);
 	client_dereg(&alpha, 1);
-	command(&A, RN_LCORE_CMD_CLIENT_DEREG, &alpha.reg[1]);
+	command_to(&A, RN_LCORE_CMD_CLIENT_DEREG, &alpha.reg[1]);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_DEREGISTERED,
 				    &alpha.reg[1]), -ENOENT);
 }
@@ -1046,11 +814,11 @@ test_client_reg_refusals(void **state)
 					.access = RN_ACCESS_ALL,
 					.iova = VA + MEM, .length = 4096,
 					.addr = beta.mem };
-	command(&A, RN_LCORE_CMD_CLIENT_REG, &op);
+	command_to(&A, RN_LCORE_CMD_CLIENT_REG, &op);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, &op),
 			 -EEXIST);   /* region 0 is live */
 	op.region = RN_CLIENT_MAX_REGIONS;
-	command(&A, RN_LCORE_CMD_CLIENT_REG, &op);
+	command_to(&A, RN_LCORE_CMD_CLIENT_REG, &op);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, &op),
 			 -EINVAL);
 	/* Every lookup is per client: beta's region at alpha's addresses
@@ -1059,24 +827,24 @@ test_client_reg_refusals(void **state)
 					.access = RN_ACCESS_ALL,
 					.iova = VA, .length = 4096,
 					.addr = beta.mem + MEM / 2 };
-	command(&A, RN_LCORE_CMD_CLIENT_REG, &op);
+	command_to(&A, RN_LCORE_CMD_CLIENT_REG, &op);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, &op), 0);
-	command(&A, RN_LCORE_CMD_CLIENT_DEREG, &op);
+	command_to(&A, RN_LCORE_CMD_CLIENT_DEREG, &op);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_DEREGISTERED, &op),
 			 0);
 	op.iova = VA;
-	command(&B, RN_LCORE_CMD_CLIENT_REG, &op);
+	command_to(&B, RN_LCORE_CMD_CLIENT_REG, &op);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, &op),
 			 -EEXIST);   /* overlaps beta's region 0 */
 	op.iova = VA + MEM / 2;
-	command(&B, RN_LCORE_CMD_CLIENT_REG, &op);
+	command_to(&B, RN_LCORE_CMD_CLIENT_REG, &op);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, &op), 0);
-	command(&B, RN_LCORE_CMD_CLIENT_DEREG, &op);
+	command_to(&B, RN_LCORE_CMD_CLIENT_DEREG, &op);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_DEREGISTERED, &op),
 			 0);
 	/* One that wraps: refused. */
 	op.iova = UINT64_MAX - 100;
-	command(&B, RN_LCORE_CMD_CLIENT_REG, &op);
+	command_to(&B, RN_LCORE_CMD_CLIENT_REG, &op);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, &op),
 			 -EINVAL);
 }
@@ -1098,7 +866,7 @@ test_client_remove_with_batches_in_flight(void **state)
 	hold_all(true);
 	batch_submit(&b, 2, 60);
 	nap_us(50000);
-	command(&A, RN_LCORE_CMD_CLIENT_REMOVE, &alpha.link);
+	command_to(&A, RN_LCORE_CMD_CLIENT_REMOVE, &alpha.link);
 	nap_us(50000);
 	assert_false(got_event(RN_LCORE_EVENT_CLIENT_REMOVED, &alpha.link,
 			       NULL));
@@ -1114,7 +882,7 @@ test_client_remove_with_batches_in_flight(void **state)
 	/* Its regions are gone from A's device: beta's READ of alpha's
 	 * memory with alpha's old key would now fail; instead, A's lcore
 	 * takes the same client again from nothing. */
-	command(&A, RN_LCORE_CMD_CLIENT_ADD, &alpha.link);
+	command_to(&A, RN_LCORE_CMD_CLIENT_ADD, &alpha.link);
 	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_ADDED, &alpha.link),
 			 0);
 	alpha.added = true;
@@ -1272,10 +1040,6 @@ test_client_many_small_batches(void **state)
 int
 main(int argc, char **argv)
 {
-	char prefix[64];
-	char *eal[] = { argv[0], "-l", "0", "--no-huge", "--no-shconf",
-			"-m", "256", "--no-pci", "--no-telemetry",
-			"--log-level=lib.eal:error", prefix, NULL };
 	const struct CMUnitTest tests[] = {
 		T(test_client_write_and_read_land),
 		T(test_client_notification_waits_for_a_held_qp),
@@ -1288,24 +1052,15 @@ main(int argc, char **argv)
 		T(test_client_result_without_room_for_done),
 		T(test_client_many_small_batches),
 	};
+	int rc;
 
 	(void)argc;
-	if (getenv("RNOTIFY_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("RNOTIFY_TEST_FILTER"));
-	snprintf(prefix, sizeof(prefix), "--file-prefix=rn_test_cxfer_%d",
-		 getpid());
-	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0) {
-		printf("1..0 # SKIP EAL did not start\n");
-		return 77;
-	}
-	events = rte_ring_create_elem("test_events",
-				      sizeof(struct rn_lcore_event), 1024,
-				      SOCKET_ID_ANY, RING_F_SC_DEQ);
-	wake_fd = eventfd(0, EFD_NONBLOCK);
+	rc = two_lcores_init(argv[0], "cxfer");
+	if (rc != 0)
+		return rc;
 	alpha.mem = aligned_alloc(4096, MEM);
 	beta.mem = aligned_alloc(4096, MEM);
-	if (events == NULL || wake_fd < 0 || alpha.mem == NULL ||
-	    beta.mem == NULL)
+	if (alpha.mem == NULL || beta.mem == NULL)
 		return 1;
 	return cmocka_run_group_tests_name("client transfers", tests, NULL,
 					   NULL);
