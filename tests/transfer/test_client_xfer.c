@@ -77,6 +77,12 @@ client_region(struct tclient *t, const char *agent)
 	t->r->xfer_slots = XSLOTS;
 	t->r->xfer_slot_size = XSLOT_SIZE;
 	t->r->xfer_off[0] = off;
+	/* Where client_region.c lays the slots out itself (the daemon's
+	 * branch), the region's size counts them; until then it does not. */
+	t->r->size = size;
+	if (rn_client_region_check(t->r, size) != 0)
+		t->r->size = base;
+	assert_int_equal(rn_client_region_check(t->r, size), 0);
 	t->link = (struct rn_client_link){
 		.region = t->r, .region_size = size, .client_id = 1,
 		.efd = eventfd(0, EFD_NONBLOCK),
