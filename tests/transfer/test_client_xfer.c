@@ -237,9 +237,12 @@ batch_submit(const struct tbatch *b, uint32_t slot, uint64_t cookie)
 		p += b->n_remotes * RN_XFER_DESC_SIZE;
 		memcpy(p, b->t, b->n * sizeof(b->t[0]));
 		p += b->n * sizeof(b->t[0]);
-		memcpy(p, b->agent, al);
-		memcpy(p + al, b->name, nl);
-		memcpy(p + al + nl, b->msg, ml);
+		if (al != 0)
+			memcpy(p, b->agent, al);
+		if (nl != 0)
+			memcpy(p + al, b->name, nl);
+		if (ml != 0)
+			memcpy(p + al + nl, b->msg, ml);
 		s->cancel = b->cancel;
 		__atomic_store_n(&s->status, RN_CLIENT_XFER_PENDING,
 				 __ATOMIC_RELEASE);
