@@ -686,6 +686,27 @@ test_client_refusals(void **state)
 #undef FRESH
 }
 
+/* A's chunks posted so far. */
+static uint64_t
+wqes(void)
+{
+	return __atomic_load_n(&A.lc->stats.xfer_wqes, __ATOMIC_RELAXED);
+}
+
+/* Until A posted n chunks more than before: a batch was taken. */
+static void
+wait_posted(uint64_t before, uint64_t n)
+{
+	uint64_t until = now_ms() + WAIT_MS;
+
+	while (wqes() < before + n) {
+		if (now_ms() > until)
+			fail_msg("%" PRIu64 " chunks posted, want %" PRIu64,
+				 wqes() - before, n);
+		nap_us(100);
+	}
+}
+
 /* Hold every data QP of A, or release them. */
 static void
 hold_all(bool hold)
@@ -719,15 +740,16 @@ test_client_cancel(void **state)
 	static struct tbatch b;
 	struct rn_client_xfer_slot *s = xslot(&alpha, 1);
 	struct taken k;
-	uint64_t bytes = 1;
+	uint64_t before, bytes = 1;
 	int notify = 1;
 
 	(void)state;
 	rng = rn_test_seed("client transfer cancel", 1805);
 	big_batch(&b, "doomed");
 	hold_all(true);
+	before = wqes();
 	batch_submit(&b, 1, 40);
-	nap_us(50000);
+	wait_posted(before, DATA_QPS);
 	assert_int_equal(__atomic_load_n(&s->status, __ATOMIC_ACQUIRE),
 			 RN_CLIENT_XFER_PENDING);
 	__atomic_store_n(&s->cancel, 1, __ATOMIC_RELAXED);
@@ -766,6 +788,7 @@ test_client_dereg_waits_for_users(void **state)
 {
 	static struct tbatch b, c, late;
 	struct taken k;
+	uint64_t before;
 
 	(void)state;
 	rng = rn_test_seed("client transfer dereg", 1806);
@@ -776,8 +799,9 @@ test_client_dereg_waits_for_users(void **state)
 	batch_add(&b, (32u << 20) + CHUNK, CHUNK, CHUNK);
 	prepare(&b);
 	on_lcore(&A, rn_sim_qp_hold, &A.req.ep->qps[1]);
+	before = wqes();
 	batch_submit(&b, 0, 50);
-	nap_us(20000);
+	wait_posted(before, 2);
 	command_to(&A, RN_LCORE_CMD_CLIENT_DEREG, &alpha.reg[1]);
 	nap_us(50000);
 	assert_false(got_event(RN_LCORE_EVENT_CLIENT_DEREGISTERED,
@@ -867,14 +891,16 @@ test_client_remove_with_batches_in_flight(void **state)
 {
 	static struct tbatch b;
 	struct rn_client_xfer_slot *s = xslot(&alpha, 2);
+	uint64_t before;
 	int64_t st;
 
 	(void)state;
 	rng = rn_test_seed("client transfer remove", 1807);
 	big_batch(&b, "gone");
 	hold_all(true);
+	before = wqes();
 	batch_submit(&b, 2, 60);
-	nap_us(50000);
+	wait_posted(before, DATA_QPS);
 	command_to(&A, RN_LCORE_CMD_CLIENT_REMOVE, &alpha.link);
 	nap_us(50000);
 	assert_false(got_event(RN_LCORE_EVENT_CLIENT_REMOVED, &alpha.link,
