@@ -143,10 +143,10 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	ep->peer_lcore = UINT32_MAX;
 	memcpy(ep->probe[0].name, req->local.name, sizeof(ep->probe[0].name));
 	/* The peer READs the identity and WRITEs the credit word. */
-	rc = lc->nic->ops->mr_reg(lc->nic, ep->probe,
-				  RN_EP_PROBE_PARTS * RN_EP_PROBE_SIZE,
-				  RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_READ |
-				  RN_ACCESS_REMOTE_WRITE, &ep->probe_mr);
+	rc = rn_nic_mr_reg(lc->nic, ep->probe,
+			   RN_EP_PROBE_PARTS * RN_EP_PROBE_SIZE,
+			   RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_READ |
+			   RN_ACCESS_REMOTE_WRITE, &ep->probe_mr);
 	if (rc == 0)
 		rc = reserve(lc, ep, &channel);
 	for (uint32_t i = 0; rc == 0 && i < req->n_data_qps; i++)

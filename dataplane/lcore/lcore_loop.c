@@ -50,6 +50,10 @@ execute(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 	case RN_LCORE_CMD_CLIENT_REMOVE:
 		rn_lcore_client_command(lc, cmd);
 		break;
+	case RN_LCORE_CMD_CLIENT_REG:
+	case RN_LCORE_CMD_CLIENT_DEREG:
+		rn_lcore_client_reg_command(lc, cmd);
+		break;
 	default:
 		rn_lcore_ep_command(lc, cmd);
 		break;

@@ -236,6 +236,8 @@ struct rn_lcore {
 	bool notify_qp_refused_said;
 	uint64_t channel_reap_tsc;      /* failed channels looked at next */
 	struct rn_lcore_xfer *xfer;     /* transfers (rn_lcore_xfer.h) */
+	struct rn_lcore_cxfer *cxfer;   /* client processes' transfers
+					 * (lcore_client_xfer.c), or NULL */
 } __rte_cache_aligned;
 
 /* The hot scalars fit three cache lines, the most a turn should pay for

@@ -66,9 +66,18 @@ int
 rn_nic_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint32_t access,
 	      struct rn_mr *mr)
 {
+	return rn_nic_mr_reg_iova(nic, addr, length, (uintptr_t)addr, access,
+				  mr);
+}
+
+int
+rn_nic_mr_reg_iova(struct rn_nic *nic, void *addr, size_t length,
+		   uint64_t iova, uint32_t access, struct rn_mr *mr)
+{
 	int rc = mr_check(length, access);
 
-	return rc != 0 ? rc : nic->ops->mr_reg(nic, addr, length, access, mr);
+	return rc != 0 ? rc : nic->ops->mr_reg(nic, addr, length, iova, access,
+					       mr);
 }
 
 int

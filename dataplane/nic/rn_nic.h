@@ -100,8 +100,9 @@ struct rn_nic_ops {
 		    struct rn_nic **out, char *why, size_t why_len);
 	void (*close)(struct rn_nic *nic);
 	int (*query_addr)(struct rn_nic *nic, struct rn_nic_addr *out);
+	/* [addr, addr + length) known by iova (rn_nic_mr_reg_iova()). */
 	int (*mr_reg)(struct rn_nic *nic, void *addr, size_t length,
-		      uint32_t access, struct rn_mr *mr);
+		      uint64_t iova, uint32_t access, struct rn_mr *mr);
 	int (*mr_reg_dmabuf)(struct rn_nic *nic, uint64_t offset,
 			     size_t length, uint64_t iova, int fd,
 			     uint32_t access, struct rn_mr *mr);

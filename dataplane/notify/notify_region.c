@@ -23,8 +23,8 @@ rn_notify_region_create(struct rn_nic *nic, uint32_t bays, uint32_t slots,
 	out->base = rte_malloc("rn_notify_region", out->bay_size * bays, 4096);
 	if (out->base == NULL)
 		return -ENOMEM;
-	rc = nic->ops->mr_reg(nic, out->base, out->bay_size * bays,
-			      RN_ACCESS_LOCAL_WRITE, &out->mr);
+	rc = rn_nic_mr_reg(nic, out->base, out->bay_size * bays,
+			   RN_ACCESS_LOCAL_WRITE, &out->mr);
 	if (rc != 0) {
 		rte_free(out->base);
 		out->base = NULL;

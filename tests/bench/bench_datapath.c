@@ -132,11 +132,11 @@ main(void)
 
 	if (rn_harness_open(&a, NULL, 256, NULL) != 0 ||
 	    rn_harness_open(&b, NULL, 256, NULL) != 0 ||
-	    a.nic->ops->mr_reg(a.nic, abuf, sizeof(abuf), RN_ACCESS_LOCAL_WRITE,
-			       &amr) != 0 ||
-	    b.nic->ops->mr_reg(b.nic, bbuf, sizeof(bbuf),
-			       RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE,
-			       &bmr) != 0) {
+	    rn_nic_mr_reg(a.nic, abuf, sizeof(abuf), RN_ACCESS_LOCAL_WRITE,
+			  &amr) != 0 ||
+	    rn_nic_mr_reg(b.nic, bbuf, sizeof(bbuf),
+			  RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE,
+			  &bmr) != 0) {
 		fprintf(stderr, "bench: cannot open the sim devices\n");
 		return 1;
 	}

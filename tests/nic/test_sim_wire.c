@@ -207,9 +207,9 @@ side_main(int sock, bool requester, const char *ns, const char *ip)
 	CHECK(rn_harness_open(&s.e, ip, 256, NULL) == 0);
 	s.buf = calloc(1, BUF_SIZE + 1);
 	CHECK(s.buf != NULL);
-	CHECK(s.e.nic->ops->mr_reg(s.e.nic, s.buf, BUF_SIZE,
-				   RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE |
-				   RN_ACCESS_REMOTE_READ, &s.mr) == 0);
+	CHECK(rn_nic_mr_reg(s.e.nic, s.buf, BUF_SIZE,
+			    RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_WRITE |
+			    RN_ACCESS_REMOTE_READ, &s.mr) == 0);
 	mine = (struct end_info){ .addr = s.e.addr, .qpn = s.e.qp.qpn,
 				  .buf_addr = (uintptr_t)s.buf, .rkey = s.mr.rkey };
 	CHECK(write(sock, &mine, sizeof(mine)) == sizeof(mine));
@@ -436,10 +436,10 @@ local_pair_open(struct local_pair *p)
 	memset(p, 0, sizeof(*p));
 	assert_int_equal(rn_harness_open(&p->a, NULL, 256, NULL), 0);
 	assert_int_equal(rn_harness_open(&p->b, NULL, 256, NULL), 0);
-	assert_int_equal(p->a.nic->ops->mr_reg(p->a.nic, p->buf, 4096,
-					       RN_ACCESS_LOCAL_WRITE, &p->amr), 0);
-	assert_int_equal(p->b.nic->ops->mr_reg(p->b.nic, p->buf + 4096, 4096,
-					       RN_ACCESS_LOCAL_WRITE, &p->bmr), 0);
+	assert_int_equal(rn_nic_mr_reg(p->a.nic, p->buf, 4096,
+				       RN_ACCESS_LOCAL_WRITE, &p->amr), 0);
+	assert_int_equal(rn_nic_mr_reg(p->b.nic, p->buf + 4096, 4096,
+				       RN_ACCESS_LOCAL_WRITE, &p->bmr), 0);
 	p->ends[0] = &p->a;
 	p->ends[1] = &p->b;
 	rn_harness_pair(&p->a, &p->b);
@@ -681,8 +681,8 @@ victim_main(int sock)
 	CHECK(rn_harness_open(&s.e, NULL, 256, NULL) == 0);
 	s.buf = calloc(1, REAL_SENDS * 4096);
 	CHECK(s.buf != NULL);
-	CHECK(s.e.nic->ops->mr_reg(s.e.nic, s.buf, REAL_SENDS * 4096,
-				   RN_ACCESS_LOCAL_WRITE, &s.mr) == 0);
+	CHECK(rn_nic_mr_reg(s.e.nic, s.buf, REAL_SENDS * 4096,
+			    RN_ACCESS_LOCAL_WRITE, &s.mr) == 0);
 	rl.rlim_cur = rl.rlim_max = (rlim_t)highest_fd() + 1 +
 				    RN_SIM_WIRE_MAX_UNMATCHED + 3;
 	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
@@ -775,8 +775,8 @@ test_strangers_cannot_keep_a_real_peer_out(void **state)
 	assert_int_equal(rn_harness_open(&s.e, NULL, 256, NULL), 0);
 	s.buf = calloc(1, 4096);
 	assert_non_null(s.buf);
-	assert_int_equal(s.e.nic->ops->mr_reg(s.e.nic, s.buf, 4096,
-					      RN_ACCESS_LOCAL_WRITE, &s.mr), 0);
+	assert_int_equal(rn_nic_mr_reg(s.e.nic, s.buf, 4096,
+				       RN_ACCESS_LOCAL_WRITE, &s.mr), 0);
 	mine = (struct end_info){ .addr = s.e.addr, .qpn = s.e.qp.qpn };
 	conn = rn_harness_connect_params(&vic);
 	assert_int_equal(rn_harness_connect(&s.e, &conn), 0);

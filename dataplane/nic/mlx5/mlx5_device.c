@@ -229,15 +229,18 @@ fill_mr(struct ibv_mr *m, struct rn_mr *mr)
 }
 
 static int
-mlx5_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint32_t access,
-	    struct rn_mr *mr)
+mlx5_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint64_t iova,
+	    uint32_t access, struct rn_mr *mr)
 {
-	struct ibv_mr *m = ibv_reg_mr(mlx5_ctx_of(nic)->pd, addr, length,
-				      rn_mlx5_access(access));
+	struct ibv_mr *m = ibv_reg_mr_iova(mlx5_ctx_of(nic)->pd, addr, length,
+					   iova, rn_mlx5_access(access));
 
 	if (m == NULL)
 		return -errno;
 	fill_mr(m, mr);
+	/* libibverbs leaves the local address in ibv_mr.addr; the device
+	 * and the peers know the region by iova. */
+	mr->addr = (void *)(uintptr_t)iova;
 	return 0;
 }
 

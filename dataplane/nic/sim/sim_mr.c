@@ -12,13 +12,17 @@
  * so a stale key of a deregistered region never matches the entry's next
  * user. */
 int
-rn_sim_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint32_t access,
-	      struct rn_mr *mr)
+rn_sim_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint64_t iova,
+	      uint32_t access, struct rn_mr *mr)
 {
 	struct sim_ctx *ctx = rn_sim_ctx_of(nic);
 
-	/* As ibv_reg_mr: remote write needs local write. */
-	if ((access & RN_ACCESS_REMOTE_WRITE) && !(access & RN_ACCESS_LOCAL_WRITE))
+	/* As ibv_reg_mr: remote write needs local write. An iova range
+	 * must not wrap, as the checks subtract from its end. */
+	if ((access & RN_ACCESS_REMOTE_WRITE) &&
+	    !(access & RN_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	if (iova + length < iova)
 		return -EINVAL;
 	for (uint32_t i = 0; i < SIM_MAX_MRS; i++) {
 		struct sim_mr *m = &ctx->mrs[i];
@@ -27,12 +31,14 @@ rn_sim_mr_reg(struct rn_nic *nic, void *addr, size_t length, uint32_t access,
 			continue;
 		ctx->mr_generation++;
 		*m = (struct sim_mr){
-			.addr = (uintptr_t)addr,
+			.iova = iova,
+			.local = addr,
 			.length = length,
 			.access = access,
 			.key = (i + 1) << 8 | (ctx->mr_generation & 0xff),
 		};
-		*mr = (struct rn_mr){ .addr = addr, .length = length,
+		*mr = (struct rn_mr){ .addr = (void *)(uintptr_t)iova,
+				      .length = length,
 				      .lkey = m->key, .rkey = m->key, .priv = m };
 		return 0;
 	}
@@ -62,7 +68,7 @@ rn_sim_mr_dereg(struct rn_nic *nic, struct rn_mr *mr)
 }
 
 const struct sim_mr *
-rn_sim_mr_check(struct sim_ctx *ctx, uint32_t key, uint64_t addr, uint64_t len,
+rn_sim_mr_check(struct sim_ctx *ctx, uint32_t key, uint64_t iova, uint64_t len,
 		uint32_t access)
 {
 	uint32_t index = (key >> 8) - 1;
@@ -72,7 +78,7 @@ rn_sim_mr_check(struct sim_ctx *ctx, uint32_t key, uint64_t addr, uint64_t len,
 		return NULL;
 	m = &ctx->mrs[index];
 	if (m->key != key || (m->access & access) != access ||
-	    addr < m->addr || len > m->length || addr - m->addr > m->length - len)
+	    iova < m->iova || len > m->length || iova - m->iova > m->length - len)
 		return NULL;
 	return m;
 }

@@ -66,8 +66,11 @@ struct sim_addr {
 	uint8_t token[RN_NIC_TOKEN_SIZE];
 };
 
+/* A registration: the device and peers name its bytes by iova; they lie
+ * at local in this process (iova == local unless rn_nic_mr_reg_iova()). */
 struct sim_mr {
-	uint64_t addr;
+	uint64_t iova;
+	uint8_t *local;
 	uint64_t length;
 	uint32_t access;          /* enum rn_access */
 	uint32_t key;             /* lkey == rkey; 0: a free entry */
@@ -305,15 +308,23 @@ rn_sim_ack_timer_start(struct sim_qp *sqp)
 
 /* sim_mr.c: the provider's mr_reg, mr_reg_dmabuf, mr_dereg. */
 int rn_sim_mr_reg(struct rn_nic *nic, void *addr, size_t length,
-		  uint32_t access, struct rn_mr *mr);
+		  uint64_t iova, uint32_t access, struct rn_mr *mr);
 int rn_sim_mr_reg_dmabuf(struct rn_nic *nic, uint64_t offset, size_t length,
 			 uint64_t iova, int fd, uint32_t access,
 			 struct rn_mr *mr);
 int rn_sim_mr_dereg(struct rn_nic *nic, struct rn_mr *mr);
-/* The MR of key if [addr, addr+len) lies in it and it grants access;
- * else NULL. */
+/* The MR of key if [iova, iova+len) lies in it and it grants access;
+ * else NULL. Every address a WQE or a peer names is an iova: the bytes
+ * are at rn_sim_mr_ptr() of what this returned. */
 const struct sim_mr *rn_sim_mr_check(struct sim_ctx *ctx, uint32_t key,
-				     uint64_t addr, uint64_t len, uint32_t access);
+				     uint64_t iova, uint64_t len, uint32_t access);
+
+/* Where the byte iova (checked with rn_sim_mr_check()) of m lies here. */
+static inline uint8_t *
+rn_sim_mr_ptr(const struct sim_mr *m, uint64_t iova)
+{
+	return m->local + (iova - m->iova);
+}
 
 /* sim_cq.c */
 int rn_sim_cq_create(struct sim_ctx *ctx, uint32_t cqe_cnt, struct rn_cq *cq);

@@ -84,6 +84,8 @@ recv_place(const struct sim_qp *sqp, uint32_t offset, const uint8_t *data,
 
 	for (uint32_t i = 0; done < len; i++) {
 		uint64_t n = rn_sim_seg_bytes(seg[i].byte_count);
+		const struct sim_mr *m;
+		uint64_t iova;
 		uint32_t take;
 
 		if (offset >= n) {   /* placed by earlier packets */
@@ -91,8 +93,12 @@ recv_place(const struct sim_qp *sqp, uint32_t offset, const uint8_t *data,
 			continue;
 		}
 		take = (uint32_t)RTE_MIN(n - offset, (uint64_t)(len - done));
-		memcpy((uint8_t *)(uintptr_t)rte_be_to_cpu_64(seg[i].addr) +
-		       offset, data + done, take);
+		iova = rte_be_to_cpu_64(seg[i].addr) + offset;
+		m = rn_sim_mr_check(sqp->ctx, rte_be_to_cpu_32(seg[i].lkey), iova,
+				    take, RN_ACCESS_LOCAL_WRITE);
+		if (m == NULL)
+			return;   /* recv_check() passed it: not reached */
+		memcpy(rn_sim_mr_ptr(m, iova), data + done, take);
 		offset = 0;
 		done += take;
 	}
@@ -151,18 +157,20 @@ place_packet(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 	struct sim_rx_msg *rx = &sqp->rx;
 	bool imm = h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM ||
 		   h->opcode == MLX5_OPCODE_SEND_IMM;
+	const struct sim_mr *m;
 
 	if (h->opcode == MLX5_OPCODE_SEND ||
 	    h->opcode == MLX5_OPCODE_SEND_IMM) {
 		recv_place(sqp, rx->offset, payload, h->length);
-	} else if (!rkey_grants(ctx, rx->rkey, rx->raddr + rx->offset,
-				h->length, RN_ACCESS_REMOTE_WRITE)) {
+	} else if ((m = rn_sim_mr_check(ctx, rx->rkey, rx->raddr + rx->offset,
+					h->length,
+					RN_ACCESS_REMOTE_WRITE)) == NULL) {
 		rx->active = false;
 		fail(ctx, wire, sqp, h->psn, MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR,
 		     imm, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 		return;
 	} else {
-		memcpy((uint8_t *)(uintptr_t)rx->raddr + rx->offset, payload,
+		memcpy(rn_sim_mr_ptr(m, rx->raddr + rx->offset), payload,
 		       h->length);
 	}
 	sqp->expected_psn = (sqp->expected_psn + 1) & 0xffffff;
@@ -232,15 +240,18 @@ execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 		return;
 	}
 	uint32_t n = rn_sim_packets(h->dma_len, sqp->mtu);
-	const uint8_t *src = (const void *)(uintptr_t)h->raddr;
+	const struct sim_mr *m = rn_sim_mr_check(ctx, h->rkey, h->raddr,
+						 h->dma_len,
+						 RN_ACCESS_REMOTE_READ);
+	const uint8_t *src;
 
-	if (!rkey_grants(ctx, h->rkey, h->raddr, h->dma_len,
-			 RN_ACCESS_REMOTE_READ)) {
+	if (m == NULL) {
 		if (!duplicate)
 			fail(ctx, wire, sqp, h->psn, 0, false,
 			     MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 		return;
 	}
+	src = rn_sim_mr_ptr(m, h->raddr);
 	if (!duplicate) {
 		sqp->expected_psn = (sqp->expected_psn + n) & 0xffffff;
 		sqp->resp_reads++;

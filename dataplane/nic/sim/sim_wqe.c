@@ -80,15 +80,17 @@ rn_sim_wqe_gather(const struct sim_qp *sqp, const struct sim_wqe *w,
 		uint64_t len = rn_sim_seg_bytes(d->byte_count);
 		uint64_t addr = rte_be_to_cpu_64(d->addr);
 		uint32_t lkey = rte_be_to_cpu_32(d->lkey);
+		const struct sim_mr *m;
 
 		if (lkey == MLX5_INVALID_LKEY)
 			break;
 		if (sum + len > RN_SIM_MAX_MSG)
 			return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-		if (rn_sim_mr_check(sqp->ctx, lkey, addr, len, access) == NULL)
+		m = rn_sim_mr_check(sqp->ctx, lkey, addr, len, access);
+		if (m == NULL)
 			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
 		if (out != NULL)
-			memcpy(out + sum, (const void *)(uintptr_t)addr, len);
+			memcpy(out + sum, rn_sim_mr_ptr(m, addr), len);
 		sum += len;
 	}
 	*total = (uint32_t)sum;
@@ -99,6 +101,8 @@ const uint8_t *
 rn_sim_wqe_contiguous(const struct sim_qp *sqp, const struct sim_wqe *w)
 {
 	const struct mlx5_wqe_data_seg *d;
+	const struct sim_mr *m;
+	uint64_t addr;
 
 	if (w->first_data >= w->ds)
 		return NULL;
@@ -113,7 +117,10 @@ rn_sim_wqe_contiguous(const struct sim_qp *sqp, const struct sim_wqe *w)
 	d = (const void *)rn_sim_wqe_unit(sqp, w->bb, w->first_data);
 	if (rte_be_to_cpu_32(d->lkey) == MLX5_INVALID_LKEY)
 		return NULL;
-	return (const uint8_t *)(uintptr_t)rte_be_to_cpu_64(d->addr);
+	addr = rte_be_to_cpu_64(d->addr);
+	m = rn_sim_mr_check(sqp->ctx, rte_be_to_cpu_32(d->lkey), addr,
+			    rn_sim_seg_bytes(d->byte_count), 0);
+	return m != NULL ? rn_sim_mr_ptr(m, addr) : NULL;
 }
 
 void
@@ -126,6 +133,8 @@ rn_sim_wqe_scatter(const struct sim_qp *sqp, const struct sim_wqe *w,
 		const struct mlx5_wqe_data_seg *d =
 			(const void *)rn_sim_wqe_unit(sqp, w->bb, u);
 		uint64_t seg = rn_sim_seg_bytes(d->byte_count);
+		uint64_t addr = rte_be_to_cpu_64(d->addr);
+		const struct sim_mr *m;
 		uint32_t n;
 
 		if (offset >= seg) {   /* placed by earlier packets */
@@ -133,8 +142,11 @@ rn_sim_wqe_scatter(const struct sim_qp *sqp, const struct sim_wqe *w,
 			continue;
 		}
 		n = (uint32_t)RTE_MIN(seg - offset, (uint64_t)(len - done));
-		memcpy((uint8_t *)(uintptr_t)rte_be_to_cpu_64(d->addr) + offset,
-		       data + done, n);
+		m = rn_sim_mr_check(sqp->ctx, rte_be_to_cpu_32(d->lkey),
+				    addr + offset, n, RN_ACCESS_LOCAL_WRITE);
+		if (m == NULL)
+			return;   /* checked by the caller: not reached */
+		memcpy(rn_sim_mr_ptr(m, addr + offset), data + done, n);
 		offset = 0;
 		done += n;
 	}
