@@ -630,6 +630,12 @@ rn_lcore_client_pending(const struct rn_lcore *lc)
 	return false;
 }
 
+bool
+rn_lcore_client_holding(const struct rn_lcore *lc)
+{
+	return lc->clients != NULL && lc->clients->n_holding != 0;
+}
+
 /* ---- commands ---- */
 
 static int

@@ -343,6 +343,8 @@ void rn_lcore_client_command(struct rn_lcore *lc,
 			     const struct rn_lcore_cmd *cmd);
 unsigned int rn_lcore_client_poll(struct rn_lcore *lc);
 bool rn_lcore_client_pending(const struct rn_lcore *lc);
+/* Whether frames wait for a client whose deliver ring was full. */
+bool rn_lcore_client_holding(const struct rn_lcore *lc);
 /* A frame of len bytes at frame, receive slot index of ep, that the
  * node-level reader refused: an agent frame or refusal is delivered, held
  * or refused here, its slot reposted or held (0); anything else is
@@ -409,5 +411,8 @@ uint64_t rn_lcore_diag_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep,
  * a descriptor woke it, or work was queued before it slept.
  */
 bool rn_lcore_sleep(struct rn_lcore *lc);
+/* How long the next sleep may last, in microseconds: idle_sleep_us, or
+ * longer once the lcore has been quiet for a second (lcore_idle.c). */
+uint32_t rn_lcore_sleep_us(struct rn_lcore *lc);
 
 #endif /* RN_LCORE_PVT_H */
