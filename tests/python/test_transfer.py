@@ -10,8 +10,10 @@ EPIPE in bounded time; plain memory is refused with a pointer to
 alloc(); examples/transfer.py runs."""
 
 import contextlib
+import ctypes
 import errno
 import hashlib
+import mmap
 import os
 import struct
 import subprocess
@@ -38,6 +40,8 @@ assert CLASSES[-1] == 64 * MIB
 BUF = 128 * MIB + 4 * KIB
 # How long a killed target may take to fail the initiator's batch.
 KILL_BOUND_S = 30
+# mmap(2)'s MAP_FIXED (Python's mmap module does not name it).
+MAP_FIXED = 0x10
 # Descriptor fields (docs/transfers.md): n_keys, length, keys[i].rkey.
 DESC_N_KEYS, DESC_LENGTH, DESC_KEYS = 6, 56, 64
 
@@ -415,6 +419,80 @@ def test_hugepage_buffer(sides, rng):
     r.deregister()
     m.release()
     buf.free()
+
+
+def map_pieces(fds, size):
+    """Map each fd's first size bytes one after the other, shared, at
+    addresses of this process's choosing (libc mmap, MAP_FIXED over a
+    reservation): their first address."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    total = size * len(fds)
+    base = libc.mmap(None, total, 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                     -1, 0)
+    assert base not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+    for i, fd in enumerate(fds):
+        got = libc.mmap(base + i * size, size,
+                        mmap.PROT_READ | mmap.PROT_WRITE,
+                        mmap.MAP_SHARED | MAP_FIXED, fd, 0)
+        assert got == base + i * size, ctypes.get_errno()
+    return base
+
+
+def test_register_fd(sides, rng, rnotify):
+    a, b = sides
+    size = 64 * KIB
+    fds = [os.memfd_create(f"piece{i}") for i in range(3)]
+    for fd in fds:
+        os.ftruncate(fd, size)
+    base = map_pieces(fds, size)
+    r = a.c.register_fd(base, [(fd, 0, size) for fd in fds])
+    assert (r.address, r.length) == (base, 3 * size)
+    data = rng.randbytes(3 * size)
+    ctypes.memmove(base, data, len(data))
+    batch = retry(lambda: a.c.write([(r, 0, a.remote, 0, 3 * size)],
+                                    notify=(b.agent, b"pieces", b"w")),
+                  "write from pieces", a)
+    b.take_note(b"pieces")
+    assert b.mem[:3 * size] == data
+    batch.wait(DEADLINE_S)
+    batch.release()
+    # READ into the pieces: each fd holds its part.
+    ctypes.memset(base, 0, 3 * size)
+    batch = retry(lambda: a.c.read([(r, 0, a.remote, 0, 3 * size)]),
+                  "read into pieces", a)
+    batch.wait(DEADLINE_S)
+    batch.release()
+    for i, fd in enumerate(fds):
+        assert os.pread(fd, size, 0) == data[i * size:(i + 1) * size], i
+    r.deregister()
+    # What the daemon cannot map: a pipe; a memfd as a dma-buf.
+    rd, wr = os.pipe()
+    try:
+        with pytest.raises(OSError) as e:
+            a.c.register_fd(base, [(rd, 0, size)])
+        assert e.value.errno == errno.EBADF, e.value
+    finally:
+        os.close(rd)
+        os.close(wr)
+    with pytest.raises(OSError) as e:
+        a.c.register_fd(base, [(fds[0], 0, size)], dmabuf=True)
+    assert e.value.errno in (errno.EOPNOTSUPP, errno.EBADF), e.value
+    with pytest.raises(OSError) as e:
+        a.c.register_fd(base, [(fd, 0, size) for fd in fds[:2]],
+                        dmabuf=True)
+    assert e.value.errno == errno.EOPNOTSUPP, e.value
+    mmap_munmap(base, 3 * size)
+    for fd in fds:
+        os.close(fd)
+
+
+def mmap_munmap(addr, length):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    assert libc.munmap(addr, length) == 0, ctypes.get_errno()
 
 
 def test_buffer_outlives_its_client(pair):
