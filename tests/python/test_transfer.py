@@ -387,6 +387,26 @@ def test_plain_memory_is_refused(sides, rnotify):
     buf.free()
 
 
+def write_then_read(a, b, r, data, zero, local, what):
+    """WRITE data (in r, from its start) to b's buffer, checked there at
+    its notification; zero() it here, READ it back, check local()."""
+    n = len(data)
+    clear(b.mem, [(0, n)])
+    batch = retry(lambda: a.c.write([(r, 0, a.remote, 0, n)],
+                                    notify=(b.agent, what, b"w")),
+                  f"write from {what}", a)
+    b.take_note(what.encode())
+    assert b.mem[:n] == data, what
+    batch.wait(DEADLINE_S)
+    batch.release()
+    zero()
+    batch = retry(lambda: a.c.read([(r, 0, a.remote, 0, n)]),
+                  f"read into {what}", a)
+    batch.wait(DEADLINE_S)
+    batch.release()
+    assert local() == data, what
+
+
 def test_hugepage_buffer(sides, rng):
     a, b = sides
     buf = a.c.alloc(4 * MIB)
@@ -400,22 +420,10 @@ def test_hugepage_buffer(sides, rng):
     m = memoryview(buf)
     data = rng.randbytes(4 * MIB)
     m[:] = data
-    clear(b.mem, [(0, 4 * MIB)])
-    batch = retry(lambda: a.c.write([(r, 0, a.remote, 0, 4 * MIB)],
-                                    notify=(b.agent, b"huge", b"w")),
-                  "write from hugepages", a)
-    b.take_note(b"huge")
-    assert b.mem[:4 * MIB] == data
-    batch.wait(DEADLINE_S)
-    batch.release()
-    m[:] = bytes(4 * MIB)
-    batch = retry(lambda: a.c.read([(r, 0, a.remote, 0, 4 * MIB)],
-                                   notify=(b.agent, b"huge-r", b"r")),
-                  "read into hugepages", a)
-    b.take_note(b"huge-r")
-    assert m == data
-    batch.wait(DEADLINE_S)
-    batch.release()
+
+    def zero():
+        m[:] = bytes(4 * MIB)
+    write_then_read(a, b, r, data, zero, lambda: m, "hugepages")
     r.deregister()
     m.release()
     buf.free()
@@ -452,19 +460,9 @@ def test_register_fd(sides, rng, rnotify):
     assert (r.address, r.length) == (base, 3 * size)
     data = rng.randbytes(3 * size)
     ctypes.memmove(base, data, len(data))
-    batch = retry(lambda: a.c.write([(r, 0, a.remote, 0, 3 * size)],
-                                    notify=(b.agent, b"pieces", b"w")),
-                  "write from pieces", a)
-    b.take_note(b"pieces")
-    assert b.mem[:3 * size] == data
-    batch.wait(DEADLINE_S)
-    batch.release()
-    # READ into the pieces: each fd holds its part.
-    ctypes.memset(base, 0, 3 * size)
-    batch = retry(lambda: a.c.read([(r, 0, a.remote, 0, 3 * size)]),
-                  "read into pieces", a)
-    batch.wait(DEADLINE_S)
-    batch.release()
+    write_then_read(a, b, r, data, lambda: ctypes.memset(base, 0, 3 * size),
+                    lambda: ctypes.string_at(base, 3 * size), "pieces")
+    # Each fd holds its part.
     for i, fd in enumerate(fds):
         assert os.pread(fd, size, 0) == data[i * size:(i + 1) * size], i
     r.deregister()
