@@ -25,9 +25,11 @@ class Nodes:
     """Two daemons a and b on loopback, each the other's peer
     (rntest.Pair), and the clients attached to them during a test."""
 
-    def __init__(self, rnotify, tag):
+    def __init__(self, rnotify, tag, **node):
+        """node: more of rntest.node_text()'s keywords for both."""
         self.rn = rnotify
-        self.pair = rntest.Pair(tag, dead_after=DEAD_AFTER_MS)
+        self.pair = rntest.Pair(tag, **dict(dict(dead_after=DEAD_AFTER_MS),
+                                            **node))
         self.a, self.b = self.pair.names
         self.clients = []
 

@@ -16,15 +16,18 @@
  * works on one Client. A detach() while threads wait wakes them (a
  * per-Client eventfd) and the last one out detaches.
  *
+ * Objects of transfers (rnotify_xfer.c) let go of their librnotify
+ * objects from their deallocs without waiting for the lock: they queue
+ * it (rn_py_client_let_go()), and whoever holds the lock next does it.
+ *
  * Names: node and agent names are str, encoded as file names are (UTF-8,
  * surrogateescape), so that any bytes a C client used come back; bytes
  * are taken too. A notification's name and msg are bytes (str is sent as
  * UTF-8). poll() copies them out: the library's buffers are only valid
  * until its next poll.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <pythread.h>
+#include "module_pvt.h"
+
 #include <structmember.h>
 
 #include <errno.h>
@@ -36,8 +39,6 @@
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "rn_client.h"
 
 /* How many results one poll(), completions() or events() returns at most. */
 #define PY_RESULTS_MAX RN_CLIENT_POLL_MAX
@@ -54,6 +55,7 @@ static const char *const event_names[] = {
 
 static PyTypeObject notification_type;
 static PyTypeObject event_type;
+static PyTypeObject completion_type;
 
 static PyStructSequence_Field notification_fields[] = {
 	{ "node", "the sending node (daemon)" },
@@ -67,6 +69,22 @@ static PyStructSequence_Desc notification_desc = {
 	"rnotify.Notification",
 	"A notification delivered to this client's agent.",
 	notification_fields, 4,
+};
+
+/* A tuple (cookie, status), as before transfers, with kind by name only. */
+static PyStructSequence_Field completion_fields[] = {
+	{ "cookie", "the send's or the batch's cookie" },
+	{ "status", "0, or a negative errno" },
+	{ "kind", "'send', or 'write' or 'read' for a batch that became "
+		  "final" },
+	{ NULL, NULL },
+};
+
+static PyStructSequence_Desc completion_desc = {
+	"rnotify.Completion",
+	"The report of a send, or of a batch that became final: (cookie, "
+	"status) as a tuple, and .kind.",
+	completion_fields, 2,
 };
 
 static PyStructSequence_Field event_fields[] = {
@@ -86,23 +104,11 @@ static PyStructSequence_Desc event_desc = {
 	event_fields, 5,
 };
 
-struct client {
-	PyObject_HEAD
-	struct rn_client *c;      /* NULL once detached */
-	PyThread_type_lock lock;  /* one librnotify call at a time; guards
-				   * c, waiters and detaching */
-	int waiters;              /* threads in wait()'s poll(2), unlocked */
-	bool detaching;           /* detach() came while some waited */
-	int stop_fd;              /* eventfd: detach() wakes the waiters */
-	PyObject *agent;          /* str */
-	PyObject *node;           /* str, kept after detach */
-};
-
 /* Raise OSError(err, "strerror: what"): Python picks the subclass that
  * err maps to (BlockingIOError for EAGAIN, FileNotFoundError for
  * ENOENT...). Returns NULL. */
-static PyObject *
-raise_errno(int err, const char *format, ...)
+PyObject *
+rn_py_raise_errno(int err, const char *format, ...)
 {
 	PyObject *what, *text, *args;
 	va_list ap;
@@ -136,8 +142,8 @@ name_or_none(PyObject *obj, void *out)
 }
 
 /* O& converter: an int of 0..2^64-1. */
-static int
-cookie_converter(PyObject *obj, void *out)
+int
+rn_py_cookie_converter(PyObject *obj, void *out)
 {
 	unsigned long long v;
 
@@ -154,9 +160,10 @@ cookie_converter(PyObject *obj, void *out)
 }
 
 /* A name or msg: a bytes-like object, or str (as UTF-8). *tmp holds the
- * encoded str, if any; release with payload_release(). */
-static int
-payload_get(PyObject *obj, const char *what, Py_buffer *view, PyObject **tmp)
+ * encoded str, if any; release with rn_py_payload_release(). */
+int
+rn_py_payload_get(PyObject *obj, const char *what, Py_buffer *view,
+		  PyObject **tmp)
 {
 	*tmp = NULL;
 	if (PyUnicode_Check(obj)) {
@@ -174,14 +181,14 @@ payload_get(PyObject *obj, const char *what, Py_buffer *view, PyObject **tmp)
 	if ((size_t)view->len > UINT32_MAX) {
 		PyBuffer_Release(view);
 		Py_CLEAR(*tmp);
-		raise_errno(EMSGSIZE, "%s of %zd bytes", what, view->len);
+		rn_py_raise_errno(EMSGSIZE, "%s of %zd bytes", what, view->len);
 		return -1;
 	}
 	return 0;
 }
 
-static void
-payload_release(Py_buffer *view, PyObject *tmp)
+void
+rn_py_payload_release(Py_buffer *view, PyObject *tmp)
 {
 	PyBuffer_Release(view);
 	Py_XDECREF(tmp);
@@ -189,7 +196,7 @@ payload_release(Py_buffer *view, PyObject *tmp)
 
 /* Take the lock, letting other threads run while it is held elsewhere. */
 static void
-lock_raw(struct client *self)
+lock_raw(struct rn_py_client *self)
 {
 	if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
 		Py_BEGIN_ALLOW_THREADS
@@ -198,10 +205,109 @@ lock_raw(struct client *self)
 	}
 }
 
+bool
+rn_py_client_live(const struct rn_py_client *self, uint64_t epoch)
+{
+	return self->c != NULL && !self->detaching && self->epoch == epoch;
+}
+
+/* Keep ref (stolen) until the lock is released: dropping it may free an
+ * object whose dealloc wants the lock. */
+static void
+drop_later(struct rn_py_client *self, PyObject *ref)
+{
+	if (ref == NULL)
+		return;
+	if (self->drop == NULL)
+		self->drop = PyList_New(0);
+	/* Out of memory: the reference leaks rather than deadlock. */
+	if (self->drop != NULL && PyList_Append(self->drop, ref) == 0)
+		Py_DECREF(ref);
+	else
+		PyErr_Clear();
+}
+
+/* With the lock held and c attached: do the queued lets-go. A batch not
+ * yet final is cancelled and stays queued until it is. The array may grow
+ * meanwhile (a dealloc that queues): it is read again each round. */
+static void
+pending_run(struct rn_py_client *self)
+{
+	Py_ssize_t i = 0;
+
+	while (i < self->n_pending) {
+		struct rn_py_pending job = self->pending[i];
+		const struct rn_client_batch *b = job.p;
+
+		switch (job.op) {
+		case RN_PY_PENDING_DEREG:
+			Py_BEGIN_ALLOW_THREADS
+			(void)rn_client_dereg(self->c, job.p);
+			Py_END_ALLOW_THREADS
+			break;
+		case RN_PY_PENDING_FORGET:
+			rn_client_forget(self->c, job.p);
+			break;
+		case RN_PY_PENDING_BATCH:
+			if (rn_client_batch_status(b, NULL, NULL) ==
+			    -EINPROGRESS) {
+				rn_client_batch_cancel(job.p);
+				i++;
+				continue;
+			}
+			(void)rn_client_batch_release(self->c, job.p);
+			break;
+		}
+		self->pending[i] = self->pending[--self->n_pending];
+		drop_later(self, job.obj);
+	}
+}
+
+/* Detached: the C objects went with the client; only the references are
+ * left to drop. */
+static void
+pending_forget(struct rn_py_client *self)
+{
+	while (self->n_pending > 0)
+		drop_later(self, self->pending[--self->n_pending].obj);
+}
+
+void
+rn_py_client_let_go(struct rn_py_client *self, enum rn_py_pending_op op,
+		    void *p, PyObject *obj)
+{
+	PyObject *type, *value, *tb;
+
+	/* From a dealloc, maybe while an exception propagates: keep it. */
+	PyErr_Fetch(&type, &value, &tb);
+	if (self->n_pending == self->cap_pending) {
+		Py_ssize_t cap = self->cap_pending ? self->cap_pending * 2 : 8;
+		struct rn_py_pending *more = PyMem_Realloc(
+			self->pending, (size_t)cap * sizeof(*more));
+
+		if (more == NULL) {
+			/* The C object leaks (the client frees it at detach). */
+			Py_XDECREF(obj);
+			PyErr_Restore(type, value, tb);
+			return;
+		}
+		self->pending = more;
+		self->cap_pending = cap;
+	}
+	self->pending[self->n_pending++] = (struct rn_py_pending){
+		.op = op, .p = p, .obj = obj };
+	if (PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+		if (self->c != NULL && !self->detaching)
+			pending_run(self);
+		rn_py_client_unlock(self);
+	}
+	PyErr_Restore(type, value, tb);
+}
+
 /* Take the client's lock: 0, or -1 with ValueError when the client is
  * detached (or being detached). */
-static int
-client_lock(struct client *self)
+int
+rn_py_client_lock(struct rn_py_client *self)
 {
 	if (self->lock == NULL) {
 		PyErr_SetString(PyExc_ValueError, "client is not attached");
@@ -209,23 +315,36 @@ client_lock(struct client *self)
 	}
 	lock_raw(self);
 	if (self->c == NULL || self->detaching) {
-		PyThread_release_lock(self->lock);
+		rn_py_client_unlock(self);
 		PyErr_SetString(PyExc_ValueError, "client is detached");
 		return -1;
 	}
+	if (self->n_pending > 0)
+		pending_run(self);
 	return 0;
 }
 
-static void
-client_unlock(struct client *self)
+void
+rn_py_client_unlock(struct rn_py_client *self)
 {
+	PyObject *drop = self->drop;
+
+	self->drop = NULL;
 	PyThread_release_lock(self->lock);
+	if (drop != NULL) {
+		PyObject *type, *value, *tb;
+
+		/* Deallocs run here: keep the caller's exception. */
+		PyErr_Fetch(&type, &value, &tb);
+		Py_DECREF(drop);
+		PyErr_Restore(type, value, tb);
+	}
 }
 
 /* With the lock held: take c away (unless threads still wait: then the
  * last of them does) and unlock; detach it without the GIL. */
 static void
-client_detach_unlock(struct client *self)
+client_detach_unlock(struct rn_py_client *self)
 {
 	struct rn_client *c = NULL;
 
@@ -235,12 +354,13 @@ client_detach_unlock(struct client *self)
 		c = self->c;
 		self->c = NULL;
 		self->detaching = false;
+		pending_forget(self);
 		/* Spent: a Client attached again must not see it. */
 		if (read(self->stop_fd, &woken, sizeof(woken)) < 0) {
 			/* EAGAIN: nobody was woken. */
 		}
 	}
-	client_unlock(self);
+	rn_py_client_unlock(self);
 	if (c != NULL) {
 		Py_BEGIN_ALLOW_THREADS
 		rn_client_detach(c);
@@ -251,7 +371,7 @@ client_detach_unlock(struct client *self)
 static PyObject *
 client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-	struct client *self = (struct client *)type->tp_alloc(type, 0);
+	struct rn_py_client *self = (struct rn_py_client *)type->tp_alloc(type, 0);
 
 	(void)args;
 	(void)kwds;
@@ -272,7 +392,7 @@ client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 }
 
 static int
-client_init(struct client *self, PyObject *args, PyObject *kwds)
+client_init(struct rn_py_client *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "agent", "socket", NULL };
 	PyObject *agent = NULL, *sock = NULL;
@@ -297,7 +417,7 @@ client_init(struct client *self, PyObject *args, PyObject *kwds)
 			path = getenv(RN_CLIENT_SOCKET_ENV);
 		why = path != NULL ? path : "none given, $" RN_CLIENT_SOCKET_ENV
 					    " unset";
-		raise_errno(-rc, "attach as agent '%s' (socket %s)",
+		rn_py_raise_errno(-rc, "attach as agent '%s' (socket %s)",
 			    PyBytes_AS_STRING(agent), why);
 		goto fail_args;
 	}
@@ -305,6 +425,7 @@ client_init(struct client *self, PyObject *args, PyObject *kwds)
 					PyBytes_AS_STRING(agent)));
 	Py_XSETREF(self->node, PyUnicode_DecodeFSDefault(rn_client_node(c)));
 	self->c = c;
+	self->epoch++;
 	Py_DECREF(agent);
 	Py_XDECREF(sock);
 	if (self->agent == NULL || self->node == NULL)
@@ -320,7 +441,7 @@ fail_args:
 /* Detach, whatever state the daemon is in; threads in wait() are woken
  * and the last of them detaches. */
 static void
-client_detach_now(struct client *self)
+client_detach_now(struct rn_py_client *self)
 {
 	if (self->lock == NULL)
 		return;
@@ -337,9 +458,10 @@ client_detach_now(struct client *self)
 }
 
 static void
-client_dealloc(struct client *self)
+client_dealloc(struct rn_py_client *self)
 {
 	client_detach_now(self);
+	PyMem_Free(self->pending);
 	if (self->lock != NULL)
 		PyThread_free_lock(self->lock);
 	if (self->stop_fd >= 0)
@@ -350,7 +472,7 @@ client_dealloc(struct client *self)
 }
 
 static PyObject *
-client_detach(struct client *self, PyObject *unused)
+client_detach(struct rn_py_client *self, PyObject *unused)
 {
 	(void)unused;
 	client_detach_now(self);
@@ -358,7 +480,7 @@ client_detach(struct client *self, PyObject *unused)
 }
 
 static PyObject *
-client_enter(struct client *self, PyObject *unused)
+client_enter(struct rn_py_client *self, PyObject *unused)
 {
 	(void)unused;
 	if (self->c == NULL) {
@@ -370,7 +492,7 @@ client_enter(struct client *self, PyObject *unused)
 }
 
 static PyObject *
-client_exit(struct client *self, PyObject *args)
+client_exit(struct rn_py_client *self, PyObject *args)
 {
 	(void)args;
 	client_detach_now(self);
@@ -378,7 +500,7 @@ client_exit(struct client *self, PyObject *args)
 }
 
 static PyObject *
-client_send(struct client *self, PyObject *args, PyObject *kwds)
+client_send(struct rn_py_client *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "node", "agent", "name", "msg", "cookie",
 				  "want_completion", NULL };
@@ -392,13 +514,13 @@ client_send(struct client *self, PyObject *args, PyObject *kwds)
 					 PyUnicode_FSConverter, &node,
 					 PyUnicode_FSConverter, &agent,
 					 &name_obj, &msg_obj,
-					 cookie_converter, &cookie, &want))
+					 rn_py_cookie_converter, &cookie, &want))
 		goto out_names;
-	if (payload_get(name_obj, "name", &name, &name_tmp) != 0)
+	if (rn_py_payload_get(name_obj, "name", &name, &name_tmp) != 0)
 		goto out_names;
-	if (payload_get(msg_obj, "msg", &msg, &msg_tmp) != 0)
+	if (rn_py_payload_get(msg_obj, "msg", &msg, &msg_tmp) != 0)
 		goto out_name;
-	if (client_lock(self) != 0)
+	if (rn_py_client_lock(self) != 0)
 		goto out_msg;
 	Py_BEGIN_ALLOW_THREADS
 	rc = rn_client_send(self->c, PyBytes_AS_STRING(node),
@@ -406,16 +528,16 @@ client_send(struct client *self, PyObject *args, PyObject *kwds)
 			    (uint32_t)name.len, msg.buf, (uint32_t)msg.len,
 			    cookie, want ? RN_CLIENT_WANT_COMPLETION : 0);
 	Py_END_ALLOW_THREADS
-	client_unlock(self);
+	rn_py_client_unlock(self);
 	if (rc < 0)
-		raise_errno(-rc, "send to agent '%s' on node '%s'",
+		rn_py_raise_errno(-rc, "send to agent '%s' on node '%s'",
 			    PyBytes_AS_STRING(agent), PyBytes_AS_STRING(node));
 	else
 		ret = Py_NewRef(Py_None);
 out_msg:
-	payload_release(&msg, msg_tmp);
+	rn_py_payload_release(&msg, msg_tmp);
 out_name:
-	payload_release(&name, name_tmp);
+	rn_py_payload_release(&name, name_tmp);
 out_names:
 	Py_XDECREF(node);
 	Py_XDECREF(agent);
@@ -449,23 +571,37 @@ text_or_none(const char *s)
 	return PyUnicode_DecodeFSDefault(s);
 }
 
+/* A struct sequence of type from v[0..n), which it takes; NULL (with the
+ * error) when it or any of v is NULL. */
+static PyObject *
+struct_seq_of(PyTypeObject *type, PyObject **v, int n)
+{
+	PyObject *t = PyStructSequence_New(type);
+	bool ok = t != NULL;
+
+	for (int i = 0; i < n; i++) {
+		ok = ok && v[i] != NULL;
+		if (t != NULL)
+			PyStructSequence_SET_ITEM(t, i, v[i]);
+		else
+			Py_XDECREF(v[i]);
+	}
+	if (!ok)
+		Py_CLEAR(t);
+	return t;
+}
+
 static PyObject *
 notification_new(const struct rn_client_notification *n)
 {
-	PyObject *t = PyStructSequence_New(&notification_type);
-	PyObject *v[4];
+	PyObject *v[4] = {
+		PyUnicode_DecodeFSDefault(n->node),
+		PyUnicode_DecodeFSDefault(n->agent),
+		PyBytes_FromStringAndSize((const char *)n->name, n->name_len),
+		PyBytes_FromStringAndSize((const char *)n->msg, n->msg_len),
+	};
 
-	if (t == NULL)
-		return NULL;
-	v[0] = PyUnicode_DecodeFSDefault(n->node);
-	v[1] = PyUnicode_DecodeFSDefault(n->agent);
-	v[2] = PyBytes_FromStringAndSize((const char *)n->name, n->name_len);
-	v[3] = PyBytes_FromStringAndSize((const char *)n->msg, n->msg_len);
-	for (int i = 0; i < 4; i++)
-		PyStructSequence_SET_ITEM(t, i, v[i]);
-	if (v[0] == NULL || v[1] == NULL || v[2] == NULL || v[3] == NULL)
-		Py_CLEAR(t);
-	return t;
+	return struct_seq_of(&notification_type, v, 4);
 }
 
 /* Fill a list from n results, made by make(out[i]); NULL on failure. */
@@ -495,19 +631,21 @@ static PyObject *
 make_completion(const void *p)
 {
 	const struct rn_client_completion *c = p;
+	PyObject *v[3] = {
+		PyLong_FromUnsignedLongLong(c->cookie),
+		PyLong_FromLong(c->status),
+		rn_py_kind_name(c->kind),
+	};
 
-	return Py_BuildValue("(Ki)", (unsigned long long)c->cookie, c->status);
+	return struct_seq_of(&completion_type, v, 3);
 }
 
 static PyObject *
 make_event(const void *p)
 {
 	const struct rn_client_event *e = p;
-	PyObject *t = PyStructSequence_New(&event_type);
 	PyObject *v[5];
 
-	if (t == NULL)
-		return NULL;
 	if (e->type < N_EVENT_NAMES && event_names[e->type] != NULL)
 		v[0] = PyUnicode_FromString(event_names[e->type]);
 	else
@@ -516,16 +654,11 @@ make_event(const void *p)
 	v[2] = text_or_none(e->agent);
 	v[3] = PyLong_FromUnsignedLongLong(e->cookie);
 	v[4] = PyLong_FromLong(e->status);
-	for (int i = 0; i < 5; i++)
-		PyStructSequence_SET_ITEM(t, i, v[i]);
-	for (int i = 0; i < 5; i++)
-		if (v[i] == NULL)
-			Py_CLEAR(t);
-	return t;
+	return struct_seq_of(&event_type, v, 5);
 }
 
 static PyObject *
-client_poll(struct client *self, PyObject *args, PyObject *kwds)
+client_poll(struct rn_py_client *self, PyObject *args, PyObject *kwds)
 {
 	struct rn_client_notification out[PY_RESULTS_MAX];
 	unsigned int max;
@@ -533,66 +666,66 @@ client_poll(struct client *self, PyObject *args, PyObject *kwds)
 	int n;
 
 	if (parse_max(args, kwds, "|i:poll", &max) != 0 ||
-	    client_lock(self) != 0)
+	    rn_py_client_lock(self) != 0)
 		return NULL;
 	n = rn_client_poll(self->c, out, max);
 	/* Copied before the lock goes: the next poll frees the buffers. */
-	list = n < 0 ? raise_errno(-n, "poll as agent '%U'", self->agent) :
+	list = n < 0 ? rn_py_raise_errno(-n, "poll as agent '%U'", self->agent) :
 		       list_of(out, sizeof(out[0]), n, make_notification);
-	client_unlock(self);
+	rn_py_client_unlock(self);
 	return list;
 }
 
 static PyObject *
-client_completions(struct client *self, PyObject *args, PyObject *kwds)
+client_completions(struct rn_py_client *self, PyObject *args, PyObject *kwds)
 {
 	struct rn_client_completion out[PY_RESULTS_MAX];
 	unsigned int max;
 	int n;
 
 	if (parse_max(args, kwds, "|i:completions", &max) != 0 ||
-	    client_lock(self) != 0)
+	    rn_py_client_lock(self) != 0)
 		return NULL;
 	n = rn_client_completions(self->c, out, max);
-	client_unlock(self);
+	rn_py_client_unlock(self);
 	if (n < 0)
-		return raise_errno(-n, "completions of agent '%U'",
+		return rn_py_raise_errno(-n, "completions of agent '%U'",
 				   self->agent);
 	return list_of(out, sizeof(out[0]), n, make_completion);
 }
 
 static PyObject *
-client_events(struct client *self, PyObject *args, PyObject *kwds)
+client_events(struct rn_py_client *self, PyObject *args, PyObject *kwds)
 {
 	struct rn_client_event out[PY_RESULTS_MAX];
 	unsigned int max;
 	int n;
 
 	if (parse_max(args, kwds, "|i:events", &max) != 0 ||
-	    client_lock(self) != 0)
+	    rn_py_client_lock(self) != 0)
 		return NULL;
 	n = rn_client_events(self->c, out, max);
-	client_unlock(self);
+	rn_py_client_unlock(self);
 	if (n < 0)
-		return raise_errno(-n, "events of agent '%U'", self->agent);
+		return rn_py_raise_errno(-n, "events of agent '%U'", self->agent);
 	return list_of(out, sizeof(out[0]), n, make_event);
 }
 
 static PyObject *
-client_fileno(struct client *self, PyObject *unused)
+client_fileno(struct rn_py_client *self, PyObject *unused)
 {
 	int fd;
 
 	(void)unused;
-	if (client_lock(self) != 0)
+	if (rn_py_client_lock(self) != 0)
 		return NULL;
 	fd = rn_client_fd(self->c);
-	client_unlock(self);
+	rn_py_client_unlock(self);
 	return PyLong_FromLong(fd);
 }
 
-static double
-monotonic_s(void)
+double
+rn_py_monotonic_s(void)
 {
 	struct timespec ts;
 
@@ -612,14 +745,14 @@ ms_left(double seconds, double deadline)
 
 	if (seconds < 0)
 		return -1;
-	left = deadline - monotonic_s();
+	left = deadline - rn_py_monotonic_s();
 	return left > 0 ? (int)ceil(left * 1000) : 0;
 }
 
 /* In wait(): poll(2) the client fd and the stop eventfd without the
  * client's lock or the GIL. Returns poll's result, errno in *err. */
 static int
-wait_unlocked(struct client *self, int fd, int ms, int *err)
+wait_unlocked(struct rn_py_client *self, int fd, int ms, int *err)
 {
 	struct pollfd p[2] = {
 		{ .fd = fd, .events = POLLIN },
@@ -628,7 +761,7 @@ wait_unlocked(struct client *self, int fd, int ms, int *err)
 	int rc;
 
 	self->waiters++;
-	client_unlock(self);
+	rn_py_client_unlock(self);
 	Py_BEGIN_ALLOW_THREADS
 	rc = poll(p, 2, ms);
 	*err = errno;
@@ -645,7 +778,7 @@ wait_unlocked(struct client *self, int fd, int ms, int *err)
  * exception; a detach() from another thread with ValueError.
  */
 static PyObject *
-client_wait(struct client *self, PyObject *args, PyObject *kwds)
+client_wait(struct rn_py_client *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "timeout", NULL };
 	PyObject *timeout = Py_None;
@@ -665,9 +798,9 @@ client_wait(struct client *self, PyObject *args, PyObject *kwds)
 					"timeout must be None or 0 to 2^31 ms");
 			return NULL;
 		}
-		deadline = monotonic_s() + seconds;
+		deadline = rn_py_monotonic_s() + seconds;
 	}
-	if (client_lock(self) != 0)
+	if (rn_py_client_lock(self) != 0)
 		return NULL;
 	for (;;) {
 		/* After a wake-up for nothing, the library's own wait (a short
@@ -691,23 +824,23 @@ client_wait(struct client *self, PyObject *args, PyObject *kwds)
 			return NULL;
 		}
 		if (prc < 0 && err == EINTR && PyErr_CheckSignals() != 0) {
-			client_unlock(self);
+			rn_py_client_unlock(self);
 			return NULL;
 		}
 		if (prc < 0 && err != EINTR) {
-			client_unlock(self);
-			return raise_errno(err, "wait as agent '%U'",
+			rn_py_client_unlock(self);
+			return rn_py_raise_errno(err, "wait as agent '%U'",
 					   self->agent);
 		}
 	}
-	client_unlock(self);
+	rn_py_client_unlock(self);
 	if (rc < 0)
-		return raise_errno(-rc, "wait as agent '%U'", self->agent);
+		return rn_py_raise_errno(-rc, "wait as agent '%U'", self->agent);
 	return PyBool_FromLong(rc > 0);
 }
 
 static PyObject *
-client_add_peer(struct client *self, PyObject *args, PyObject *kwds)
+client_add_peer(struct rn_py_client *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "name", "address", "port", NULL };
 	PyObject *name = NULL, *address = NULL, *ret = NULL;
@@ -723,15 +856,15 @@ client_add_peer(struct client *self, PyObject *args, PyObject *kwds)
 			     "not %d", port);
 		goto out;
 	}
-	if (client_lock(self) != 0)
+	if (rn_py_client_lock(self) != 0)
 		goto out;
 	Py_BEGIN_ALLOW_THREADS
 	rc = rn_client_peer_add(self->c, PyBytes_AS_STRING(name),
 				PyBytes_AS_STRING(address), (uint16_t)port);
 	Py_END_ALLOW_THREADS
-	client_unlock(self);
+	rn_py_client_unlock(self);
 	if (rc < 0)
-		raise_errno(-rc, "add peer '%s' at %s port %d",
+		rn_py_raise_errno(-rc, "add peer '%s' at %s port %d",
 			    PyBytes_AS_STRING(name),
 			    PyBytes_AS_STRING(address), port);
 	else
@@ -743,7 +876,7 @@ out:
 }
 
 static PyObject *
-client_remove_peer(struct client *self, PyObject *args, PyObject *kwds)
+client_remove_peer(struct rn_py_client *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "name", NULL };
 	PyObject *name = NULL;
@@ -752,16 +885,16 @@ client_remove_peer(struct client *self, PyObject *args, PyObject *kwds)
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&:remove_peer", kwlist,
 					 PyUnicode_FSConverter, &name))
 		return NULL;
-	if (client_lock(self) != 0) {
+	if (rn_py_client_lock(self) != 0) {
 		Py_DECREF(name);
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = rn_client_peer_remove(self->c, PyBytes_AS_STRING(name));
 	Py_END_ALLOW_THREADS
-	client_unlock(self);
+	rn_py_client_unlock(self);
 	if (rc < 0) {
-		raise_errno(-rc, "remove peer '%s'", PyBytes_AS_STRING(name));
+		rn_py_raise_errno(-rc, "remove peer '%s'", PyBytes_AS_STRING(name));
 		Py_DECREF(name);
 		return NULL;
 	}
@@ -770,7 +903,7 @@ client_remove_peer(struct client *self, PyObject *args, PyObject *kwds)
 }
 
 static PyObject *
-client_get_node(struct client *self, void *closure)
+client_get_node(struct rn_py_client *self, void *closure)
 {
 	(void)closure;
 	if (self->node == NULL)
@@ -779,7 +912,7 @@ client_get_node(struct client *self, void *closure)
 }
 
 static PyObject *
-client_get_agent(struct client *self, void *closure)
+client_get_agent(struct rn_py_client *self, void *closure)
 {
 	(void)closure;
 	if (self->agent == NULL)
@@ -788,14 +921,14 @@ client_get_agent(struct client *self, void *closure)
 }
 
 static PyObject *
-client_get_attached(struct client *self, void *closure)
+client_get_attached(struct rn_py_client *self, void *closure)
 {
 	(void)closure;
 	return PyBool_FromLong(self->c != NULL);
 }
 
 static PyObject *
-client_repr(struct client *self)
+client_repr(struct rn_py_client *self)
 {
 	if (self->agent == NULL)
 		return PyUnicode_FromString("<rnotify.Client, not attached>");
@@ -828,8 +961,46 @@ static PyMethodDef client_methods[] = {
 	  "order per sending agent." },
 	{ "completions", METHOD(client_completions),
 	  METH_VARARGS | METH_KEYWORDS,
-	  "completions(max=64)\n--\n\nReports of sends, as a list of (cookie, "
-	  "status): status 0 acknowledged, or a negative errno." },
+	  "completions(max=64)\n--\n\nReports of sends and of batches that "
+	  "became final, as a list of Completion, a tuple (cookie, status) "
+	  "with .kind ('send', 'write', 'read'): status 0 (acknowledged; the "
+	  "batch done), or a negative errno." },
+	{ "alloc", METHOD(rn_py_client_alloc), METH_VARARGS | METH_KEYWORDS,
+	  "alloc(length)\n--\n\nA Buffer of length bytes the daemon can map "
+	  "(a memfd, on hugepages when length is a multiple of 2 MiB and "
+	  "some are free), zeroed, for register()." },
+	{ "register", METHOD(rn_py_client_register),
+	  METH_VARARGS | METH_KEYWORDS,
+	  "register(buf, access=ACCESS_ALL)\n--\n\nRegister buf (a Buffer of "
+	  "alloc(), or a bytes-like object over part of one) with the "
+	  "daemon's device: a Region. Memory not of alloc() raises OSError "
+	  "EFAULT." },
+	{ "register_fd", METHOD(rn_py_client_register_fd),
+	  METH_VARARGS | METH_KEYWORDS,
+	  "register_fd(address, pieces, access=ACCESS_ALL, dmabuf=False)\n--\n"
+	  "\nRegister memory this process mapped contiguously from address, "
+	  "made of pieces [(fd, offset, length), ...] (memfd, hugetlbfs, or "
+	  "dma-buf with dmabuf=True): a Region. The fds stay the caller's." },
+	{ "fetch", METHOD(rn_py_client_fetch), METH_VARARGS | METH_KEYWORDS,
+	  "fetch(node, name, timeout=5.0)\n--\n\nThe descriptor (bytes) node's "
+	  "daemon publishes as name; waits up to timeout seconds." },
+	{ "import_desc", METHOD(rn_py_client_import_desc),
+	  METH_VARARGS | METH_KEYWORDS,
+	  "import_desc(desc)\n--\n\nA Remote: the peer's region a descriptor "
+	  "(Region.export(), fetch()) names." },
+	{ "write", METHOD(rn_py_client_write), METH_VARARGS | METH_KEYWORDS,
+	  "write(entries, notify=None, cookie=0)\n--\n\nSubmit a WRITE batch: "
+	  "entries [(region, offset, remote, remote_offset, length), ...], "
+	  "all remotes of one node; notify=(agent, name, msg) goes to agent "
+	  "there once every byte is placed. Returns a Batch; never blocks." },
+	{ "read", METHOD(rn_py_client_read), METH_VARARGS | METH_KEYWORDS,
+	  "read(entries, notify=None, cookie=0)\n--\n\nSubmit a READ batch "
+	  "(remote -> region), as write()." },
+	{ "xfer_max", METHOD(rn_py_client_xfer_max),
+	  METH_VARARGS | METH_KEYWORDS,
+	  "xfer_max(n_remotes=1, note_bytes=0)\n--\n\nEntries one batch holds "
+	  "at most with n_remotes remotes and a notification of note_bytes "
+	  "(agent + name + msg)." },
 	{ "events", METHOD(client_events), METH_VARARGS | METH_KEYWORDS,
 	  "events(max=64)\n--\n\nDaemon events, as a list of Event(type, node, "
 	  "agent, cookie, status)." },
@@ -864,7 +1035,7 @@ static PyGetSetDef client_getset[] = {
 static PyTypeObject client_type = {
 	PyVarObject_HEAD_INIT(NULL, 0)
 	.tp_name = "rnotify.Client",
-	.tp_basicsize = sizeof(struct client),
+	.tp_basicsize = sizeof(struct rn_py_client),
 	.tp_dealloc = (destructor)client_dealloc,
 	.tp_repr = (reprfunc)client_repr,
 	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
@@ -899,7 +1070,10 @@ PyInit__rnotify(void)
 	     PyStructSequence_InitType2(&notification_type,
 					&notification_desc) < 0) ||
 	    (event_type.tp_name == NULL &&
-	     PyStructSequence_InitType2(&event_type, &event_desc) < 0))
+	     PyStructSequence_InitType2(&event_type, &event_desc) < 0) ||
+	    (completion_type.tp_name == NULL &&
+	     PyStructSequence_InitType2(&completion_type,
+					&completion_desc) < 0))
 		return NULL;
 	m = PyModule_Create(&module_def);
 	if (m == NULL)
@@ -913,6 +1087,9 @@ PyInit__rnotify(void)
 	    PyModule_AddObjectRef(m, "Notification",
 				  (PyObject *)&notification_type) < 0 ||
 	    PyModule_AddObjectRef(m, "Event", (PyObject *)&event_type) < 0 ||
+	    PyModule_AddObjectRef(m, "Completion",
+				  (PyObject *)&completion_type) < 0 ||
+	    rn_py_xfer_init(m) < 0 ||
 	    PyModule_AddObjectRef(m, "EVENT_TYPES", names) < 0 ||
 	    PyModule_AddIntConstant(m, "POLL_MAX", RN_CLIENT_POLL_MAX) < 0 ||
 	    PyModule_AddIntConstant(m, "AGENT_MAX", RN_CLIENT_AGENT_MAX) < 0 ||

@@ -10,19 +10,39 @@ to (node, agent) and takes those delivered to its own agent::
         for n in c.poll():
             print(n.node, n.agent, n.name, n.msg)
 
-Client, Notification and Event come from the C extension rnotify._rnotify
-(librnotify, rn_client.h); docs/client.md ("Python") is the reference.
+and moves bytes between registered memory of two nodes by RDMA, with a
+notification that the daemon sends once they are there::
+
+    buf = c.alloc(1 << 20)                 # memory the daemon can map
+    region = c.register(buf)
+    remote = c.import_desc(c.fetch("node-b", "kv-cache"))
+    batch = c.write([(region, 0, remote, 0, len(buf))],
+                    notify=("worker-1", b"kv-7", b"block 7 is there"))
+    batch.wait()
+    batch.release()
+
+Client, Notification, Event and the types of transfers come from the C
+extension rnotify._rnotify (librnotify, rn_client.h); docs/client.md
+("Python") is the reference.
 """
 
 import os
 
 from . import _rnotify
-from ._rnotify import (AGENT_MAX, EVENT_TYPES, NODE_MAX, POLL_MAX,
-                       SOCKET_ENV, Event, Notification)
+from ._rnotify import (ACCESS_ALL, AGENT_MAX, DESC_SIZE, EVENT_TYPES,
+                       LOCAL_WRITE, MAX_REGIONS, NODE_MAX, POLL_MAX,
+                       PUBLISH_NAME_MAX, REG_MAX_PIECES, REMOTE_READ,
+                       REMOTE_WRITE, SOCKET_ENV, XFER_FAILED_NAME,
+                       XFER_MAX_REMOTES, Batch, Buffer, Completion, Event,
+                       Notification, Region, Remote)
 
-__all__ = ["AGENT_MAX", "DEFAULT_NODE", "EVENT_TYPES", "NODE_MAX",
-           "POLL_MAX", "SOCKET_ENV", "Client", "Event", "Notification",
-           "runtime_dir", "socket_path", "telemetry_path"]
+__all__ = ["ACCESS_ALL", "AGENT_MAX", "DEFAULT_NODE", "DESC_SIZE",
+           "EVENT_TYPES", "LOCAL_WRITE", "MAX_REGIONS", "NODE_MAX",
+           "POLL_MAX", "PUBLISH_NAME_MAX", "REG_MAX_PIECES", "REMOTE_READ",
+           "REMOTE_WRITE", "SOCKET_ENV", "XFER_FAILED_NAME",
+           "XFER_MAX_REMOTES", "Batch", "Buffer", "Client", "Completion",
+           "Event", "Notification", "Region", "Remote", "runtime_dir",
+           "socket_path", "telemetry_path"]
 
 # [dataplane] name when a daemon's configuration gives none.
 DEFAULT_NODE = "rnotify"
