@@ -99,12 +99,7 @@ struct rn_client_alloc {
 	uint32_t users;
 };
 
-/*
- * A registered region. rn_client.h names it struct rn_client_region, a
- * tag that inside the library is the shared region's header
- * (rn_client_shm.h): the handle the application holds is this struct,
- * converted at the API's edge (rn_client_mr_of(), rn_client_mr_handle()).
- */
+/* A registered region: the handle rn_client_reg() gives (rn_client.h). */
 struct rn_client_mr {
 	uint64_t addr;            /* this process's address of its first byte */
 	uint64_t length;
@@ -113,18 +108,6 @@ struct rn_client_mr {
 	struct rn_client_alloc *alloc;   /* NULL: rn_client_reg_fd() memory */
 	uint8_t desc[RN_CLIENT_DESC_SIZE];
 };
-
-static inline struct rn_client_mr *
-rn_client_mr_of(const struct rn_client_region *r)
-{
-	return (struct rn_client_mr *)(uintptr_t)r;
-}
-
-static inline struct rn_client_region *
-rn_client_mr_handle(struct rn_client_mr *m)
-{
-	return (struct rn_client_region *)(void *)m;
-}
 
 /* A peer's region: its descriptor as it came (batches carry it so) and
  * decoded. */

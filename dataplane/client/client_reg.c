@@ -30,7 +30,7 @@ check_access(uint32_t access)
 static int
 reg_send(struct rn_client *c, const struct rn_client_reg_req *req,
 	 const int *fds, uint64_t length, struct rn_client_alloc *a,
-	 struct rn_client_region **out)
+	 struct rn_client_mr **out)
 {
 	struct rn_client_registered got;
 	struct rn_xfer_remote d;
@@ -61,13 +61,13 @@ reg_send(struct rn_client *c, const struct rn_client_reg_req *req,
 	if (a != NULL)
 		a->users++;
 	c->regions[m->id] = m;
-	*out = rn_client_mr_handle(m);
+	*out = m;
 	return 0;
 }
 
 int
 rn_client_reg(struct rn_client *c, void *addr, size_t length,
-	      uint32_t access, struct rn_client_region **out)
+	      uint32_t access, struct rn_client_mr **out)
 {
 	struct rn_client_reg_req req = { .addr = (uintptr_t)addr,
 					 .access = access, .n_pieces = 1 };
@@ -97,7 +97,7 @@ rn_client_reg(struct rn_client *c, void *addr, size_t length,
 int
 rn_client_reg_fd(struct rn_client *c, void *addr,
 		 const struct rn_client_piece *pieces, unsigned int n,
-		 uint32_t access, uint32_t flags, struct rn_client_region **out)
+		 uint32_t access, uint32_t flags, struct rn_client_mr **out)
 {
 	struct rn_client_reg_req req = { .addr = (uintptr_t)addr,
 					 .access = access, .flags = flags,
@@ -143,9 +143,9 @@ mr_free(struct rn_client *c, struct rn_client_mr *m)
 }
 
 int
-rn_client_dereg(struct rn_client *c, struct rn_client_region *r)
+rn_client_dereg(struct rn_client *c, struct rn_client_mr *r)
 {
-	struct rn_client_mr *m = rn_client_mr_of(r);
+	struct rn_client_mr *m = r;
 	int rc;
 
 	if (m == NULL)
@@ -162,9 +162,9 @@ rn_client_dereg(struct rn_client *c, struct rn_client_region *r)
 }
 
 int
-rn_client_export(const struct rn_client_region *r, void *buf, size_t len)
+rn_client_export(const struct rn_client_mr *r, void *buf, size_t len)
 {
-	const struct rn_client_mr *m = rn_client_mr_of(r);
+	const struct rn_client_mr *m = r;
 
 	if (m == NULL || buf == NULL)
 		return -EINVAL;
@@ -197,10 +197,10 @@ publish_name_len(const char *name)
 }
 
 int
-rn_client_publish(struct rn_client *c, struct rn_client_region *r,
+rn_client_publish(struct rn_client *c, struct rn_client_mr *r,
 		  const char *name)
 {
-	struct rn_client_mr *m = rn_client_mr_of(r);
+	struct rn_client_mr *m = r;
 	struct rn_client_publish_req req = { .region = 0 };
 	int len = 0, rc = rn_client_alive(c, false);
 

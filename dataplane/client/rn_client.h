@@ -228,7 +228,7 @@ int rn_client_peer_remove(struct rn_client *c, const char *name);
  * failed batch carried; its msg is that notification's name. */
 #define RN_CLIENT_XFER_FAILED_NAME "rnotify.transfer.failed"
 
-struct rn_client_region;   /* memory of this process, registered */
+struct rn_client_mr;   /* memory of this process, registered */
 struct rn_client_remote;   /* a peer's region, imported */
 struct rn_client_batch;    /* one submitted batch */
 
@@ -262,7 +262,7 @@ int rn_client_free(struct rn_client *c, void *addr);
  *   RLIMIT_MEMLOCK)
  */
 int rn_client_reg(struct rn_client *c, void *addr, size_t length,
-		  uint32_t access, struct rn_client_region **out);
+		  uint32_t access, struct rn_client_mr **out);
 
 /* One piece of a region: length bytes at offset of fd, mapped in this
  * process at consecutive addresses from the region's addr. */
@@ -287,19 +287,19 @@ struct rn_client_piece {
 int rn_client_reg_fd(struct rn_client *c, void *addr,
 		     const struct rn_client_piece *pieces, unsigned int n,
 		     uint32_t access, uint32_t flags,
-		     struct rn_client_region **out);
+		     struct rn_client_mr **out);
 
 /*
  * Deregister r and free it: new batches naming it fail (-EINVAL); this
  * blocks until the batches that use it are final. Returns 0, -ENOTCONN (r
  * is freed all the same: the daemon let go of it when it went).
  */
-int rn_client_dereg(struct rn_client *c, struct rn_client_region *r);
+int rn_client_dereg(struct rn_client *c, struct rn_client_mr *r);
 
 /* Write r's descriptor (node, incarnation, address, length, keys) into buf
  * for the application to hand to its peer. Returns RN_CLIENT_DESC_SIZE, or
  * -ENOSPC (len too small). */
-int rn_client_export(const struct rn_client_region *r, void *buf,
+int rn_client_export(const struct rn_client_mr *r, void *buf,
 		     size_t len);
 
 /*
@@ -309,7 +309,7 @@ int rn_client_export(const struct rn_client_region *r, void *buf,
  * withdraws it; deregistration withdraws it. Returns 0, -EINVAL, -EEXIST,
  * -ENOTCONN.
  */
-int rn_client_publish(struct rn_client *c, struct rn_client_region *r,
+int rn_client_publish(struct rn_client *c, struct rn_client_mr *r,
 		      const char *name);
 
 /*

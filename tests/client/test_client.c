@@ -719,7 +719,7 @@ import_peer(struct rn_client *c, unsigned int i, const char *node)
 
 /* Allocated and registered memory of the client: len bytes. */
 static uint8_t *
-local_mem(struct rn_client *c, size_t len, struct rn_client_region **r)
+local_mem(struct rn_client *c, size_t len, struct rn_client_mr **r)
 {
 	void *p;
 
@@ -1303,7 +1303,7 @@ static void
 test_alloc_and_free(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	unsigned long huge = hugepages_free();
 	uint8_t *p, *h, *big;
 	size_t big_len = (huge + 1) * (2u << 20);
@@ -1343,7 +1343,7 @@ test_reg_passes_the_memory(void **state)
 {
 	struct rn_client *c = *state;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	struct rn_client_region *r, *r2;
+	struct rn_client_mr *r, *r2;
 	uint8_t *p, *stack_buf = alloca(page);
 	void *heap = malloc(page);
 	struct fake_reg *fr;
@@ -1413,7 +1413,7 @@ test_reg_fd_pieces(void **state)
 		{ a, page, page }, { b, 0, 3 * page } };
 	uint8_t *va = mmap(NULL, 4 * page, PROT_NONE,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t desc[RN_CLIENT_DESC_SIZE];
 	struct rn_xfer_remote d;
 	int pfd[2];
@@ -1477,7 +1477,7 @@ static void
 test_no_transfers(void **state)
 {
 	struct rn_client *c;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	struct rn_client_batch *bt;
 	struct rn_client_remote *rem;
 	void *p;
@@ -1503,7 +1503,7 @@ static void
 test_export_publish_fetch(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	struct rn_client_remote *rem;
 	uint8_t desc[RN_CLIENT_DESC_SIZE + 8];
 	struct rn_xfer_remote d;
@@ -1604,7 +1604,7 @@ static void
 test_transfer_writes_the_slot(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 8192, &r);
 	struct rn_client_remote *r0 = import_peer(c, 0, NODE_B);
 	struct rn_client_remote *r1 = import_peer(c, 1, NODE_B);
@@ -1685,7 +1685,7 @@ static void
 test_transfer_read_lands(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 4096, &r);
 	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
 	struct rn_client_completion comp[2];
@@ -1719,7 +1719,7 @@ static void
 test_transfer_errors(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 4096, &r);
 	struct rn_client_remote *rb = import_peer(c, 0, NODE_B);
 	struct rn_client_remote *rc_ = import_peer(c, 1, "nodec");
@@ -1828,7 +1828,7 @@ static void
 test_slots_run_out_and_come_back(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 4096, &r);
 	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
 	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
@@ -1879,7 +1879,7 @@ static void
 test_cancel_sets_the_word(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 4096, &r);
 	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
 	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
@@ -1911,7 +1911,7 @@ static void
 test_done_dropped_still_reported(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 4096, &r);
 	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
 	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
@@ -1961,7 +1961,7 @@ static void
 test_stale_done_after_reuse(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 4096, &r);
 	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
 	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
@@ -2000,7 +2000,7 @@ static void
 test_done_without_slot_result(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 4096, &r);
 	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
 	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
@@ -2071,7 +2071,7 @@ test_batches_random_mix(void **state)
 {
 	struct rn_client *c = *state;
 	unsigned int seed = rn_test_seed("batches_random_mix", 18);
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 4096, &r);
 	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
 	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 8, rem };
@@ -2209,7 +2209,7 @@ static void
 test_batch_wait(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 4096, &r);
 	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
 	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
@@ -2254,7 +2254,7 @@ static void
 test_submit_ring_full(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 4096, &r);
 	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
 	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
@@ -2280,7 +2280,7 @@ static void
 test_daemon_gone_with_batches(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_region *r;
+	struct rn_client_mr *r;
 	uint8_t *loc = local_mem(c, 4096, &r);
 	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
 	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,

@@ -413,7 +413,7 @@ struct region {
 	PyObject_HEAD
 	struct rn_py_client *client;
 	uint64_t epoch;
-	struct rn_client_region *r;   /* NULL once deregistered */
+	struct rn_client_mr *r;   /* NULL once deregistered */
 	Py_buffer view;               /* the memory registered; obj NULL for
 				       * register_fd() */
 	uint64_t addr;
@@ -529,7 +529,7 @@ region_publish(struct region *self, PyObject *args, PyObject *kwds)
 static PyObject *
 region_deregister(struct region *self, PyObject *unused)
 {
-	struct rn_client_region *r = self->r;
+	struct rn_client_mr *r = self->r;
 
 	(void)unused;
 	if (r == NULL)
