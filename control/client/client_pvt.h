@@ -172,8 +172,10 @@ void rn_client_cmd_backlog_free(struct rn_client_server *s);
 /* client_xfer.c */
 /* A transfer request of c (REG, DEREG, PUBLISH, FETCH) with the fds it
  * carried (REG takes what it keeps, setting them -1; the caller closes
- * the rest). Returns the status of an immediate reply (status only), or
- * 1 when c->pending was set: the reply follows. */
+ * the rest). Returns the status of an immediate reply (status only), 1
+ * when c->pending was set: the reply follows, or RN_CLIENT_XFER_REPLIED
+ * when it was answered already. */
+#define RN_CLIENT_XFER_REPLIED 2
 int rn_client_xfer_request(struct rn_client_server *s,
 			   struct rn_client_conn *c, uint16_t type,
 			   const uint8_t *body, uint32_t len, int *fds,

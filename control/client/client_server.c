@@ -554,6 +554,8 @@ attached_request(struct rn_client_server *s, struct rn_client_conn *c,
 					    fds, n_fds);
 		if (rc == 1)
 			return (void)watch_conn(s, c, false), false;
+		if (rc == RN_CLIENT_XFER_REPLIED)
+			return c->fd >= 0;
 		break;
 	default:
 		/* ATTACH again, or a type this version does not know. */

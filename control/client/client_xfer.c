@@ -531,6 +531,23 @@ fetched(void *arg, int rc, const void *blob)
 		finish(c->s, c, RN_CLIENT_MSG_FETCH, rc, NULL, 0);
 }
 
+/* This node's own publication: the endpoint to self carries no
+ * descriptor requests, and none is needed. */
+static int
+fetch_own(struct rn_client_server *s, struct rn_client_conn *c,
+	  const char *name)
+{
+	uint8_t blob[RN_CLIENT_DESC_SIZE];
+	int rc = rn_plane_desc_served(s->plane, name, blob, sizeof(blob));
+
+	if (rc != RN_PROTO_DESC_BLOB)
+		return rc == -ENOENT ? -ENODATA : rc;
+	if (rn_client_server_reply(c, RN_CLIENT_MSG_FETCH, 0, blob,
+				   sizeof(blob), NULL, 0) != 0)
+		rn_client_conn_close(s, c);
+	return RN_CLIENT_XFER_REPLIED;
+}
+
 static int
 fetch(struct rn_client_server *s, struct rn_client_conn *c,
       const uint8_t *body, uint32_t len)
@@ -544,6 +561,8 @@ fetch(struct rn_client_server *s, struct rn_client_conn *c,
 	if (memchr(f.node, '\0', sizeof(f.node)) == NULL ||
 	    memchr(f.name, '\0', sizeof(f.name)) == NULL)
 		return -EINVAL;
+	if (strcmp(f.node, s->cfg->dataplane.name) == 0)
+		return fetch_own(s, c, f.name);
 	rc = rn_plane_desc_fetch_start(s->plane, f.node, f.name, f.timeout_ms,
 				       fetched, c, &c->fetch);
 	if (rc != 0)

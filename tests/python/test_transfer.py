@@ -359,6 +359,19 @@ def test_publish_fetch_import(sides):
     assert e.value.errno == errno.EBADMSG, e.value
 
 
+def test_fetch_from_own_node(sides):
+    # Two agents of one daemon: the endpoint to self carries no descriptor
+    # requests, so the daemon answers from its own publications.
+    a, _ = sides
+    name = f"py-{agent_name('own')}"
+    a.region.publish(name)
+    assert a.c.fetch(a.node, name, timeout=DEADLINE_S) == a.region.export()
+    with pytest.raises(OSError) as e:
+        a.c.fetch(a.node, name + "-absent", timeout=DEADLINE_S)
+    assert e.value.errno == errno.ENODATA, e.value
+    a.region.publish(None)
+
+
 def test_plain_memory_is_refused(sides, rnotify):
     a, _ = sides
     for plain in (bytearray(8192), b"x" * 8192):
