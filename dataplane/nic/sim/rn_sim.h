@@ -56,6 +56,10 @@ struct rn_sim_stats {
 	uint64_t duplicates;          /* PSN behind: re-acknowledged */
 	uint64_t rnr_naks_sent;
 	uint64_t retransmits;         /* go-back-N resends (RNR or timeout) */
+	uint64_t rx_placed;           /* payloads read straight to their place */
+	uint64_t rx_mispredicted;     /* a packet predicted was another frame */
+	uint64_t tx_unlent;           /* bytes copied off a region that was
+				       * deregistered while queued */
 	uint64_t cq_overruns;
 	/* Inbound wire connections closed: */
 	uint64_t wires_bad_hello;     /* first frame not a well-formed HELLO */

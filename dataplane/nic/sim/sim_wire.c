@@ -46,13 +46,14 @@
 #define RX_CHUNK 65536
 /* Packets of a message one read places where they go, beyond the one it
  * completes (read_direct()): each a header and a payload iovec. */
-#define RX_PREDICT 31
+#define RX_PREDICT 63
 #define RX_PREDICT_BYTES (RX_PREDICT * SIM_FRAME_MAX)
 /* Unparsed bytes a known connection may hold: frames are small (a packet),
  * but reads of many at once keep bulk transfers to few system calls. A
  * read that places packets keeps room for what they would be if they are
- * not the ones predicted, and a chunk after them. */
-#define RX_MAX (RX_PREDICT_BYTES + (size_t)RX_CHUNK)
+ * not the ones predicted. */
+#define RX_MAX RTE_MAX(RX_PREDICT_BYTES + sizeof(struct sim_frame_hdr), \
+		       (size_t)RX_CHUNK)
 /* Payloads smaller than this are not read to their place. */
 #define RX_PLACE_MIN 1024
 #define EPOLL_BATCH 32
@@ -715,7 +716,7 @@ rx_append_iov(struct sim_wire *w, const struct iovec *iov, unsigned int from,
  * Read the direct frame's payload to its place, and with it the packets
  * its message has next, predicted: header k (PSN + k, the same message)
  * into phdr, its payload to dst + k * mtu, within span, where its
- * delivery would place it; then whatever follows into rx. A prediction
+ * delivery would place it; then the header that follows into rx. A prediction
  * that fails (another frame came between) moves that frame and all after
  * it into rx, and its payload bytes left in the message's memory are
  * written over when the real packet comes, as any unfinished message's
@@ -765,8 +766,11 @@ read_direct(struct sim_ctx *ctx, struct sim_wire *w,
 			predicted++;
 		}
 	}
+	/* Then the next frame's header alone: its payload too may go to
+	 * its place (try_direct()). */
 	tail = msg.msg_iovlen;
-	iov[msg.msg_iovlen++] = (struct iovec){ w->rx, RX_CHUNK };
+	iov[msg.msg_iovlen++] = (struct iovec){ w->rx,
+						sizeof(struct sim_frame_hdr) };
 	n = recvmsg(w->fd, &msg, MSG_DONTWAIT);
 	if (n <= 0)
 		return n;
@@ -777,6 +781,7 @@ read_direct(struct sim_ctx *ctx, struct sim_wire *w,
 	}
 	left -= need;
 	w->direct = false;
+	ctx->stats.rx_placed++;
 	dispatch(ctx, w, &h0, p0.dst, rx);
 	(*frames)++;
 	for (uint32_t k = 1; k <= predicted && left > 0; k++) {
@@ -792,6 +797,7 @@ read_direct(struct sim_ctx *ctx, struct sim_wire *w,
 			 * go behind what comes before them. */
 			size_t before = 0, tail_n;
 
+			ctx->stats.rx_mispredicted++;
 			for (unsigned int i = 2 * k - 1; i < tail; i++)
 				before += iov[i].iov_len;
 			tail_n = left > before ? left - before : 0;
@@ -813,6 +819,7 @@ read_direct(struct sim_ctx *ctx, struct sim_wire *w,
 			w->direct = true;
 			return n;
 		}
+		ctx->stats.rx_placed++;
 		dispatch(ctx, w, &expect, p0.dst + (size_t)k * p0.mtu, rx);
 		(*frames)++;
 	}
@@ -1070,7 +1077,8 @@ write_segments(struct sim_wire *w)
  * tx buffer: that memory is about to go. Returns false when there is no
  * room: the connection must close (bytes lost mid-stream). */
 static bool
-wire_unlend(struct sim_wire *w, const uint8_t *base, size_t len)
+wire_unlend(struct sim_wire *w, const uint8_t *base, size_t len,
+	    uint64_t *unlent)
 {
 	for (size_t i = 0; i < w->seg_n; i++) {
 		struct tx_seg *g = &w->seg[i];
@@ -1079,6 +1087,7 @@ wire_unlend(struct sim_wire *w, const uint8_t *base, size_t len)
 			continue;
 		if (buf_reserve(&w->tx, &w->tx_cap, w->tx_len + g->len) != 0)
 			return false;
+		*unlent += g->len;
 		memcpy(w->tx + w->tx_len, g->ext, g->len);
 		g->ext = NULL;
 		g->off = w->tx_len;
@@ -1091,7 +1100,8 @@ void
 rn_sim_wire_unlend(struct sim_ctx *ctx, const void *base, size_t len)
 {
 	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next)
-		if (!w->dead && !wire_unlend(w, base, len))
+		if (!w->dead && !wire_unlend(w, base, len,
+					     &ctx->stats.tx_unlent))
 			wire_kill(ctx, w);
 }
 
