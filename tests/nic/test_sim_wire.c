@@ -578,6 +578,62 @@ test_predicted_packets_and_a_frame_between(void **state)
 	free(bytes);
 }
 
+/*
+ * A WRITE packet half read to its place when its region is deregistered:
+ * the rest is not written there; the packet is delivered as it would
+ * have been, and refused: the responder NAKs it (remote access error) and
+ * its QP enters ERR at once, with no wait for the requester's retries.
+ */
+static void
+test_region_gone_mid_packet(void **state)
+{
+	uint32_t rng = rng_for(__func__);
+	const size_t cut = 1 + rng_next(&rng) % 4000;
+	uint8_t *target = calloc(1, 4096);
+	uint8_t bytes[HELLO_SIZE + HDR_SIZE + 4096];
+	struct rn_sim_stats before, after;
+	struct local_pair p;
+	struct rn_mr mr;
+	uint64_t deadline;
+	int fd;
+
+	(void)state;
+	CHECK(target != NULL);
+	local_pair_open(&p);
+	assert_int_equal(rn_nic_mr_reg(p.b.nic, target, 4096,
+				       RN_ACCESS_LOCAL_WRITE |
+				       RN_ACCESS_REMOTE_WRITE, &mr), 0);
+	rn_sim_stats(p.b.nic, &before);
+	put_hello(bytes, rn_sim_port(p.a.nic));
+	put_data_hdr(bytes + HELLO_SIZE, 4096, REQUEST_TYPE, RN_WR_WRITE,
+		     p.b.qp.qpn, p.a.qp.qpn, 0x100, (uintptr_t)target, mr.rkey,
+		     4096);
+	memset(bytes + HELLO_SIZE + HDR_SIZE, 0xab, 4096);
+	print_message("# first read: %zu bytes of the packet\n", cut);
+	fd = stranger_connect(rn_sim_port(p.b.nic));
+	send_all(fd, bytes, HELLO_SIZE + HDR_SIZE + cut);
+	deadline = rn_harness_now_ms() + 50;
+	while (rn_harness_now_ms() < deadline)
+		rn_harness_progress(p.ends);
+	assert_int_equal(rn_nic_mr_dereg(p.b.nic, &mr), 0);
+	memset(target, 0, 4096);
+	send_all(fd, bytes + HELLO_SIZE + HDR_SIZE + cut, 4096 - cut);
+	deadline = rn_harness_now_ms() + WAIT_MS;
+	while (rn_sim_qp_state(&p.b.qp) != RN_QP_ERR &&
+	       rn_harness_now_ms() < deadline)
+		rn_harness_progress(p.ends);
+	rn_sim_stats(p.b.nic, &after);
+	assert_int_equal(rn_sim_qp_state(&p.b.qp), RN_QP_ERR);
+	assert_int_equal(after.frames_received - before.frames_received, 2);
+	assert_int_equal(after.dropped_place_changed,
+			 before.dropped_place_changed);
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(target[i], 0);
+	close(fd);
+	local_pair_close(&p);
+	free(target);
+}
+
 /* A HELLO as the real peer would send it (the token, a's address), then a
  * header announcing more than a message: closed at once, before any room
  * is made for it. The real pair is not disturbed. */
@@ -938,6 +994,7 @@ main(void)
 		cmocka_unit_test_teardown(test_two_network_namespaces,
 					  remove_namespaces),
 		cmocka_unit_test(test_predicted_packets_and_a_frame_between),
+		cmocka_unit_test(test_region_gone_mid_packet),
 		cmocka_unit_test(test_huge_frame_closes_its_connection),
 		cmocka_unit_test(test_garbage_first_bytes_close_only_that_connection),
 		cmocka_unit_test(test_wrong_token_closes_at_once),

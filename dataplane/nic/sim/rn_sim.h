@@ -51,7 +51,7 @@ struct rn_sim_stats {
 	uint64_t dropped_no_qp;       /* no such QP, or not connected to sender */
 	uint64_t dropped_out_of_order;/* PSN ahead of the expected one */
 	uint64_t dropped_malformed;   /* lengths that do not add up */
-	uint64_t dropped_place_changed; /* read to its place, which changed
+	uint64_t dropped_place_changed; /* read to its place, which moved
 					 * before it was all in */
 	uint64_t duplicates;          /* PSN behind: re-acknowledged */
 	uint64_t rnr_naks_sent;

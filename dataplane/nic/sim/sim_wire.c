@@ -106,6 +106,7 @@ struct sim_wire {
 	/* A frame whose payload is read straight to its place (rx empty
 	 * meanwhile): its header, where it goes, and the bytes in. */
 	bool direct;
+	enum { SINK_NO, SINK_DELIVER, SINK_DROP } dsink;   /* see read_direct() */
 	struct sim_frame_hdr dh;
 	struct sim_place dp;
 	uint32_t dhave;
@@ -694,6 +695,7 @@ try_direct(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_rx_ops *rx)
 	w->dh = h;
 	w->rx_len = 0;
 	w->direct = true;
+	w->dsink = SINK_NO;
 }
 
 /* Bytes of iov[from..to) that n received bytes, from iov[from] on,
@@ -716,15 +718,18 @@ rx_append_iov(struct sim_wire *w, const struct iovec *iov, unsigned int from,
  * Read the direct frame's payload to its place, and with it the packets
  * its message has next, predicted: header k (PSN + k, the same message)
  * into phdr, its payload to dst + k * mtu, within span, where its
- * delivery would place it; then the header that follows into rx. A prediction
- * that fails (another frame came between) moves that frame and all after
- * it into rx, and its payload bytes left in the message's memory are
- * written over when the real packet comes, as any unfinished message's
- * bytes are undefined until it completes. Before each read, the frame's
- * place is asked again: one that changed since (its QP reset, its region
- * deregistered) drops the frame, whose bytes so far went where it was
- * (the requester's retries recover). Returns the bytes read, 0 at end
- * of stream, -1 when the socket has nothing (or failed: errno).
+ * delivery would place it; then the header that follows into rx. A
+ * prediction that fails (another frame came between) moves that frame and
+ * all after it into rx, and its payload bytes left in the message's
+ * memory are written over when the real packet comes, as any unfinished
+ * message's bytes are undefined until it completes.
+ * Before each read the frame's place is asked again. Where it has none
+ * any more (its region deregistered, its QP reset since), the rest is read
+ * into rx and the frame delivered from there, to be refused as it would
+ * have been: its bytes before went where it was, which no longer takes
+ * them. Where it has another (not known to happen), it is dropped, for
+ * the requester's retries. Returns the bytes read, 0 at end of stream,
+ * -1 when the socket has nothing (or failed: errno).
  */
 static ssize_t
 read_direct(struct sim_ctx *ctx, struct sim_wire *w,
@@ -740,16 +745,26 @@ read_direct(struct sim_ctx *ctx, struct sim_wire *w,
 	size_t left, tail;
 	ssize_t n;
 
-	keep = rx->place(ctx, w, &h0, &now) && now.dst == p0.dst;
-	if (!keep) {   /* read the rest into rx, then drop the frame */
-		n = recv(w->fd, w->rx, RTE_MIN((size_t)need, w->rx_cap),
-			 MSG_DONTWAIT);
-		if (n > 0) {
-			w->dhave += (uint32_t)n;
-			if (w->dhave == h0.length) {
-				w->direct = false;
-				ctx->stats.dropped_place_changed++;
-			}
+	keep = w->dsink == SINK_NO && rx->place(ctx, w, &h0, &now);
+	if (w->dsink == SINK_NO && !keep)
+		w->dsink = SINK_DELIVER;
+	else if (keep && now.dst != p0.dst)
+		w->dsink = SINK_DROP;
+	if (w->dsink != SINK_NO) {
+		/* rx holds a whole payload (RX_MAX); the part read before is
+		 * not in it, which a refused frame does not need. */
+		n = recv(w->fd, w->rx + w->dhave, need, MSG_DONTWAIT);
+		if (n <= 0)
+			return n;
+		w->dhave += (uint32_t)n;
+		if (w->dhave < h0.length)
+			return n;
+		w->direct = false;
+		if (w->dsink == SINK_DELIVER) {
+			dispatch(ctx, w, &h0, w->rx, rx);
+			(*frames)++;
+		} else {
+			ctx->stats.dropped_place_changed++;
 		}
 		return n;
 	}
