@@ -63,7 +63,11 @@
  * it is deregistered, which copies what is still queued of it
  * (rn_sim_wire_unlend()). */
 #define TX_DIRECT_MIN 1024
-#define TX_IOV_MAX 64
+/* Segments one sendmsg takes (UIO_MAXIOV): a header and a payload per
+ * frame, so 512 frames, 2 MiB of packets. The socket takes what it has
+ * room for in one call, where 64 took a tenth of it and made a two-process
+ * transfer twice as slow (docs/performance.md). On the stack: 16 KiB. */
+#define TX_IOV_MAX 1024
 /* The tx buffer is compacted once past this and mostly sent. */
 #define TX_COMPACT_MIN (1u << 20)
 #define HELLO_TIMEOUT_NS (RN_SIM_WIRE_HELLO_TIMEOUT_MS * 1000000ull)
