@@ -49,11 +49,12 @@
 #define RX_PREDICT 63
 #define RX_PREDICT_BYTES (RX_PREDICT * SIM_FRAME_MAX)
 /* Unparsed bytes a known connection may hold: frames are small (a packet),
- * but reads of many at once keep bulk transfers to few system calls. A
- * read that places packets keeps room for what they would be if they are
- * not the ones predicted. */
-#define RX_MAX RTE_MAX(RX_PREDICT_BYTES + sizeof(struct sim_frame_hdr), \
-		       (size_t)RX_CHUNK)
+ * but reads of many at once keep bulk transfers to few system calls. */
+#define RX_MAX RTE_MAX(SIM_FRAME_MAX, (size_t)RX_CHUNK)
+/* The buffer of a connection that reads packets to their place (only
+ * one a connected QP takes them from): room for what the predicted ones
+ * would be if they are not. */
+#define RX_DIRECT_MAX (RX_PREDICT_BYTES + sizeof(struct sim_frame_hdr))
 /* Payloads smaller than this are not read to their place. */
 #define RX_PLACE_MIN 1024
 #define EPOLL_BATCH 32
@@ -686,13 +687,13 @@ try_direct(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_rx_ops *rx)
 	    h.length < RX_PLACE_MIN || w->rx_len - sizeof(h) >= h.length ||
 	    !rx->place(ctx, w, &h, &w->dp) || w->dp.span < h.length)
 		return;
-	if (w->rx_cap < RX_MAX) {
-		uint8_t *p = realloc(w->rx, RX_MAX);
+	if (w->rx_cap < RX_DIRECT_MAX) {
+		uint8_t *p = realloc(w->rx, RX_DIRECT_MAX);
 
 		if (p == NULL)
 			return;
 		w->rx = p;
-		w->rx_cap = RX_MAX;
+		w->rx_cap = RX_DIRECT_MAX;
 	}
 	w->dhave = (uint32_t)(w->rx_len - sizeof(h));
 	memcpy(w->dp.dst, w->rx + sizeof(h), w->dhave);
@@ -755,8 +756,8 @@ read_direct(struct sim_ctx *ctx, struct sim_wire *w,
 	else if (keep && now.dst != p0.dst)
 		w->dsink = SINK_DROP;
 	if (w->dsink != SINK_NO) {
-		/* rx holds a whole payload (RX_MAX); the part read before is
-		 * not in it, which a refused frame does not need. */
+		/* rx holds a whole payload (RX_DIRECT_MAX); the part read
+		 * before is not in it, which a refused frame does not need. */
 		n = recv(w->fd, w->rx + w->dhave, need, MSG_DONTWAIT);
 		if (n <= 0)
 			return n;
@@ -860,11 +861,17 @@ wire_read(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_rx_ops *rx)
 			n = read_direct(ctx, w, rx, &frames);
 		} else {
 			/* Out of memory: epoll is level-triggered, read
-			 * later. */
-			if (rx_reserve(w) != 0 || w->rx_len == w->rx_cap)
+			 * later. No more than RX_MAX unparsed, even in a
+			 * buffer grown for direct reads. */
+			size_t lim;
+
+			if (rx_reserve(w) != 0)
 				break;
-			n = recv(w->fd, w->rx + w->rx_len,
-				 w->rx_cap - w->rx_len, MSG_DONTWAIT);
+			lim = RTE_MIN(w->rx_cap, RX_MAX);
+			if (w->rx_len >= lim)
+				break;
+			n = recv(w->fd, w->rx + w->rx_len, lim - w->rx_len,
+				 MSG_DONTWAIT);
 			if (n > 0)
 				w->rx_len += (size_t)n;
 		}
