@@ -41,52 +41,22 @@ static uint32_t rng;
 static uint32_t
 next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 17;
-	rng ^= rng << 5;
-	return rng;
+	return pair_next(&rng);
 }
 
 static void
 random_bytes(uint8_t *buf, size_t len)
 {
-	for (size_t i = 0; i < len; i++)
-		buf[i] = (uint8_t)(next() >> 11);
+	pair_random_bytes(&rng, buf, len);
 }
 
-/* Post one WQE through the lean one-sided path and ring the doorbell. */
 static void
 post_rdma(struct end *e, uint8_t opcode, void *local, uint32_t len,
 	  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint8_t flags,
 	  uint64_t wr_id)
 {
-	struct rn_sge sge = { (uintptr_t)local, len, lkey };
-
-	assert_int_equal(rn_sq_post_rdma(&e->qp.sq, opcode, &sge, raddr, rkey,
-					 0, flags, wr_id), 0);
-	rn_sq_ring_doorbell(&e->qp.sq);
-}
-
-/* Both QPs back to RESET, then connected again, with conn's READ limits
- * and b's rights; the counters of the sim's QPs carry on. */
-static void
-reconnect(struct pair *p, uint8_t a_max_rd, uint8_t b_max_dest,
-	  uint32_t b_access)
-{
-	struct end_info ia = { .addr = p->a.addr, .qpn = p->a.qp.qpn };
-	struct end_info ib = { .addr = p->b.addr, .qpn = p->b.qp.qpn };
-	struct rn_qp_connect ca = rn_harness_connect_params(&ib);
-	struct rn_qp_connect cb = rn_harness_connect_params(&ia);
-
-	ca.max_rd_atomic = a_max_rd;
-	cb.max_dest_rd_atomic = b_max_dest;
-	cb.access = b_access;
-	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RESET,
-					  NULL), 0);
-	assert_int_equal(rn_nic_qp_modify(p->b.nic, &p->b.qp, RN_QP_RESET,
-					  NULL), 0);
-	assert_int_equal(rn_harness_connect(&p->a, &ca), 0);
-	assert_int_equal(rn_harness_connect(&p->b, &cb), 0);
+	pair_post_rdma(e, opcode, (uintptr_t)local, len, lkey, raddr, rkey, 0,
+		       flags, wr_id);
 }
 
 /* WRITE len bytes from abuf + src to bbuf + dst, then READ them back to
@@ -214,7 +184,7 @@ test_bad_rkey_fails_and_flushes(void **state)
 	for (int i = 0; i < 64; i++)
 		assert_int_equal(p->bbuf[i], 0);
 	/* A deregistered region's rkey is a bad rkey too. */
-	reconnect(p, 0, 0, all_access);
+	pair_reconnect(p, 0, 0, all_access);
 	{
 		struct rn_mr gone;
 
@@ -276,7 +246,7 @@ test_out_of_bounds(void **state)
 		if (cases[i].status != 0) {
 			assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_ERR);
 			assert_int_equal(rn_sim_qp_state(&p->b.qp), RN_QP_ERR);
-			reconnect(p, 0, 0, all_access);
+			pair_reconnect(p, 0, 0, all_access);
 		}
 	}
 	assert_int_equal(rn_nic_mr_dereg(p->b.nic, &small), 0);
@@ -312,12 +282,12 @@ test_missing_access(void **state)
 		  ro.rkey, RN_WR_SIGNALED, 3);
 	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR,
 		  3);
-	reconnect(p, 0, 0, all_access);
+	pair_reconnect(p, 0, 0, all_access);
 	post_rdma(&p->a, RN_WR_READ, p->abuf + READ_AT, 16, p->amr.lkey,
 		  (uintptr_t)w, wo.rkey, RN_WR_SIGNALED, 4);
 	expect_wc(p, &p->a, RN_WC_READ, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 4);
 	/* The QP's rights: b's QP lets the peer READ, not WRITE. */
-	reconnect(p, 0, 0, RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_READ);
+	pair_reconnect(p, 0, 0, RN_ACCESS_LOCAL_WRITE | RN_ACCESS_REMOTE_READ);
 	post_rdma(&p->a, RN_WR_READ, p->abuf + READ_AT, 16, p->amr.lkey,
 		  (uintptr_t)p->bbuf, p->bmr.rkey, RN_WR_SIGNALED, 5);
 	expect_wc(p, &p->a, RN_WC_READ, 0, 5);
@@ -382,7 +352,7 @@ test_bad_lkey(void **state)
 		assert_int_equal(rn_sim_qp_state(&p->b.qp), RN_QP_RTS);
 		rn_sim_stats(p->b.nic, &after);
 		assert_int_equal(after.frames_received, before.frames_received);
-		reconnect(p, 0, 0, all_access);
+		pair_reconnect(p, 0, 0, all_access);
 	}
 	/* A READ works into the same place with a's own key. */
 	post_rdma(&p->a, RN_WR_READ, p->abuf + READ_AT, 64, p->amr.lkey,
@@ -400,7 +370,7 @@ test_message_over_the_frame_bound(void **state)
 	post_rdma(&p->a, RN_WR_WRITE, p->abuf, RN_SIM_MAX_MSG + 1, p->amr.lkey,
 		  (uintptr_t)p->bbuf, p->bmr.rkey, RN_WR_SIGNALED, 1);
 	expect_wc(p, &p->a, RN_WC_WRITE, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, 1);
-	reconnect(p, 0, 0, all_access);
+	pair_reconnect(p, 0, 0, all_access);
 	post_rdma(&p->a, RN_WR_READ, p->abuf + READ_AT, RN_SIM_MAX_MSG + 1,
 		  p->amr.lkey, (uintptr_t)p->bbuf, p->bmr.rkey, RN_WR_SIGNALED,
 		  2);
@@ -521,7 +491,7 @@ test_max_rd_atomic_one(void **state)
 
 	rng = rn_test_seed("test_max_rd_atomic_one", 1804) | 1;
 	random_bytes(p->bbuf, 4 * 4096);
-	reconnect(p, 1, 0, all_access);
+	pair_reconnect(p, 1, 0, all_access);
 	post_reads_expect_in_order(p, 4);
 	rn_sim_qp_stats(&p->a.qp, &st);
 	print_message("# limit 1: at most %u out, %lu waits\n",
@@ -531,7 +501,7 @@ test_max_rd_atomic_one(void **state)
 	assert_true(st.read_waits >= 3);
 
 	random_bytes(p->bbuf, 4 * 4096);
-	reconnect(p, 0, 0, all_access);
+	pair_reconnect(p, 0, 0, all_access);
 	post_reads_expect_in_order(p, 4);
 	rn_sim_qp_stats(&p->a.qp, &st);
 	print_message("# default limit: at most %u out\n",
@@ -552,7 +522,7 @@ test_max_dest_rd_atomic_refuses_more(void **state)
 	struct pair *p = *state;
 	struct rn_sim_qp_stats st;
 
-	reconnect(p, 4, 1, all_access);
+	pair_reconnect(p, 4, 1, all_access);
 	for (uint32_t i = 0; i < 4; i++) {
 		struct rn_sge sge = { (uintptr_t)p->abuf + READ_AT + 64 * i, 64,
 				      p->amr.lkey };
@@ -572,7 +542,7 @@ test_max_dest_rd_atomic_refuses_more(void **state)
 	assert_int_equal(st.reads_refused, 1);
 	assert_int_equal(rn_sim_qp_state(&p->b.qp), RN_QP_ERR);
 	/* Matched limits never refuse: 1 and 1. */
-	reconnect(p, 1, 1, all_access);
+	pair_reconnect(p, 1, 1, all_access);
 	post_reads_expect_in_order(p, 4);
 }
 
@@ -607,19 +577,12 @@ test_fence_waits_for_reads(void **state)
 static void
 reconnect_mtu(struct pair *p, uint8_t mtu, uint8_t timeout)
 {
-	struct end_info ia = { .addr = p->a.addr, .qpn = p->a.qp.qpn };
-	struct end_info ib = { .addr = p->b.addr, .qpn = p->b.qp.qpn };
-	struct rn_qp_connect ca = rn_harness_connect_params(&ib);
-	struct rn_qp_connect cb = rn_harness_connect_params(&ia);
+	struct rn_qp_connect ca, cb;
 
+	pair_params(p, &ca, &cb);
 	ca.remote.mtu = cb.remote.mtu = mtu;
 	ca.timeout = cb.timeout = timeout;
-	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RESET,
-					  NULL), 0);
-	assert_int_equal(rn_nic_qp_modify(p->b.nic, &p->b.qp, RN_QP_RESET,
-					  NULL), 0);
-	assert_int_equal(rn_harness_connect(&p->a, &ca), 0);
-	assert_int_equal(rn_harness_connect(&p->b, &cb), 0);
+	pair_reconnect_with(p, &ca, &cb);
 }
 
 /*
@@ -951,8 +914,9 @@ test_read_responses_interleaved(void **state)
 
 		assert_int_equal(wc.byte_len, MIB);
 		for (int k = 0; k < 4 && writes < 2 * MIB / wlen; k++, writes++)
-			post_rdma(&p->b, RN_WR_WRITE, p->bbuf + wat + writes * wlen,
-				  wlen, p->bmr.lkey,
+			post_rdma(&p->b, RN_WR_WRITE,
+				  p->bbuf + wat + writes * wlen, wlen,
+				  p->bmr.lkey,
 				  (uintptr_t)p->abuf + wat + writes * wlen,
 				  p->amr.rkey, 0, 100 + writes);
 	}

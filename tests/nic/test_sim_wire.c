@@ -495,6 +495,22 @@ put_data_hdr(uint8_t *p, uint32_t length, uint8_t type, uint8_t opcode,
 
 #define ACK_TYPE 4
 
+/* Connect to b as a, and send bytes (a HELLO, then a data frame) up to
+ * cut bytes into the frame's payload; let b read them, so that the
+ * payload goes to its place. Returns the connection. */
+static int
+send_to_mid_packet(struct local_pair *p, const uint8_t *bytes, size_t cut)
+{
+	uint64_t deadline = rn_harness_now_ms() + 50;
+	int fd = stranger_connect(rn_sim_port(p->b.nic));
+
+	print_message("# first read: %zu bytes of the first packet\n", cut);
+	send_all(fd, bytes, HELLO_SIZE + HDR_SIZE + cut);
+	while (rn_harness_now_ms() < deadline)
+		rn_harness_progress(p->ends);
+	return fd;
+}
+
 /*
  * The receive side reads a WRITE's packets straight to their place and
  * predicts the next ones of the message in the same read; a frame between
@@ -542,13 +558,7 @@ test_predicted_packets_and_a_frame_between(void **state)
 		memcpy(bytes + at + HDR_SIZE, payload + k * 4096, 4096);
 		at += frame;
 	}
-	print_message("# first read: %zu bytes of the first packet\n", cut);
-	fd = stranger_connect(rn_sim_port(p.b.nic));
-	send_all(fd, bytes, HELLO_SIZE + HDR_SIZE + cut);
-	/* b reads the HELLO and half a packet: it goes to its place. */
-	deadline = rn_harness_now_ms() + 50;
-	while (rn_harness_now_ms() < deadline)
-		rn_harness_progress(p.ends);
+	fd = send_to_mid_packet(&p, bytes, cut);
 	send_all(fd, bytes + HELLO_SIZE + HDR_SIZE + cut,
 		 at - HELLO_SIZE - HDR_SIZE - cut);
 	deadline = rn_harness_now_ms() + WAIT_MS;
@@ -609,12 +619,7 @@ test_region_gone_mid_packet(void **state)
 		     p.b.qp.qpn, p.a.qp.qpn, 0x100, (uintptr_t)target, mr.rkey,
 		     4096);
 	memset(bytes + HELLO_SIZE + HDR_SIZE, 0xab, 4096);
-	print_message("# first read: %zu bytes of the packet\n", cut);
-	fd = stranger_connect(rn_sim_port(p.b.nic));
-	send_all(fd, bytes, HELLO_SIZE + HDR_SIZE + cut);
-	deadline = rn_harness_now_ms() + 50;
-	while (rn_harness_now_ms() < deadline)
-		rn_harness_progress(p.ends);
+	fd = send_to_mid_packet(&p, bytes, cut);
 	assert_int_equal(rn_nic_mr_dereg(p.b.nic, &mr), 0);
 	memset(target, 0, 4096);
 	send_all(fd, bytes + HELLO_SIZE + HDR_SIZE + cut, 4096 - cut);
