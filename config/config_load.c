@@ -328,6 +328,12 @@ check_across(struct load *ld)
 			 RN_CONFIG_CLIENT_MAX_WORKERS);
 		return -EINVAL;
 	}
+	if (cfg->client.xfer_slot_size % 64 != 0) {
+		snprintf(err->text, sizeof(err->text), "%s: [client] "
+			 "xfer_slot_size = %u: must be a multiple of 64",
+			 ld->path, cfg->client.xfer_slot_size);
+		return -EINVAL;
+	}
 	if (cfg->client.socket[0] != '\0' &&
 	    (cfg->client.socket[0] != '/' ||
 	     strlen(cfg->client.socket) >= RN_CONFIG_SOCKET_PATH_MAX)) {

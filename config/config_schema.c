@@ -122,6 +122,11 @@ static const struct rn_config_key client_keys[] = {
 	  "256" },
 	{ "peers_from_clients", RN_CFG_BOOL, CLIENT(peers_from_clients), 0, 0,
 	  NULL, "true" },
+	/* RN_CLIENT_XFER_SLOTS_MAX and _SLOT_SIZE_MIN/MAX (rn_client_region.h);
+	 * the size's multiple of 64 is checked across keys. */
+	{ "xfer_slots", RN_CFG_UINT, CLIENT(xfer_slots), 0, 1024, NULL, "16" },
+	{ "xfer_slot_size", RN_CFG_UINT, CLIENT(xfer_slot_size), 4096, 4194304,
+	  NULL, "131072" },
 };
 
 #define SECTION(name, member, keys, per_peer) \

@@ -153,6 +153,10 @@ struct rn_client_config {
 	uint32_t max_clients;
 	uint32_t ring_size;              /* entries of each client ring */
 	bool peers_from_clients;         /* PEER_ADD / PEER_REMOVE allowed */
+	uint32_t xfer_slots;             /* transfer batch slots per lcore in
+					  * each client's region; 0: no
+					  * transfers (REG: -ENOTSUP) */
+	uint32_t xfer_slot_size;         /* bytes per slot, a multiple of 64 */
 };
 
 struct rn_config {

@@ -8,20 +8,20 @@
 # message sizes over TCP between two processes (TCP_NODELAY, blocking
 # reads). Prints both tables and the ratio of the p50s.
 # Wall-clock figures: on a 2-core machine the daemons' lcores, their
-# control threads and the bench share two CPUs, and whoever spins takes
-# the CPU another needs. So by default the daemons sleep after one empty
-# poll (idle_polls = 1, not 1024) and the clients do not spin before they
-# block (RNOTIFY_SPIN_US=0, not 50); docs/performance.md has the figures
-# with the defaults too. The settings are printed with the table.
+# control threads and the bench share two CPUs. The daemons and the clients
+# run with the settings a user gets (idle = adaptive as in the example
+# configuration, idle_polls and idle_sleep_us as by default, librnotify's
+# default spin); the settings are printed with the table.
 # Usage: scripts/bench-clients.sh [--sizes LIST] [--round-trips N]
 #   RNOTIFY_BENCH=PATH   use that rnotify-bench, built already (the tests
 #                        do); rnotifyd and rnotify-tcp-pingpong are taken
 #                        from the same build
 #   RN_BENCH_PORT=N      control ports N and N+1 (default 19621)
+#   RN_BENCH_IDLE=busy   [dataplane] idle = busy in both daemons
 #   RN_BENCH_IDLE_POLLS=N  [dataplane] idle_polls = N in both daemons
-#                        (default 1; "default": the daemon's default)
-#   RNOTIFY_SPIN_US=N    the clients' spin before they block (default 0
-#                        here; librnotify's own default is 50)
+#                        (default: the daemon's default)
+#   RNOTIFY_SPIN_US=N    the clients' spin before they block (default:
+#                        librnotify's, 50)
 #   RN_BENCH_CLIENT_WRAP="CMD ARGS"  run rnotify-bench under CMD (valgrind:
 #                        scripts/bench-librnotify-instructions.sh)
 set -euo pipefail
@@ -56,12 +56,15 @@ dead_after_ms = 10000
 socket = $work/cl-a.sock"
 # The same keys for b, but its own socket.
 sed -i "s|^socket = .*|socket = $work/cl-b.sock|" "$work/cl-b.ini"
-idle_polls=${RN_BENCH_IDLE_POLLS:-1}
+idle_polls=${RN_BENCH_IDLE_POLLS:-default}
 if [[ $idle_polls != default ]]; then
   sed -i "s/^idle = adaptive$/&\nidle_polls = $idle_polls/" \
     "$work/cl-a.ini" "$work/cl-b.ini"
 fi
-export RNOTIFY_SPIN_US=${RNOTIFY_SPIN_US:-0}
+idle=${RN_BENCH_IDLE:-adaptive}
+if [[ $idle != adaptive ]]; then
+  sed -i "s/^idle = adaptive$/idle = $idle/" "$work/cl-a.ini" "$work/cl-b.ini"
+fi
 for side in a b; do
   "$rnotifyd" -c "$work/cl-$side.ini" 2>"$work/cl-$side.log" &
   daemons+=($!)
@@ -89,8 +92,8 @@ stop_daemons
 for size in ${sizes//,/ }; do
   "$tcp" --size "$size" --round-trips "$trips" >>"$work/tcp.txt"
 done
-echo "client: two daemons with idle = adaptive, idle_polls = $idle_polls;" \
-  "RNOTIFY_SPIN_US=$RNOTIFY_SPIN_US; $trips round trips per size"
+echo "client: two daemons with idle = $idle, idle_polls = $idle_polls;" \
+  "RNOTIFY_SPIN_US=${RNOTIFY_SPIN_US:-default}; $trips round trips per size"
 echo
 cat "$work/client.md"
 # "tcp 16 bytes: RTT p50 19.6 us, p99 26.2 us, avg 19.9 us (...)"

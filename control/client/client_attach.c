@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A client's life in the daemon: ATTACH makes its region (a sealed
- * memfd, on hugepages where the kernel gives them) and its eventfd,
+ * memfd, on hugepages where the kernel gives them; with its transfer
+ * batch slots) and its eventfd,
  * replies with the descriptors and hands the link to every worker lcore
  * (RN_LCORE_CMD_CLIENT_ADD). When its socket closes, however it closes,
- * the region is marked closed and every lcore is told CLIENT_REMOVE;
- * only when each answered CLIENT_REMOVED are the region unmapped, the
- * eventfd closed and the agent name free again. Commands that find an
+ * the region is marked closed, its publications withdrawn and every
+ * lcore is told CLIENT_REMOVE; only when each answered CLIENT_REMOVED are
+ * its memory regions and the region unmapped, the eventfd closed and the
+ * agent name free again. Commands that find an
  * lcore's ring full wait here, in order, and never stall this thread.
  */
 #include <errno.h>
@@ -171,9 +173,10 @@ fail:
 static int
 make_region(struct rn_client_server *s, struct rn_client_conn *c)
 {
-	uint64_t size = rn_client_region_size(s->n_workers,
-					      s->cfg->client.ring_size,
-					      s->buf_size);
+	const struct rn_client_config *cc = &s->cfg->client;
+	uint64_t size = rn_client_region_size_xfer(s->n_workers, cc->ring_size,
+						   s->buf_size, cc->xfer_slots,
+						   cc->xfer_slot_size);
 	void *mem = NULL;
 	uint64_t mapped = 0;
 	bool huge = true;
@@ -188,8 +191,9 @@ make_region(struct rn_client_server *s, struct rn_client_conn *c)
 	}
 	if (fd < 0)
 		return fd;
-	rc = rn_client_region_init(mem, s->n_workers, s->cfg->client.ring_size,
-				   s->buf_size);
+	rc = rn_client_region_init_xfer(mem, s->n_workers, cc->ring_size,
+					s->buf_size, cc->xfer_slots,
+					cc->xfer_slot_size);
 	if (rc != 0) {
 		munmap(mem, mapped);
 		close(fd);
@@ -322,18 +326,22 @@ rn_client_server_added(struct rn_client_server *s, struct rn_client_conn *c,
 		c->add_status = status;
 	if (c->lcores_left > 0 && --c->lcores_left > 0)
 		return;
+	/* Attached before the reply goes: a client that asks telemetry
+	 * right after it must find itself listed. */
+	pthread_mutex_lock(&s->lock);
+	c->state = RN_CONN_ATTACHED;
+	c->info.attached_unix_ms = rn_client_wall_ms();
+	pthread_mutex_unlock(&s->lock);
 	rc = c->add_status != 0 ? c->add_status :
 				  reply_attached(s, c, c->region_fd);
 	/* The client has its own descriptor now; the mapping stays ours. */
 	close(c->region_fd);
 	c->region_fd = -1;
-	pthread_mutex_lock(&s->lock);
-	c->state = RN_CONN_ATTACHED;
 	if (rc == 0) {
-		c->info.attached_unix_ms = rn_client_wall_ms();
+		pthread_mutex_lock(&s->lock);
 		s->totals.attaches++;
+		pthread_mutex_unlock(&s->lock);
 	}
-	pthread_mutex_unlock(&s->lock);
 	if (rc != 0) {
 		/* The lcores that took it let go, as after a close. */
 		if (c->add_status != 0)
@@ -375,6 +383,7 @@ rn_client_conn_close(struct rn_client_server *s, struct rn_client_conn *c)
 	 * at its next call, and its wait ends. */
 	__atomic_store_n(&c->link.region->closed, 1, __ATOMIC_RELEASE);
 	rn_client_link_wake(&c->link);
+	rn_client_xfer_closing(s, c);
 	pthread_mutex_lock(&s->lock);
 	c->state = RN_CONN_CLOSING;
 	pthread_mutex_unlock(&s->lock);
@@ -394,6 +403,9 @@ rn_client_conn_free(struct rn_client_server *s, struct rn_client_conn *c)
 	    c->state == RN_CONN_CLOSING)
 		s->totals.attached--;
 	pthread_mutex_unlock(&s->lock);
+	/* Its memory regions first: the lcores deregistered them before
+	 * they answered CLIENT_REMOVED. */
+	rn_client_xfer_free(c);
 	if (c->link.region != NULL)
 		munmap(c->link.region, c->link.region_size);
 	if (c->link.efd >= 0)

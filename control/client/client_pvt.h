@@ -5,8 +5,9 @@
 /*
  * The client server's state (rn_client_server.h), shared by its files:
  * client_server.c (the socket, the callers, the requests), client_attach.c
- * (regions, the lcores' links, teardown) and client_events.c (the plane's
- * peer events to every client).
+ * (regions, the lcores' links, teardown), client_events.c (the plane's
+ * peer events to every client) and client_xfer.c (transfers: memory
+ * registration, publications, descriptor fetches).
  */
 
 #include <pthread.h>
@@ -52,6 +53,29 @@ enum rn_conn_state {
 			    * every lcore's CLIENT_REMOVED */
 };
 
+enum rn_xreg_state {
+	RN_XREG_REGISTERING,  /* CLIENT_REG sent to every lcore */
+	RN_XREG_UNDOING,      /* some refused: CLIENT_DEREG to those that took
+			       * it, then the REG's error is the reply */
+	RN_XREG_LIVE,         /* registered on every lcore */
+	RN_XREG_DEREGISTERING,/* CLIENT_DEREG sent to every lcore */
+};
+
+/* A client's registered memory (REG). The op is what the lcores hold. */
+struct rn_client_xreg {
+	struct rn_client_reg_op op;   /* the cookie of its lcore commands */
+	struct rn_client_conn *c;
+	enum rn_xreg_state state;
+	unsigned int lcores_left;     /* answers still due */
+	uint32_t took;                /* workers that registered it (bits) */
+	int status;                   /* the first refusal */
+	void *map;                    /* the pieces, mapped one after the
+				       * other; NULL for a dma-buf */
+	size_t map_len;
+	char name[RN_CLIENT_PUBLISH_NAME_MAX + 1];   /* published; "": not */
+	uint8_t desc[RN_CLIENT_DESC_SIZE];            /* once LIVE */
+};
+
 /* One caller on the socket, and once attached, one client. */
 struct rn_client_conn {
 	TAILQ_ENTRY(rn_client_conn) next;
@@ -69,6 +93,13 @@ struct rn_client_conn {
 	struct rn_client_link link;   /* the lcores' view; region NULL until
 				       * attached */
 	struct rn_client_info info;   /* under s->lock */
+	/* A request answered later (REG, DEREG, FETCH): 0 when none. While
+	 * there is one, the socket is watched for its close only, so that
+	 * the next request is read after this one's reply. */
+	uint16_t pending;
+	struct rn_desc_fetch *fetch;  /* FETCH's, until it is done */
+	char fetch_node[RN_CLIENT_NODE_MAX + 1];
+	struct rn_client_xreg *regions[RN_CLIENT_MAX_REGIONS];
 };
 TAILQ_HEAD(rn_conn_list, rn_client_conn);
 
@@ -138,7 +169,32 @@ void rn_client_cmd_send(struct rn_client_server *s, unsigned int worker,
 void rn_client_cmd_push(struct rn_client_server *s);
 void rn_client_cmd_backlog_free(struct rn_client_server *s);
 
+/* client_xfer.c */
+/* A transfer request of c (REG, DEREG, PUBLISH, FETCH) with the fds it
+ * carried (REG takes what it keeps, setting them -1; the caller closes
+ * the rest). Returns the status of an immediate reply (status only), or
+ * 1 when c->pending was set: the reply follows. */
+int rn_client_xfer_request(struct rn_client_server *s,
+			   struct rn_client_conn *c, uint16_t type,
+			   const uint8_t *body, uint32_t len, int *fds,
+			   unsigned int n_fds);
+/* An lcore's CLIENT_REGISTERED or _DEREGISTERED. */
+void rn_client_xfer_event(struct rn_client_server *s,
+			  const struct rn_lcore_event *ev);
+/* c's socket closed: withdraw its publications, forget its fetch. */
+void rn_client_xfer_closing(struct rn_client_server *s,
+			    struct rn_client_conn *c);
+/* The lcores let go of c: unmap and close every region of it. */
+void rn_client_xfer_free(struct rn_client_conn *c);
+/* The plane's client descriptor source (rn_plane_set_client_
+ * descriptors()). */
+int rn_client_xfer_published(void *arg, const char *name, void *blob,
+			     size_t cap);
+
 /* client_server.c */
+/* The reply to c's pending request is out: read its next requests. */
+void rn_client_conn_resume(struct rn_client_server *s,
+			   struct rn_client_conn *c);
 /* Send c the reply to type: status, then body (len bytes) and fds. */
 int rn_client_server_reply(struct rn_client_conn *c, uint16_t type,
 			   int status, const void *body, uint32_t len,

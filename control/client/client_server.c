@@ -4,7 +4,9 @@
  * checked against [client] allow, and the requests of the attach protocol
  * (rn_client_msg.h), answered in order, one reply each. Every descriptor
  * here is non-blocking and watched by the control loop; the control
- * thread never waits on a client.
+ * thread never waits on a client. A request answered later (REG, DEREG,
+ * FETCH: client_xfer.c) stops the reading of the client's socket until
+ * its reply is out; meanwhile the socket is watched for its close only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +27,9 @@
 
 RTE_LOG_REGISTER_SUFFIX(rn_client_server_logtype, client, INFO);
 
-/* Descriptors a request may carry (none is wanted: they are closed). */
-#define FDS_IN_MAX 16
+/* Descriptors a request may carry: REG's pieces, at most (others are
+ * closed). */
+#define FDS_IN_MAX RN_CLIENT_REG_MAX_PIECES
 /* Supplementary groups of a caller looked at, at most. */
 #define PEER_GROUPS_MAX 1024
 
@@ -231,6 +234,7 @@ rn_client_server_start(struct rn_client_server *s, struct rn_control *ctl,
 	if (rc != 0)
 		return rc;
 	rn_plane_set_clients(pl, s->status, rn_client_peer_event, s);
+	rn_plane_set_client_descriptors(pl, rn_client_xfer_published, s);
 	RN_CLIENT_LOG(NOTICE, "clients attach on %s (mode %04o%s%s, at most "
 		      "%u)", s->path, s->cfg->client.mode,
 		      s->cfg->client.group.set ? ", group " : "",
@@ -480,10 +484,38 @@ peer_add(struct rn_client_server *s, const void *body, uint32_t len)
 	return rn_plane_peer_add(s->plane, p.name, p.address, p.port);
 }
 
-/* One request of an attached client. Returns false when c is closed. */
+/* Watch c's socket for its close only (a reply is pending), or for its
+ * requests too. False when that failed: c is closed. */
+static bool
+watch_conn(struct rn_client_server *s, struct rn_client_conn *c,
+	   bool requests)
+{
+	rn_control_unwatch(s->ctl, c->fd);
+	if (rn_control_watch(s->ctl, c->fd, (requests ? EPOLLIN : 0) |
+			     EPOLLRDHUP, on_conn, c) == 0)
+		return true;
+	RN_CLIENT_LOG(WARNING, "client %u: cannot watch its socket: closed",
+		      c->link.client_id);
+	close(c->fd);
+	c->fd = -1;
+	rn_client_conn_close(s, c);
+	return false;
+}
+
+void
+rn_client_conn_resume(struct rn_client_server *s, struct rn_client_conn *c)
+{
+	c->pending = 0;
+	if (c->fd >= 0)
+		watch_conn(s, c, true);
+}
+
+/* One request of an attached client, with the fds it carried. Returns
+ * false when c is closed or waits for a reply: read no more of it now. */
 static bool
 attached_request(struct rn_client_server *s, struct rn_client_conn *c,
-		 const struct rn_client_msg_hdr *hdr, const uint8_t *body)
+		 const struct rn_client_msg_hdr *hdr, const uint8_t *body,
+		 int *fds, unsigned int n_fds)
 {
 	struct rn_client_resolved resolved = { .ep_index = 0 };
 	char name[RN_CLIENT_NODE_MAX + 1];
@@ -514,6 +546,15 @@ attached_request(struct rn_client_server *s, struct rn_client_conn *c,
 		send_reply(c, hdr->type, 0, NULL, 0, NULL, 0);
 		rn_client_conn_close(s, c);
 		return false;
+	case RN_CLIENT_MSG_REG:
+	case RN_CLIENT_MSG_DEREG:
+	case RN_CLIENT_MSG_PUBLISH:
+	case RN_CLIENT_MSG_FETCH:
+		rc = rn_client_xfer_request(s, c, hdr->type, body, hdr->len,
+					    fds, n_fds);
+		if (rc == 1)
+			return (void)watch_conn(s, c, false), false;
+		break;
 	default:
 		/* ATTACH again, or a type this version does not know. */
 		rc = -EPROTO;
@@ -538,10 +579,12 @@ refuse(struct rn_client_server *s, struct rn_client_conn *c, uint16_t type,
 	rn_client_conn_close(s, c);
 }
 
-/* One message of n bytes. Returns false when c is closed. */
+/* One message of n bytes, with the fds it carried. Returns false when c
+ * is closed or waits for a reply. */
 static bool
 handle_message(struct rn_client_server *s, struct rn_client_conn *c,
-	       const uint8_t *buf, size_t n, bool truncated)
+	       const uint8_t *buf, size_t n, bool truncated, int *fds,
+	       unsigned int n_fds)
 {
 	struct rn_client_msg_hdr hdr;
 
@@ -573,7 +616,8 @@ handle_message(struct rn_client_server *s, struct rn_client_conn *c,
 		return true;
 	}
 	case RN_CONN_ATTACHED:
-		return attached_request(s, c, &hdr, buf + sizeof(hdr));
+		return attached_request(s, c, &hdr, buf + sizeof(hdr), fds,
+					n_fds);
 	case RN_CONN_ADDING:      /* a request before its ATTACH reply */
 		refuse(s, c, hdr.type, -EPROTO);
 		return false;
@@ -583,10 +627,13 @@ handle_message(struct rn_client_server *s, struct rn_client_conn *c,
 	return false;
 }
 
-/* Descriptors a caller sent along are not ours to keep. */
-static void
-close_passed_fds(struct msghdr *msg)
+/* The descriptors a caller sent along, in order, into fds (FDS_IN_MAX;
+ * the control buffer holds no more). Returns their count. */
+static unsigned int
+passed_fds(struct msghdr *msg, int *fds)
 {
+	unsigned int n = 0;
+
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm != NULL;
 	     cm = CMSG_NXTHDR(msg, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
@@ -597,9 +644,22 @@ close_passed_fds(struct msghdr *msg)
 
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
 			       sizeof(fd));
-			close(fd);
+			if (n < FDS_IN_MAX)
+				fds[n++] = fd;
+			else
+				close(fd);
 		}
 	}
+	return n;
+}
+
+/* What a request did not take is not ours to keep. */
+static void
+close_fds(int *fds, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 }
 
 static void
@@ -615,8 +675,17 @@ on_conn(struct rn_control *ctl, void *arg, uint32_t events)
 	} cbuf;
 
 	(void)ctl;
+	/* A reply is pending: only the close is watched. */
+	if (c->pending != 0) {
+		if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			rn_client_conn_close(s, c);
+		return;
+	}
 	for (;;) {
 		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+		int fds[FDS_IN_MAX];
+		unsigned int n_fds;
+		bool more;
 		struct msghdr msg = {
 			.msg_iov = &iov, .msg_iovlen = 1,
 			.msg_control = cbuf.buf,
@@ -635,10 +704,13 @@ on_conn(struct rn_control *ctl, void *arg, uint32_t events)
 			rn_client_conn_close(s, c);
 			return;
 		}
-		close_passed_fds(&msg);
-		if (!handle_message(s, c, buf, (size_t)n,
-				    (msg.msg_flags & (MSG_TRUNC |
-						      MSG_CTRUNC)) != 0))
+		n_fds = passed_fds(&msg, fds);
+		more = handle_message(s, c, buf, (size_t)n,
+				      (msg.msg_flags & (MSG_TRUNC |
+							MSG_CTRUNC)) != 0,
+				      fds, n_fds);
+		close_fds(fds, n_fds);
+		if (!more)
 			return;
 	}
 }
@@ -651,6 +723,11 @@ rn_client_server_event(struct rn_client_server *s,
 {
 	struct rn_client_conn *c;
 
+	if (ev->type == RN_LCORE_EVENT_CLIENT_REGISTERED ||
+	    ev->type == RN_LCORE_EVENT_CLIENT_DEREGISTERED) {
+		rn_client_xfer_event(s, ev);
+		return;
+	}
 	TAILQ_FOREACH(c, &s->conns, next) {
 		if ((uintptr_t)&c->link != ev->cookie)
 			continue;
@@ -695,8 +772,10 @@ rn_client_server_shutdown(struct rn_client_server *s)
 		rn_control_unwatch(s->ctl, s->listen_fd);
 		close(s->listen_fd);
 		s->listen_fd = -1;
-		if (s->plane != NULL)
+		if (s->plane != NULL) {
 			rn_plane_set_clients(s->plane, NULL, NULL, NULL);
+			rn_plane_set_client_descriptors(s->plane, NULL, NULL);
+		}
 	}
 	RN_CONN_FOREACH_SAFE(c, s, tmp) {
 		if (c->state != RN_CONN_CLOSING)

@@ -14,10 +14,11 @@
  * Order in the daemon: rn_client_server_create() before the workers run
  * (it makes the status page), rn_client_server_set_lcore() for each worker
  * between rn_lcore_init() and its launch, rn_client_server_start() once
- * the plane exists; then _event() with every RN_LCORE_EVENT_CLIENT_REMOVED
- * and _tick() on every tick; at shutdown _shutdown() until it returns 0
- * (or the workers stopped), _close() before EAL stops and _free() after
- * (telemetry threads read it until then).
+ * the plane exists; then _event() with every RN_LCORE_EVENT_CLIENT_*
+ * (ADDED, REMOVED, REGISTERED, DEREGISTERED) and _tick() on every tick;
+ * at shutdown _shutdown() until it returns 0 (or the workers stopped),
+ * _close() before EAL stops and _free() after (telemetry threads read it
+ * until then).
  */
 
 #include <stddef.h>
@@ -45,6 +46,8 @@ struct rn_client_info {
 	uint64_t requests;           /* messages after ATTACH */
 	uint64_t events;             /* peer events written to its ring */
 	uint64_t events_dropped;     /* its events ring was full */
+	uint32_t regions;            /* memory regions registered (REG), or
+				      * on their way in or out */
 };
 
 /* What the whole server counted, for /rnotify/status. */
@@ -81,7 +84,8 @@ int rn_client_server_start(struct rn_client_server *s,
 			   struct rn_control *ctl, struct rn_plane *pl,
 			   const char *socket_path, char *why, size_t why_len);
 
-/* An lcore event for the server (RN_LCORE_EVENT_CLIENT_REMOVED). */
+/* An lcore event for the server (RN_LCORE_EVENT_CLIENT_ADDED, _REMOVED,
+ * _REGISTERED, _DEREGISTERED). */
 void rn_client_server_event(struct rn_client_server *s,
 			    const struct rn_lcore_event *ev);
 

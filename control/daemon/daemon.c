@@ -106,6 +106,8 @@ handle_event(struct rn_daemon *d, const struct rn_lcore_event *ev)
 		break;
 	case RN_LCORE_EVENT_CLIENT_ADDED:
 	case RN_LCORE_EVENT_CLIENT_REMOVED:
+	case RN_LCORE_EVENT_CLIENT_REGISTERED:
+	case RN_LCORE_EVENT_CLIENT_DEREGISTERED:
 		if (d->clients != NULL)
 			rn_client_server_event(d->clients, ev);
 		break;

@@ -16,6 +16,11 @@
  * control thread's, dropped when the request ends there (answer, deadline,
  * endpoint lost, shutdown). The last one frees it. The caller waits with
  * 1 ms naps: a control-path call, answered within a tick and a round trip.
+ *
+ * The control thread's own requests (rn_plane_desc_fetch_start(), the
+ * client server's FETCH) wait for nobody: they have the control thread's
+ * reference only, and a callback that takes the result where a caller
+ * would have loaded it.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -40,6 +45,8 @@ struct rn_desc_fetch {
 	uint32_t id;
 	bool sent;
 	uint32_t generation;          /* the endpoint's, when sent */
+	rn_plane_desc_done done;      /* NULL: a caller waits */
+	void *done_arg;
 	uint8_t blob[RN_PROTO_DESC_BLOB];
 };
 
@@ -54,6 +61,8 @@ fetch_put(struct rn_desc_fetch *r)
 static void
 fetch_end(struct rn_desc_fetch *r, int result)
 {
+	if (r->done != NULL)
+		r->done(r->done_arg, result, r->blob);
 	atomic_store_explicit(&r->result, result, memory_order_release);
 	fetch_put(r);
 }
@@ -91,6 +100,30 @@ rn_plane_set_descriptors(struct rn_plane *pl, rn_plane_desc_source source,
 {
 	pl->desc.source = source;
 	pl->desc.source_arg = arg;
+}
+
+void
+rn_plane_set_client_descriptors(struct rn_plane *pl,
+				rn_plane_desc_source source, void *arg)
+{
+	pl->desc.client_source = source;
+	pl->desc.client_source_arg = arg;
+}
+
+int
+rn_plane_desc_served(struct rn_plane *pl, const char *name, void *blob,
+		     size_t cap)
+{
+	int rc = -ENOENT;
+
+	if (pl->desc.source == NULL && pl->desc.client_source == NULL)
+		return -EOPNOTSUPP;
+	if (pl->desc.source != NULL)
+		rc = pl->desc.source(pl->desc.source_arg, name, blob, cap);
+	if (rc == -ENOENT && pl->desc.client_source != NULL)
+		rc = pl->desc.client_source(pl->desc.client_source_arg, name,
+					    blob, cap);
+	return rc;
 }
 
 /* Send r's request on ep's connection. */
@@ -166,6 +199,15 @@ rn_desc_tick(struct rn_plane *pl)
 	}
 }
 
+static bool
+fetch_names_valid(const char *peer, const char *name)
+{
+	return rn_proto_desc_name_valid(name, strnlen(name,
+						      RN_PROTO_DESC_NAME_MAX + 1)) &&
+	       strnlen(peer, RN_EP_NAME_SIZE) != 0 &&
+	       strnlen(peer, RN_EP_NAME_SIZE) < RN_EP_NAME_SIZE;
+}
+
 int
 rn_plane_desc_fetch(struct rn_plane *pl, const char *peer, const char *name,
 		    uint32_t timeout_ms, void *blob, size_t cap)
@@ -177,10 +219,7 @@ rn_plane_desc_fetch(struct rn_plane *pl, const char *peer, const char *name,
 
 	if (cap < RN_PROTO_DESC_BLOB)
 		return -ENOSPC;
-	if (!rn_proto_desc_name_valid(name, strnlen(name,
-						    RN_PROTO_DESC_NAME_MAX + 1)) ||
-	    strnlen(peer, RN_EP_NAME_SIZE) == 0 ||
-	    strnlen(peer, RN_EP_NAME_SIZE) >= RN_EP_NAME_SIZE)
+	if (!fetch_names_valid(peer, name))
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
@@ -208,6 +247,56 @@ rn_plane_desc_fetch(struct rn_plane *pl, const char *peer, const char *name,
 		rc = -ETIMEDOUT;   /* the control thread ends it too */
 	fetch_put(r);
 	return rc;
+}
+
+int
+rn_plane_desc_fetch_start(struct rn_plane *pl, const char *peer,
+			  const char *name, uint32_t timeout_ms,
+			  rn_plane_desc_done done, void *arg,
+			  struct rn_desc_fetch **out)
+{
+	struct rn_desc_fetch *r;
+	int rc;
+
+	if (!fetch_names_valid(peer, name) || done == NULL)
+		return -EINVAL;
+	if (pl->desc.closed)
+		return -ESHUTDOWN;
+	if (rn_ep_find(pl, peer) == NULL)
+		return -ENOENT;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return -ENOMEM;
+	atomic_init(&r->refs, 1);
+	atomic_init(&r->result, -EINPROGRESS);
+	snprintf(r->peer, sizeof(r->peer), "%s", peer);
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->deadline_ms = rn_now_ms() + timeout_ms;
+	/* Sent now when the endpoint is established; else at a tick. */
+	rc = fetch_step(pl, r, rn_now_ms());
+	if (rc != 1) {
+		free(r);
+		return rc;
+	}
+	r->done = done;
+	r->done_arg = arg;
+	r->next = pl->desc.pending;
+	pl->desc.pending = r;
+	*out = r;
+	return 0;
+}
+
+void
+rn_plane_desc_fetch_cancel(struct rn_plane *pl, struct rn_desc_fetch *r)
+{
+	for (struct rn_desc_fetch **pp = &pl->desc.pending; *pp != NULL;
+	     pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			r->done = NULL;
+			fetch_put(r);
+			return;
+		}
 }
 
 /* What a requester's call returns for an answer's status. */
@@ -258,9 +347,9 @@ rn_desc_serve(struct rn_plane *pl, struct rn_conn *c,
 
 	if (!rn_hs_auth_on(&pl->auth) || !c->auth.done) {
 		status = RN_DESC_UNAUTHENTICATED;
-	} else if (pl->desc.source != NULL) {
-		rc = pl->desc.source(pl->desc.source_arg,
-				     f->desc_request.name, blob, sizeof(blob));
+	} else if (pl->desc.source != NULL || pl->desc.client_source != NULL) {
+		rc = rn_plane_desc_served(pl, f->desc_request.name, blob,
+					  sizeof(blob));
 		status = rc == RN_PROTO_DESC_BLOB ? RN_DESC_OK :
 			 rc == -ENOENT ? RN_DESC_UNKNOWN : RN_DESC_UNAVAILABLE;
 	}

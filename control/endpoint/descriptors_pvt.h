@@ -27,6 +27,8 @@ struct rn_conn;
 struct rn_desc_state {
 	rn_plane_desc_source source;  /* NULL: none served */
 	void *source_arg;
+	rn_plane_desc_source client_source;   /* after source: clients' */
+	void *client_source_arg;
 	pthread_mutex_t lock;         /* submitted and closed, from any thread */
 	struct rn_desc_fetch *submitted;
 	bool closed;                  /* rn_desc_fini(): no more taken */

@@ -226,6 +226,40 @@ void rn_plane_set_descriptors(struct rn_plane *pl, rn_plane_desc_source source,
 int rn_plane_desc_fetch(struct rn_plane *pl, const char *peer, const char *name,
 			uint32_t timeout_ms, void *blob, size_t cap);
 
+/*
+ * A second source, consulted when the first (rn_plane_set_descriptors())
+ * has nothing under the name: the client server's publications, so that
+ * peers reach client processes' regions as they reach the embedded
+ * API's. Same rules; set it on the control thread.
+ */
+void rn_plane_set_client_descriptors(struct rn_plane *pl,
+				     rn_plane_desc_source source, void *arg);
+/* Control thread: what a peer asking for name would be answered, from
+ * either source: RN_PROTO_DESC_BLOB with blob written, -ENOENT, or the
+ * source's error. For uniqueness checks of names on the node. */
+int rn_plane_desc_served(struct rn_plane *pl, const char *name, void *blob,
+			 size_t cap);
+
+/*
+ * Control thread: rn_plane_desc_fetch() without waiting. The request is
+ * sent as soon as the endpoint is established (connecting it first if
+ * it is idle); done(arg, rc, blob) is called once, on the control thread
+ * and from the plane's tick or an answer's frame, never from here: rc is
+ * RN_PROTO_DESC_BLOB with blob (192 bytes, valid during the call) or one
+ * of rn_plane_desc_fetch()'s errors, by timeout_ms at the latest (plus a
+ * tick). Returns 0 with *out, the handle for _cancel(), or -EINVAL,
+ * -ENOENT (no such peer), -ENOMEM, -ESHUTDOWN: then done is never called.
+ */
+struct rn_desc_fetch;
+typedef void (*rn_plane_desc_done)(void *arg, int rc, const void *blob);
+int rn_plane_desc_fetch_start(struct rn_plane *pl, const char *peer,
+			      const char *name, uint32_t timeout_ms,
+			      rn_plane_desc_done done, void *arg,
+			      struct rn_desc_fetch **out);
+/* Control thread: forget r, started and not done yet; done is not called
+ * any more. */
+void rn_plane_desc_fetch_cancel(struct rn_plane *pl, struct rn_desc_fetch *r);
+
 const char *rn_ep_state_name(enum rn_ep_state state);
 
 /* CLOCK_MONOTONIC in milliseconds: the control plane's clock. */

@@ -249,7 +249,8 @@ handle_endpoints(const char *cmd, const char *params, struct rte_tel_data *out)
  * as columns of equal length like /rnotify/endpoints (a list of dicts
  * would not fit telemetry's 16 KiB for [client] max_clients of them):
  * id, agent, pid, uid, gid, attached_unix_ms, state (attached, or closing
- * while the lcores let go), requests, events, events_dropped; "next" and
+ * while the lcores let go), requests, events, events_dropped, regions
+ * (memory registered for transfers); "next" and
  * "total". An agent name is shown with every byte that JSON would need
  * escaped, or that is not printable ASCII, as '?'.
  */
@@ -257,7 +258,7 @@ handle_endpoints(const char *cmd, const char *params, struct rte_tel_data *out)
 
 enum client_column {
 	COL_ID, COL_AGENT, COL_PID, COL_UID, COL_GID, COL_SINCE, COL_STATE,
-	COL_REQUESTS, COL_EVENTS, COL_DROPPED, N_CLIENT_COLUMNS,
+	COL_REQUESTS, COL_EVENTS, COL_DROPPED, COL_REGIONS, N_CLIENT_COLUMNS,
 };
 
 static const struct {
@@ -274,6 +275,7 @@ static const struct {
 	[COL_REQUESTS] = { "requests", RTE_TEL_U64_VAL },
 	[COL_EVENTS] = { "events", RTE_TEL_U64_VAL },
 	[COL_DROPPED] = { "events_dropped", RTE_TEL_U64_VAL },
+	[COL_REGIONS] = { "regions", RTE_TEL_U64_VAL },
 };
 
 static void
@@ -296,6 +298,7 @@ add_client(struct rte_tel_data **col, const struct rn_client_info *c)
 		[COL_SINCE] = c->attached_unix_ms,
 		[COL_REQUESTS] = c->requests, [COL_EVENTS] = c->events,
 		[COL_DROPPED] = c->events_dropped,
+		[COL_REGIONS] = c->regions,
 	};
 	char agent[RTE_TEL_MAX_STRING_LEN];
 

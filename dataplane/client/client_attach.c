@@ -276,6 +276,8 @@ adopt(struct rn_client *c, struct attach_reply *r)
 	if (rc == 0)
 		rc = alloc_queues(c);
 	if (rc == 0)
+		rc = rn_client_xfer_init(c);
+	if (rc == 0)
 		rc = make_epoll(c);
 	return rc;
 }
@@ -330,6 +332,11 @@ rn_client_detach(struct rn_client *c)
 	if (c->sock >= 0 && !c->gone && c->region != NULL)
 		rn_client_request(c, RN_CLIENT_MSG_DETACH, NULL, 0, NULL, 0,
 				  NULL);
+	/* What the client registered goes with it: the daemon deregisters
+	 * it when the socket closes. */
+	rn_client_reg_free_all(c);
+	rn_client_alloc_free_all(c);
+	rn_client_xfer_fini(c);
 	if (c->region != NULL)
 		munmap(c->region, c->region_len);
 	if (c->page != NULL)

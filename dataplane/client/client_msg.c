@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Requests after ATTACH (rn_client_msg.h): one message out, one reply in,
- * in order; and the two that add and remove peers. A reply that does not
+ * Requests after ATTACH (rn_client_msg.h): one message out (REG with its
+ * descriptors), one reply in, in order; and the two that add and remove
+ * peers. A reply that does not
  * come, or a socket that closes, means the daemon is gone.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -24,25 +26,67 @@ wait_readable(int fd, int timeout_ms)
 	return n;
 }
 
+/* Send one request message with its descriptors. 0, -EINTR, -EBADF (a
+ * descriptor the kernel refused), or -ENOTCONN (c is gone then). */
+static int
+send_request(struct rn_client *c, const uint8_t *buf, size_t len,
+	     const int *fds, unsigned int n_fds)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int) * RN_CLIENT_REG_MAX_PIECES)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)(uintptr_t)buf,
+			     .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (n_fds != 0) {
+		struct cmsghdr *cm;
+
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.b;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
+	}
+	if (sendmsg(c->sock, &msg, MSG_NOSIGNAL) >= 0)
+		return 0;
+	if (errno == EINTR)
+		return -EINTR;
+	/* Nothing was sent: the descriptor is the caller's fault, not the
+	 * daemon's. */
+	if (errno == EBADF && n_fds != 0)
+		return -EBADF;
+	return rn_client_set_gone(c);
+}
+
 int
-rn_client_request(struct rn_client *c, uint16_t type, const void *body,
-		  uint32_t len, void *reply, uint32_t cap, uint32_t *reply_len)
+rn_client_request_fds(struct rn_client *c, uint16_t type, const void *body,
+		      uint32_t len, const int *fds, unsigned int n_fds,
+		      int timeout_ms, void *reply, uint32_t cap,
+		      uint32_t *reply_len)
 {
 	uint8_t buf[RN_CLIENT_MSG_MAX];
 	struct rn_client_msg_hdr hdr = {
 		.type = type, .version = RN_CLIENT_PROTO_VERSION, .len = len };
 	ssize_t n;
+	int rc;
 
 	if (c->gone)
 		return -ENOTCONN;
-	if (len > sizeof(buf) - sizeof(hdr))
+	if (len > sizeof(buf) - sizeof(hdr) ||
+	    n_fds > RN_CLIENT_REG_MAX_PIECES)
 		return -EINVAL;
 	memcpy(buf, &hdr, sizeof(hdr));
 	if (len != 0)
 		memcpy(buf + sizeof(hdr), body, len);
-	if (send(c->sock, buf, sizeof(hdr) + len, MSG_NOSIGNAL) < 0)
-		return errno == EINTR ? -EINTR : rn_client_set_gone(c);
-	if (wait_readable(c->sock, RN_CLIENT_REPLY_TIMEOUT_MS) <= 0)
+	rc = send_request(c, buf, sizeof(hdr) + len, fds, n_fds);
+	if (rc != 0)
+		return rc;
+	if (wait_readable(c->sock, timeout_ms) <= 0)
 		return rn_client_set_gone(c);
 	do {
 		n = recv(c->sock, buf, sizeof(buf), MSG_TRUNC);
@@ -65,9 +109,17 @@ rn_client_request(struct rn_client *c, uint16_t type, const void *body,
 	return hdr.status;
 }
 
-/* A node name: 1..RN_CLIENT_NODE_MAX bytes; its length or -EINVAL. */
-static int
-node_len(const char *name)
+int
+rn_client_request(struct rn_client *c, uint16_t type, const void *body,
+		  uint32_t len, void *reply, uint32_t cap, uint32_t *reply_len)
+{
+	return rn_client_request_fds(c, type, body, len, NULL, 0,
+				     RN_CLIENT_REPLY_TIMEOUT_MS, reply, cap,
+				     reply_len);
+}
+
+int
+rn_client_node_len(const char *name)
 {
 	size_t len;
 
@@ -83,7 +135,7 @@ rn_client_peer_add(struct rn_client *c, const char *name,
 {
 	struct rn_client_peer p = { .port = port };
 	uint8_t addr[16];
-	int len = node_len(name), rc;
+	int len = rn_client_node_len(name), rc;
 
 	rc = rn_client_alive(c, false);
 	if (rc != 0)
@@ -105,7 +157,7 @@ rn_client_peer_add(struct rn_client *c, const char *name,
 int
 rn_client_peer_remove(struct rn_client *c, const char *name)
 {
-	int len = node_len(name), rc;
+	int len = rn_client_node_len(name), rc;
 
 	rc = rn_client_alive(c, false);
 	if (rc != 0)

@@ -3,7 +3,9 @@
  * Taking what the daemon put in the region: deliveries (handed to the
  * application, their receive buffers held until the next poll), send
  * reports and refusals from the same deliver rings (copied into c's
- * queues at once), control events from the events ring. The windows and
+ * queues at once), control events from the events ring, and the final
+ * statuses of batches (their slots, looked at on an XFER_DONE and on
+ * every collect: client_xfer.c). The windows and
  * their rules are described at struct rn_client_deliver (client_pvt.h).
  */
 #include <errno.h>
@@ -120,6 +122,10 @@ take_entry(struct rn_client *c, uint32_t lcore, uint32_t pos,
 	case RN_CLIENT_ENTRY_REFUSED:
 		stash_refused(c, lcore, pos, e);
 		return false;
+	case RN_CLIENT_ENTRY_XFER_DONE:
+		/* A wake-up: the slots say which batches are final. */
+		rn_client_xfer_done(c, lcore, e);
+		return false;
 	default:
 		return false;   /* not ours to know: given back */
 	}
@@ -193,6 +199,8 @@ rn_client_collect(struct rn_client *c)
 
 	for (uint32_t i = 0; i < c->n_lcores; i++)
 		took |= collect_lcore(c, i);
+	/* Batches final whose XFER_DONE a full deliver ring dropped. */
+	took |= rn_client_xfer_collect(c);
 	took |= take_events(c);
 	return took;
 }
@@ -202,7 +210,8 @@ rn_client_pending(const struct rn_client *c)
 {
 	if (rn_client_fifo_count(&c->comp_q) != 0 ||
 	    rn_client_fifo_count(&c->event_q) != 0 ||
-	    rte_ring_count(rn_client_events_ring(c->region)) != 0)
+	    rte_ring_count(rn_client_events_ring(c->region)) != 0 ||
+	    rn_client_xfer_pending(c))
 		return true;
 	for (uint32_t i = 0; i < c->n_lcores; i++) {
 		const struct rn_client_deliver *d = &c->deliver[i];

@@ -38,25 +38,6 @@ write_buf(uint8_t *buf, uint32_t tag, uint32_t flags, const char *agent,
 		memcpy(p, o->msg, o->msg_len);
 }
 
-/*
- * Wake lcore if it may sleep. Pairs with the lcore's store of `sleeping`
- * before its last look at the submit rings: the full fence orders our
- * enqueue (the ring's tail store) before our load of `sleeping`, so either
- * it sees the entry or we see it asleep.
- */
-static inline void
-wake_lcore(const struct rn_client *c, uint32_t lcore)
-{
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&c->page->lcore[lcore].sleeping,
-			    __ATOMIC_RELAXED) != 0) {
-		uint64_t one = 1;
-		ssize_t n = write(c->wake_fd[lcore], &one, sizeof(one));
-
-		(void)n;
-	}
-}
-
 /* The checks that need no state: agent's length, the flags. The node is
  * checked by rn_client_route(). */
 static inline int
@@ -142,7 +123,7 @@ rn_client_send_burst(struct rn_client *c, const char *node,
 	}
 	if (done == 0)
 		return -EAGAIN;
-	wake_lcore(c, route->lcore);
+	rn_client_wake_lcore(c, route->lcore);
 	return (int)done;
 }
 

@@ -53,7 +53,9 @@ int rn_client_attach(const char *socket, const char *agent,
 		     struct rn_client **out);
 
 /* Detach and free c, whatever state the daemon is in. Deliveries not yet
- * polled are lost. */
+ * polled are lost. Whatever c handed out goes with it: memory of
+ * rn_client_alloc() is unmapped, regions, imported descriptors and
+ * batches are freed. */
 void rn_client_detach(struct rn_client *c);
 
 /*
@@ -232,9 +234,10 @@ struct rn_client_batch;    /* one submitted batch */
 
 /*
  * length bytes of memory the daemon can map: a memfd (on hugepages when
- * length is a multiple of 2 MiB and the host has free ones), mapped shared
- * here, zeroed. Returns 0 with the address in *out, or -EINVAL (length 0),
- * -ENOMEM. Free it with rn_client_free() once no region holds it.
+ * length is a multiple of 2 MiB and the host has free ones, else of whole
+ * 4 KiB pages), mapped shared here, zeroed. Returns 0 with the address in
+ * *out, or -EINVAL (length 0), -ENOMEM. Free it with rn_client_free() once
+ * no region holds it.
  */
 int rn_client_alloc(struct rn_client *c, size_t length, void **out);
 /* Returns 0, -EINVAL (not an address rn_client_alloc() gave), -EBUSY (a
@@ -243,8 +246,10 @@ int rn_client_free(struct rn_client *c, void *addr);
 
 /*
  * Register [addr, addr + length), which must lie in one allocation of
- * rn_client_alloc(), with the daemon's device for access (RN_CLIENT_*).
- * Blocks until every lcore registered it. Returns 0 with *out, or:
+ * rn_client_alloc(), with the daemon's device for access (RN_CLIENT_*):
+ * the whole pages of the allocation that hold it (4 KiB, or 2 MiB on
+ * hugepages), which its descriptor then names. Blocks until every lcore
+ * registered it. Returns 0 with *out, or:
  *   -EFAULT   the range is not memory of rn_client_alloc(): plain memory
  *             cannot be shared with the daemon; allocate with
  *             rn_client_alloc(), or pass its fds with rn_client_reg_fd()
@@ -272,7 +277,9 @@ struct rn_client_piece {
  * which this process maps contiguously from addr: memfd or hugetlbfs files
  * (the daemon maps them), or with RN_CLIENT_REG_DMABUF dma-bufs of GPU
  * memory (one piece; the device maps it). The fds stay the caller's.
- * Errors as rn_client_reg(), and -EBADF (an fd the daemon cannot map: a
+ * addr and each piece's offset and length are whole pages of its file
+ * (else -EINVAL). Errors as rn_client_reg(), and -EBADF (an fd the daemon
+ * cannot map: a
  * pipe, a socket, a regular file; or not a dma-buf), -EOPNOTSUPP
  * (dma-bufs on a device without them, e.g. the sim; several dma-buf
  * pieces).
@@ -373,13 +380,15 @@ unsigned int rn_client_xfer_max(const struct rn_client *c,
 				unsigned int n_remotes, uint32_t note_bytes);
 
 /*
- * A batch's status, non-blocking: -EINPROGRESS, or final: 0 (every byte
- * placed, its notification posted after that), or the first error:
- * -EINVAL (a triple outside this client's regions or its rem, or a region
- * being deregistered), -ESTALE (a rem of an older incarnation of the
- * peer), -EACCES, -EFAULT, -ENOTCONN, -EPIPE, -ECANCELED as
- * rn_transfer_status() (rn_transfer.h). *bytes_done and *notify_status
- * (either may be NULL) as there.
+ * A batch's status, non-blocking: -EINPROGRESS (-ENOTCONN once the daemon
+ * is gone: it never becomes final; -EINVAL: b was released), or final: 0
+ * (every byte placed, its notification posted after that), or the first
+ * error: -EINVAL (a triple outside this client's regions or its rem, or a
+ * region being deregistered), -ESTALE (a rem of an older incarnation of
+ * the peer), -EACCES, -EFAULT, -ENOTCONN, -EPIPE, -ECANCELED as
+ * rn_transfer_status() (rn_transfer.h), or another refusal of the lcore's
+ * checks (docs/transfers.md). *bytes_done and *notify_status (either may
+ * be NULL) as there.
  */
 int rn_client_batch_status(const struct rn_client_batch *b,
 			   uint64_t *bytes_done, int *notify_status);
@@ -392,7 +401,8 @@ int rn_client_batch_wait(struct rn_client *c, struct rn_client_batch *b,
 /* Cancel, non-blocking: as rn_transfer_cancel(). */
 void rn_client_batch_cancel(struct rn_client_batch *b);
 
-/* Free b once final (its slot goes back). Returns 0 or -EBUSY. */
+/* Free b once final (its slot goes back), or any time once the daemon is
+ * gone. Returns 0, -EBUSY (not final), -EINVAL (released already). */
 int rn_client_batch_release(struct rn_client *c, struct rn_client_batch *b);
 
 #endif /* RN_CLIENT_H */

@@ -19,10 +19,28 @@
 uint64_t rn_client_region_size(uint32_t n_lcores, uint32_t ring_size,
 			       uint32_t buf_size);
 
+/* Transfer batch slots per lcore at most, and the bounds of a slot's
+ * size ([client] xfer_slots, xfer_slot_size). */
+#define RN_CLIENT_XFER_SLOTS_MAX 1024u
+#define RN_CLIENT_XFER_SLOT_SIZE_MIN 4096u
+#define RN_CLIENT_XFER_SLOT_SIZE_MAX (4u << 20)
+
+/* The same with xfer_slots batch slots of xfer_slot_size bytes per lcore
+ * (xfer_slots 0: none, and xfer_slot_size is not looked at; else
+ * xfer_slot_size a multiple of 64 within the bounds above). The two-size
+ * calls are these with no slots. */
+uint64_t rn_client_region_size_xfer(uint32_t n_lcores, uint32_t ring_size,
+				    uint32_t buf_size, uint32_t xfer_slots,
+				    uint32_t xfer_slot_size);
+
 /* Lay the region out in mem (zeroed, rn_client_region_size() bytes):
  * header, empty rings. Returns 0 or -EINVAL. Needs librte_ring. */
 int rn_client_region_init(void *mem, uint32_t n_lcores, uint32_t ring_size,
 			  uint32_t buf_size);
+/* The same with batch slots, each with status 0 (free). */
+int rn_client_region_init_xfer(void *mem, uint32_t n_lcores,
+			       uint32_t ring_size, uint32_t buf_size,
+			       uint32_t xfer_slots, uint32_t xfer_slot_size);
 
 /* Whether the size bytes mapped at r hold a region of this version whose
  * every ring and buffer lies inside them: 0 or -EPROTO. Pure: no DPDK

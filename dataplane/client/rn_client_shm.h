@@ -81,18 +81,20 @@ enum rn_client_entry_type {
 					 * struct rn_client_event */
 	RN_CLIENT_ENTRY_XFER,           /* client -> lcore: the batch in
 					 * xfer slot `slot` (no buffer) */
-	RN_CLIENT_ENTRY_XFER_DONE,      /* lcore -> client: the batch in slot
-					 * `slot` is final; cookie its cookie,
-					 * status its status (no buffer: a
-					 * full ring drops it, the slot holds
-					 * the result) */
+	RN_CLIENT_ENTRY_XFER_DONE,      /* lcore -> client: the batch in the
+					 * slot named by ep_index is final;
+					 * cookie its cookie, status its
+					 * status (no buffer: a full ring
+					 * drops it, the slot holds the
+					 * result) */
 };
 
 /* One element of submit[] and deliver[]: 16 bytes, two 8-byte moves. */
 struct rn_client_entry {
 	uint16_t type;            /* enum rn_client_entry_type */
 	uint16_t ep_index;        /* SEND, XFER: the endpoint (status page
-				   * index) */
+				   * index); XFER_DONE: the batch slot
+				   * (status has the union) */
 	union {
 		int32_t status;   /* COMPLETION, XFER_DONE: 0 or -errno */
 		uint32_t slot;    /* XFER: the batch slot (of this lcore) */

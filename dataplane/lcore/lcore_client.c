@@ -256,6 +256,26 @@ rn_lcore_client_report(struct rn_lcore *lc, const struct rn_client_sent *s,
 		rn_lcore_count(&lc->stats.reports_dropped, 1);
 }
 
+bool
+rn_lcore_client_xfer_done(struct rn_lcore *lc, uint32_t slot, uint32_t id,
+			  struct rn_client_entry *e)
+{
+	struct rn_lcore_clients *cs = lc->clients;
+	struct lcore_client *c;
+
+	if (cs == NULL || slot >= RN_LCORE_MAX_CLIENTS)
+		return false;
+	c = &cs->c[slot];
+	if (c->link == NULL || c->id != id)
+		return false;      /* removed meanwhile: nobody to tell */
+	if (deliver_start(c) == NULL) {
+		rn_lcore_count(&lc->stats.reports_dropped, 1);
+		return false;
+	}
+	deliver_finish(cs, c, e);
+	return true;
+}
+
 /* ---- receiving ---- */
 
 /*
@@ -535,8 +555,15 @@ client_sends(struct rn_lcore *lc, struct lcore_client *c)
 
 	for (done = 0; done < n; done++) {
 		struct rn_lcore_ep *ep = NULL;
-		int rc = send_entry(lc, c, &e[done], pos + done, &ep);
+		int rc;
 
+		/* A batch is taken or refused at once: never held. */
+		if (unlikely(e[done].type == RN_CLIENT_ENTRY_XFER)) {
+			rn_lcore_client_xfer(lc, c->link, c->slot, c->id,
+					     &e[done]);
+			continue;
+		}
+		rc = send_entry(lc, c, &e[done], pos + done, &ep);
 		if (likely(rc == 0)) {
 			if (ep != bell) {
 				if (bell != NULL)
@@ -601,6 +628,12 @@ rn_lcore_client_pending(const struct rn_lcore *lc)
 		if (!rte_ring_empty(cs->c[cs->active[i]].submit))
 			return true;
 	return false;
+}
+
+bool
+rn_lcore_client_holding(const struct rn_lcore *lc)
+{
+	return lc->clients != NULL && lc->clients->n_holding != 0;
 }
 
 /* ---- commands ---- */
@@ -746,8 +779,11 @@ rn_lcore_client_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 		};
 
 		client_remove(lc, link);
-		/* Must arrive: the control thread frees link after it. */
-		rn_lcore_post_event_wait(lc, ev);
+		/* Must arrive: the control thread frees link after it. Not
+		 * before its batches here are final and its regions
+		 * deregistered: then lcore_client_xfer.c sends it. */
+		if (rn_lcore_client_xfer_remove(lc, link))
+			rn_lcore_post_event_wait(lc, ev);
 	}
 }
 

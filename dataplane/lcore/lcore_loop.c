@@ -10,7 +10,21 @@
  *   4. reap endpoints whose QPs finished draining, and failed native
  *      channels (rarely any),
  *   5. apply the idle policy when the iteration found nothing to do.
+ *
+ * An iteration that found nothing gives the CPU away (sched_yield()) when
+ * another thread wants it: on a machine without a core per busy thread
+ * (two daemons and their clients on two cores), a poller that keeps its
+ * CPU makes the thread it waits for wait for a time slice, milliseconds
+ * per hop. A yield with nobody else runnable returns at once (a syscall,
+ * about 0.5 us here), so the spin stays a spin where cores are spare.
+ * adaptive yields after every empty poll until it sleeps; busy at most
+ * every RN_LCORE_BUSY_YIELD_US of empty polling, so that an lcore with a
+ * core of its own loses next to nothing.
  */
+#include <sched.h>
+
+#include <rte_cycles.h>
+
 #include "lcore_pvt.h"
 #include "rn_cq.h"
 #include "rn_lcore_xfer.h"
@@ -35,6 +49,10 @@ execute(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 	case RN_LCORE_CMD_CLIENT_ADD:
 	case RN_LCORE_CMD_CLIENT_REMOVE:
 		rn_lcore_client_command(lc, cmd);
+		break;
+	case RN_LCORE_CMD_CLIENT_REG:
+	case RN_LCORE_CMD_CLIENT_DEREG:
+		rn_lcore_client_reg_command(lc, cmd);
 		break;
 	default:
 		rn_lcore_ep_command(lc, cmd);
@@ -79,10 +97,40 @@ poll_completions(struct rn_lcore *lc)
 	return total;
 }
 
+/* Longest empty polling of a busy lcore between two yields. */
+#define RN_LCORE_BUSY_YIELD_US 5
+
+/* Step 5: this turn found nothing. */
+static inline void
+idle(struct rn_lcore *lc, uint64_t *yield_tsc, uint64_t yield_gap)
+{
+	if (lc->idle == RN_IDLE_BUSY) {
+		uint64_t now = rte_rdtsc();
+
+		if (now >= *yield_tsc) {
+			sched_yield();
+			*yield_tsc = now + yield_gap;
+		}
+		return;
+	}
+	if (--lc->idle_polls_left != 0) {
+		sched_yield();
+		return;
+	}
+	/* A sleep that only timed out is followed by one poll, not
+	 * idle_polls: an idle lcore then costs a poll (a syscall for the
+	 * sim's progress) per sleep. A wake-up by a descriptor, or work
+	 * found, restores the full count, for the exchange that may
+	 * follow. */
+	lc->idle_polls_left = rn_lcore_sleep(lc) ? lc->idle_polls : 1;
+}
+
 int
 rn_lcore_run(void *arg)
 {
 	struct rn_lcore *lc = arg;
+	uint64_t yield_tsc = 0;
+	uint64_t yield_gap = lc->tsc_hz * RN_LCORE_BUSY_YIELD_US / 1000000;
 
 	RN_LCORE_LOG(INFO, "lcore %u: running, idle policy %s", lc->lcore_id,
 		     rn_idle_policy_name(lc->idle));
@@ -106,16 +154,8 @@ rn_lcore_run(void *arg)
 		if (work != 0) {
 			rn_lcore_count(&lc->stats.busy_loops, 1);
 			lc->idle_polls_left = lc->idle_polls;
-		} else if (lc->idle == RN_IDLE_ADAPTIVE &&
-			   --lc->idle_polls_left == 0) {
-			/* A sleep that only timed out is followed by one
-			 * poll, not idle_polls: an idle lcore then costs a
-			 * poll (a syscall for the sim's progress) per
-			 * idle_sleep_us. A wake-up by a descriptor, or work
-			 * found, restores the full count, for the exchange
-			 * that may follow. */
-			lc->idle_polls_left = rn_lcore_sleep(lc) ?
-					      lc->idle_polls : 1;
+		} else {
+			idle(lc, &yield_tsc, yield_gap);
 		}
 	}
 	RN_LCORE_LOG(INFO, "lcore %u: stopped", lc->lcore_id);

@@ -5,6 +5,7 @@
 #include <rte_log.h>
 
 #include "rn_lcore.h"
+#include "rn_client_shm.h"
 #include "rn_lcore_ep.h"
 #include "rn_notify_credit.h"
 #include "rn_notify_window.h"
@@ -170,16 +171,24 @@ int rn_lcore_cq_grow(struct rn_lcore *lc);
 void rn_lcore_post_event(struct rn_lcore *lc, struct rn_lcore_event ev);
 void rn_lcore_post_event_wait(struct rn_lcore *lc, struct rn_lcore_event ev);
 
+/* An event of type about cookie that must arrive: it waits for room. */
+static inline void
+rn_lcore_post_wait(struct rn_lcore *lc, uint16_t type, int32_t arg,
+		   const void *cookie)
+{
+	struct rn_lcore_event ev = { .type = type,
+				     .lcore_id = (uint16_t)lc->lcore_id,
+				     .arg = arg, .cookie = (uintptr_t)cookie };
+
+	rn_lcore_post_event_wait(lc, ev);
+}
+
 /* An endpoint event about req: it must arrive, so it waits for room. */
 static inline void
 rn_lcore_ep_post(struct rn_lcore *lc, uint16_t type, int32_t arg,
 		 struct rn_ep_request *req)
 {
-	struct rn_lcore_event ev = { .type = type,
-				     .lcore_id = (uint16_t)lc->lcore_id,
-				     .arg = arg, .cookie = (uintptr_t)req };
-
-	rn_lcore_post_event_wait(lc, ev);
+	rn_lcore_post_wait(lc, type, arg, req);
 }
 
 /*
@@ -334,6 +343,8 @@ void rn_lcore_client_command(struct rn_lcore *lc,
 			     const struct rn_lcore_cmd *cmd);
 unsigned int rn_lcore_client_poll(struct rn_lcore *lc);
 bool rn_lcore_client_pending(const struct rn_lcore *lc);
+/* Whether frames wait for a client whose deliver ring was full. */
+bool rn_lcore_client_holding(const struct rn_lcore *lc);
 /* A frame of len bytes at frame, receive slot index of ep, that the
  * node-level reader refused: an agent frame or refusal is delivered, held
  * or refused here, its slot reposted or held (0); anything else is
@@ -347,6 +358,31 @@ void rn_lcore_client_report(struct rn_lcore *lc,
 			    const struct rn_client_sent *s, int status);
 /* At rn_lcore_fini(). */
 void rn_lcore_client_fini(struct rn_lcore *lc);
+/* An XFER_DONE entry e for the client in slot of lc->clients, attachment
+ * id, on its deliver ring: false when that client is gone or its ring is
+ * full (dropped, counted in reports_dropped: the batch slot holds the
+ * result). */
+bool rn_lcore_client_xfer_done(struct rn_lcore *lc, uint32_t slot, uint32_t id,
+			       struct rn_client_entry *e);
+
+/*
+ * Client processes' transfers (lcore_client_xfer.c): the XFER entry e of
+ * the client of link (slot and attachment id in lc->clients), consumed at
+ * once (taken into the engine, or refused with its final status); the
+ * commands CLIENT_REG and CLIENT_DEREG; at CLIENT_REMOVE, whether nothing
+ * of link is left here (true: answer CLIENT_REMOVED now; false: it is
+ * answered once its batches are final and its regions deregistered).
+ */
+struct rn_client_link;
+void rn_lcore_client_xfer(struct rn_lcore *lc,
+			  const struct rn_client_link *link, uint32_t slot,
+			  uint32_t id, const struct rn_client_entry *e);
+void rn_lcore_client_reg_command(struct rn_lcore *lc,
+				 const struct rn_lcore_cmd *cmd);
+bool rn_lcore_client_xfer_remove(struct rn_lcore *lc,
+				 const struct rn_client_link *link);
+/* At rn_lcore_fini(): every region deregistered, the state freed. */
+void rn_lcore_client_xfer_fini(struct rn_lcore *lc);
 
 /* Post o on ep's native channel, for the transfer engine: 0, -EAGAIN (no
  * credit or room now), -ENOTSUP (no native channel), -EPIPE, -EMSGSIZE. */
@@ -375,5 +411,8 @@ uint64_t rn_lcore_diag_fault(struct rn_lcore *lc, struct rn_lcore_ep *ep,
  * a descriptor woke it, or work was queued before it slept.
  */
 bool rn_lcore_sleep(struct rn_lcore *lc);
+/* How long the next sleep may last, in microseconds: idle_sleep_us, or
+ * longer once the lcore has been quiet for a second (lcore_idle.c). */
+uint32_t rn_lcore_sleep_us(struct rn_lcore *lc);
 
 #endif /* RN_LCORE_PVT_H */

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "lcore_pvt.h"
+#include "rn_client_shm.h"
 #include "rn_cq.h"
 #include "rn_lcore_xfer.h"
 #include "rn_sq.h"
@@ -93,6 +94,7 @@ rn_lcore_xfer_fini(struct rn_lcore *lc)
 
 	if (x == NULL)
 		return;
+	rn_lcore_client_xfer_fini(lc);
 	while (rte_ring_sc_dequeue(x->ring, &op) == 0)
 		answer(op, -ESHUTDOWN);
 	rte_ring_free(x->ring);
@@ -149,8 +151,44 @@ rkey_of(const struct rn_lcore_ep *ep, const struct rn_xfer_remote *rem,
 	return -EINVAL;
 }
 
-/* Every check of a batch before it is taken; entries' rkeys filled. */
-static int
+static inline bool
+has_note(const struct rn_xfer_batch *b)
+{
+	return b->note_name_len != 0 || b->note_agent != NULL;
+}
+
+/* The agent frame of b's notification, and of its failure notice. */
+static uint64_t
+agent_note_size(const struct rn_xfer_batch *b, bool failed)
+{
+	return failed ?
+	       rn_notify_agent_frame_size(b->note_agent_len, b->note_src_len,
+					  sizeof(RN_XFER_FAILED_NAME) - 1,
+					  b->note_name_len) :
+	       rn_notify_agent_frame_size(b->note_agent_len, b->note_src_len,
+					  b->note_name_len, b->note_msg_len);
+}
+
+/* Whether either agent frame b may send is over ep's slots, or what the
+ * receiving client gets of it over its receive buffer (the peer's slot
+ * size, as lcore_client.c's send_entry() checks). */
+static __rte_noinline bool
+agent_note_too_big(const struct rn_lcore_ep *ep, const struct rn_xfer_batch *b)
+{
+	uint64_t body = RTE_MAX((uint64_t)b->note_name_len + b->note_msg_len,
+				sizeof(RN_XFER_FAILED_NAME) - 1 +
+				(uint64_t)b->note_name_len);
+
+	return agent_note_size(b, false) > ep->n.max_frame ||
+	       agent_note_size(b, true) > ep->n.max_frame ||
+	       sizeof(struct rn_client_recv_hdr) + b->note_src_len + body >
+	       ep->n.peer_slot_size;
+}
+
+/* Every check of a batch before it is taken; entries' rkeys filled.
+ * Inlined in both acceptances: a call costs the embedded one some twenty
+ * instructions (scripts/bench-transfer-instructions.sh). */
+static __rte_always_inline int
 check_batch(struct rn_lcore *lc, struct rn_xfer_batch *b,
 	    struct rn_lcore_ep **out)
 {
@@ -163,14 +201,14 @@ check_batch(struct rn_lcore *lc, struct rn_xfer_batch *b,
 	if (ep == NULL ||
 	    (ep->xfer != NULL ? ep->xfer->n_qps : connected_data_qps(ep)) == 0)
 		return -ENOTCONN;
-	if (b->note_name_len != 0) {
-		uint64_t len = rn_notify_frame_size(b->note_name_len,
-						    b->note_msg_len);
-
+	if (has_note(b)) {
 		if (ep->n.state != RN_CHANNEL_NATIVE)
 			return ep->n.state == RN_CHANNEL_DRAINING ? -EPIPE :
 								    -ENOTSUP;
-		if (len > ep->n.max_frame)
+		if (unlikely(b->note_agent != NULL) ?
+		    agent_note_too_big(ep, b) :
+		    rn_notify_frame_size(b->note_name_len, b->note_msg_len) >
+		    ep->n.max_frame)
 			return -EMSGSIZE;
 	}
 	for (uint32_t i = 0; i < b->n_entries; i++) {
@@ -202,19 +240,15 @@ check_batch(struct rn_lcore *lc, struct rn_xfer_batch *b,
 	return 0;
 }
 
-/* Out of line, as post_chunks() and finish() are, so that callgrind
- * records each call (scripts/bench-transfer-instructions.sh). */
-static __rte_noinline void
-take_batch(struct rn_lcore *lc, struct rn_xfer_batch *b)
+static __rte_always_inline int
+accept(struct rn_lcore *lc, struct rn_xfer_batch *b)
 {
 	struct rn_lcore_xfer *x = lc->xfer;
 	struct rn_lcore_ep *ep = NULL;
 	int rc = check_batch(lc, b, &ep);
 
-	if (rc != 0) {
-		answer(&b->op, rc);
-		return;
-	}
+	if (rc != 0)
+		return rc;
 	b->ep = ep;
 	b->next_entry = 0;
 	b->next_off = 0;
@@ -228,7 +262,26 @@ take_batch(struct rn_lcore *lc, struct rn_xfer_batch *b)
 	else
 		x->head = b;
 	x->tail = b;
-	answer(&b->op, 0);
+	return 0;
+}
+
+/* Out of line, as post_chunks() and finish() are, so that callgrind
+ * records each call (scripts/bench-transfer-instructions.sh). A batch of
+ * the ring is the embedded API's: no agent, no hook (its fields zero), its
+ * cancel its own. */
+static __rte_noinline void
+take_batch(struct rn_lcore *lc, struct rn_xfer_batch *b)
+{
+	b->cancel_at = &b->cancel;
+	answer(&b->op, accept(lc, b));
+}
+
+int
+rn_lcore_xfer_accept(struct rn_lcore *lc, struct rn_xfer_batch *b)
+{
+	if (b->cancel_at == NULL)
+		b->cancel_at = &b->cancel;
+	return accept(lc, b);
 }
 
 static void
@@ -387,6 +440,40 @@ post_chunks(struct rn_lcore *lc, struct rn_xfer_batch *b)
 	return posted;
 }
 
+/* A client batch's notification, or its failure notice: an agent frame
+ * from the client's agent to the note's, as a client's SEND is
+ * (lcore_client.c), its cookie the batch's (a refusal of it names it). */
+static int
+notify_agent(struct rn_lcore *lc, struct rn_xfer_batch *b)
+{
+	struct rn_lcore_ep *ep = b->ep;
+	bool failed = b->notify_due == 2;
+	struct rn_lcore_agent_out a = {
+		.kind = RN_NOTIFY_KIND_AGENT, .cookie = b->cookie,
+		.dst = b->note_agent, .dst_len = b->note_agent_len,
+		.src = b->note_src, .src_len = b->note_src_len,
+		.name_len = failed ? sizeof(RN_XFER_FAILED_NAME) - 1 :
+				     b->note_name_len,
+		.msg_len = failed ? b->note_name_len : b->note_msg_len,
+		.body = failed ? b->note_fail : b->note_name,
+	};
+	uint64_t len = agent_note_size(b, failed);
+	int rc;
+
+	if (ep->n.state != RN_CHANNEL_NATIVE)
+		return ep->n.state == RN_CHANNEL_DRAINING ? -EPIPE : -ENOTSUP;
+	if (len > ep->n.max_frame)
+		return -EMSGSIZE;
+	a.inline_max = rn_notify_frame_size(a.name_len, a.msg_len) <=
+		       lc->max_inline ? ep->n.agent_inline : 0;
+	rc = rn_lcore_notify_post_agent(lc, ep, &a, len);
+	if (rc == 0) {
+		rn_lcore_notify_ring(ep);
+		rn_lcore_count(&lc->stats.notify_sent, 1);
+	}
+	return rc;
+}
+
 /* The notification b owes its peer, or the failure one; -EAGAIN: no
  * credit now, try again next turn. */
 static int
@@ -401,6 +488,8 @@ notify(struct rn_lcore *lc, struct rn_xfer_batch *b)
 	 * thread closes it: the failure notice goes before that. */
 	if (b->ep->closing)
 		return -ENOTCONN;
+	if (b->note_agent != NULL)
+		return notify_agent(lc, b);
 	if (b->notify_due == 2) {
 		/* The target learns which notification will not come. */
 		o = (struct rn_notify_out){ .name = RN_XFER_FAILED_NAME,
@@ -416,12 +505,17 @@ notify(struct rn_lcore *lc, struct rn_xfer_batch *b)
 static __rte_noinline bool
 finish(struct rn_lcore *lc, struct rn_xfer_batch *b)
 {
-	if (b->note_name_len != 0 && b->notify_due == 0)
+	void (*on_final)(struct rn_lcore *, struct rn_xfer_batch *) =
+		b->on_final;
+
+	if (has_note(b) && b->notify_due == 0)
 		b->notify_due = b->error == 0 ? 1 : 2;
 	if (b->notify_due != 0) {
 		int rc = notify(lc, b);
 
-		if (rc == -EAGAIN)
+		/* A batch that may not wait (its client is gone) lets its
+		 * notification go rather than hold up the client's removal. */
+		if (rc == -EAGAIN && !b->no_wait)
 			return false;
 		b->notify_status = rc;
 	}
@@ -429,7 +523,10 @@ finish(struct rn_lcore *lc, struct rn_xfer_batch *b)
 		__atomic_fetch_sub(b->entries[i].users, 1, __ATOMIC_RELEASE);
 	b->bytes_done = b->done;
 	rn_lcore_count(&lc->stats.xfer_batches, 1);
+	/* An embedded batch may be freed from here on: on_final was read. */
 	__atomic_store_n(&b->status, b->error, __ATOMIC_RELEASE);
+	if (on_final != NULL)
+		on_final(lc, b);
 	return true;
 }
 
@@ -443,24 +540,29 @@ pump(struct rn_lcore *lc)
 
 	while (*link != NULL) {
 		struct rn_xfer_batch *b = *link;
+		struct rn_xfer_batch *next = b->next;   /* b is not ours after
+							 * finish() */
 		struct rn_lcore_ep *ep = b->ep;
 
 		if (b->error == 0 && (ep->failed || ep->closing))
 			b->error = -ENOTCONN;
 		if (b->error == 0 &&
-		    __atomic_load_n(&b->cancel, __ATOMIC_RELAXED) != 0 &&
+		    __atomic_load_n(b->cancel_at, __ATOMIC_RELAXED) != 0 &&
 		    b->next_entry < b->n_entries)
 			b->error = -ECANCELED;
 		if (b->error == 0 && b->next_entry < b->n_entries)
 			work += post_chunks(lc, b);
 		if (b->chunks_out == 0 &&
-		    (b->error != 0 || b->next_entry == b->n_entries) &&
-		    finish(lc, b)) {
-			*link = b->next;
-			if (x->tail == b)
-				x->tail = prev;
-			work++;
-			continue;
+		    (b->error != 0 || b->next_entry == b->n_entries)) {
+			bool tail = x->tail == b;
+
+			if (finish(lc, b)) {
+				*link = next;
+				if (tail)
+					x->tail = prev;
+				work++;
+				continue;
+			}
 		}
 		prev = b;
 		link = &b->next;
@@ -496,6 +598,7 @@ rn_lcore_xfer_ep_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	/* Its QPs are gone: what did not complete never will. */
 	while (x != NULL && *link != NULL) {
 		struct rn_xfer_batch *b = *link;
+		struct rn_xfer_batch *next = b->next;
 
 		if (b->ep != ep) {
 			prev = b;
@@ -506,12 +609,15 @@ rn_lcore_xfer_ep_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 			b->error = -EPIPE;
 		b->chunks_out = 0;
 		b->notify_due = 0;
-		b->note_name_len = 0;   /* nothing to send it on */
+		/* Nothing to send it on: no notification, and no failure
+		 * notice either. */
 		b->notify_status = -ENOTCONN;
-		finish(lc, b);
-		*link = b->next;
+		b->note_name_len = 0;
+		b->note_agent = NULL;
 		if (x->tail == b)
 			x->tail = prev;
+		*link = next;
+		finish(lc, b);
 	}
 	rte_free(ep->xfer);
 	ep->xfer = NULL;

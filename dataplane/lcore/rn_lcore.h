@@ -210,6 +210,10 @@ struct rn_lcore {
 	uint32_t n_parked;
 	unsigned int lcore_id;
 	uint32_t idle_sleep_us;
+	/* Adaptive idle (lcore_idle.c): microseconds slept in a row with
+	 * nothing done, and stats.busy_loops when last counted. */
+	uint64_t quiet_us;
+	uint64_t quiet_busy_loops;
 	int epoll_fd;            /* wake_fd and the NIC's wait fds */
 	int wake_fd;             /* eventfd: control -> sleeping lcore */
 	int control_wake_fd;     /* eventfd: lcore -> control, after an event */
@@ -232,6 +236,8 @@ struct rn_lcore {
 	bool notify_qp_refused_said;
 	uint64_t channel_reap_tsc;      /* failed channels looked at next */
 	struct rn_lcore_xfer *xfer;     /* transfers (rn_lcore_xfer.h) */
+	struct rn_lcore_cxfer *cxfer;   /* client processes' transfers
+					 * (lcore_client_xfer.c), or NULL */
 } __rte_cache_aligned;
 
 /* The hot scalars fit three cache lines, the most a turn should pay for

@@ -33,6 +33,9 @@ struct rn_lcore;
  * msg is the name of the notification it will not get (rn_transfer.h's
  * RN_TRANSFER_FAILED_NAME). */
 #define RN_XFER_FAILED_NAME "rnotify.transfer.failed"
+/* The chunk size of client processes' batches (lcore_client_xfer.c): the
+ * sim's largest message, as the embedded API's default. */
+#define RN_XFER_CLIENT_CHUNK (1u << 20)
 
 enum rn_xfer_op_type {
 	RN_XFER_OP_REG = 1,       /* register mem with the lcore's device */
@@ -86,6 +89,21 @@ struct rn_xfer_batch {
 	uint32_t note_name_len;
 	uint32_t note_msg_len;
 	uint32_t chunk_size;
+	/* A client process's batch (lcore_client_xfer.c; all zero for the
+	 * embedded API's): its notification is an agent frame to note_agent
+	 * from note_src, whose failure notice's body (RN_XFER_FAILED_NAME,
+	 * then the note's name) is note_fail; on_final is called once the final
+	 * status is stored; cancel is read at cancel_at. */
+	const uint8_t *note_agent;   /* NULL: a node-level notification */
+	const uint8_t *note_src;
+	const uint8_t *note_fail;
+	uint8_t note_agent_len;
+	uint8_t note_src_len;
+	uint64_t cookie;             /* the agent frame's (the client's) */
+	bool no_wait;                /* no credit for the notification at
+				      * the end: it is not sent (-EAGAIN) */
+	void (*on_final)(struct rn_lcore *lc, struct rn_xfer_batch *b);
+	const uint32_t *cancel_at;   /* NULL: &cancel (set at acceptance) */
 	/* The lcore's, between acceptance and the final status. */
 	struct rn_lcore_ep *ep;
 	uint32_t next_entry;      /* the next chunk to post: entry, offset */
@@ -109,6 +127,11 @@ void rn_lcore_xfer_fini(struct rn_lcore *lc);
 
 /* Any thread: hand op to lc and wake it. Returns 0 or -ENOBUFS. */
 int rn_lcore_xfer_submit(struct rn_lcore *lc, struct rn_xfer_op *op);
+
+/* The owning lcore: take b, filled as a ring's batch would be (its entries'
+ * users counted), into the engine; 0, or the refusal (nothing of b kept).
+ * For batches made on the lcore itself (lcore_client_xfer.c). */
+int rn_lcore_xfer_accept(struct rn_lcore *lc, struct rn_xfer_batch *b);
 
 /* The owning lcore, once a turn: take ops, post chunks. Returns work. */
 unsigned int rn_lcore_xfer_poll(struct rn_lcore *lc);

@@ -5,9 +5,14 @@
  * (a thread), builds the region with rn_client_region_init() and the
  * status page with rn_client_status_init() in memfds it passes with
  * SCM_RIGHTS, and plays the lcores at the rings of its own mapping (peek
- * API, positional buffers, rn_client_link_wake()). The library is the
- * real one (librnotify.so), used only through rn_client.h.
+ * API, positional buffers, rn_client_link_wake()). For transfers it
+ * answers REG (mapping the fds it gets, as the daemon does), DEREG,
+ * PUBLISH and FETCH, and plays the lcore at the batch slots: it reads
+ * each XFER entry's slot, moves the bytes (both sides are in this
+ * process) and writes the result. The library is the real one
+ * (librnotify.so), used only through rn_client.h.
  */
+#include <alloca.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -21,7 +26,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +39,7 @@
 #include "rn_client_region.h"
 #include "rn_lcore_client.h"
 #include "rn_test_seed.h"
+#include "rn_xfer_desc.h"
 
 #define N_LCORES 2u
 #define RING 8u            /* entries per ring: capacity 7 */
@@ -39,6 +47,21 @@
 #define NODE_B "nodeb"     /* NATIVE on lcore 1 */
 #define EP_B 3u
 #define TAG_B 77u
+#define SLOTS 4u           /* batch slots per lcore */
+#define SLOT_SIZE 4096u
+#define SESSION_A 0xa11ceull   /* the played daemon's incarnation */
+/* Where a slot's body starts (rn_client_shm.h: right after the request). */
+#define BODY_OFF (offsetof(struct rn_client_xfer_slot, req) + \
+		  sizeof(struct rn_client_xfer_req))
+
+/* A region the played daemon registered: its own mapping of the fds. */
+struct fake_reg {
+	bool live;
+	uint64_t addr, length;
+	uint32_t access;
+	uint8_t *map;              /* the daemon's address of it */
+	char name[RN_CLIENT_PUBLISH_NAME_MAX + 1];
+};
 
 /* The daemon side: one listening socket, one client at a time. */
 struct fake {
@@ -59,7 +82,18 @@ struct fake {
 	struct rn_client_peer peer_added;
 	char removed[RN_CLIENT_NODE_MAX + 1];
 	bool detached;
+	/* Transfers: what the played daemon was asked and holds. */
+	uint32_t xfer_slots;       /* of the region made at fake_start() */
+	struct fake_reg regs[RN_CLIENT_MAX_REGIONS];
+	struct rn_client_reg_req last_reg;
+	unsigned int regs_asked, deregs;
+	uint32_t published_region;
+	char published[RN_CLIENT_PUBLISH_NAME_MAX + 1];
+	struct rn_client_fetch_req fetched;
 };
+
+/* Batch slots of the next fake_start(). */
+static uint32_t fake_xfer_slots = SLOTS;
 
 static struct fake F;
 
@@ -112,15 +146,170 @@ set_ep(uint32_t i, const char *name, uint32_t tag, uint16_t lcore,
 		F.page->n_endpoints = i + 1;
 }
 
+/* A descriptor of node for [addr, addr + length), keys of two lcores. */
+static void
+make_desc(uint8_t *out, const char *node, uint64_t session, uint64_t addr,
+	  uint64_t length)
+{
+	struct rn_xfer_remote r = { .session_id = session, .addr = addr,
+				    .length = length, .n_keys = 2,
+				    .keys = { { 0, 0x100 }, { 1, 0x101 } } };
+
+	snprintf(r.node, sizeof(r.node), "%s", node);
+	assert_int_equal(rn_xfer_desc_encode(&r, out, RN_XFER_DESC_SIZE),
+			 RN_XFER_DESC_SIZE);
+}
+
+/* REG as the daemon checks it (docs/client.md): host memory only, whole
+ * pages, no overlap; then the pieces mapped side by side. */
+static int
+fake_reg(const uint8_t *body, uint32_t len, const int *fds,
+	 unsigned int n_fds, struct rn_client_registered *out)
+{
+	struct rn_client_reg_req q;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), total = 0;
+	struct fake_reg *r = NULL;
+	uint8_t *map;
+	uint32_t id;
+
+	F.regs_asked++;
+	if (F.xfer_slots == 0)
+		return -ENOTSUP;
+	if (len != sizeof(q))
+		return -EINVAL;
+	memcpy(&q, body, sizeof(q));
+	F.last_reg = q;
+	if (q.n_pieces == 0 || q.n_pieces > RN_CLIENT_REG_MAX_PIECES ||
+	    n_fds != q.n_pieces)
+		return -EINVAL;
+	if (q.flags & RN_CLIENT_REG_DMABUF)
+		return -EOPNOTSUPP;   /* as the sim */
+	for (unsigned int i = 0; i < n_fds; i++) {
+		struct statfs fs;
+
+		if (fstatfs(fds[i], &fs) != 0 ||
+		    ((unsigned long)fs.f_type != TMPFS_MAGIC &&
+		     (unsigned long)fs.f_type != HUGETLBFS_MAGIC))
+			return -EBADF;
+		if (q.piece[i].offset % page || q.piece[i].length % page)
+			return -EINVAL;
+		total += q.piece[i].length;
+	}
+	if (q.addr % page)
+		return -EINVAL;
+	for (id = 0; id < RN_CLIENT_MAX_REGIONS; id++) {
+		struct fake_reg *o = &F.regs[id];
+
+		if (o->live && q.addr < o->addr + o->length &&
+		    o->addr < q.addr + total)
+			return -EEXIST;
+		if (!o->live && r == NULL)
+			r = o;
+	}
+	if (r == NULL)
+		return -ENOSPC;
+	map = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(map != MAP_FAILED);
+	for (uint64_t i = 0, at = 0; i < n_fds; i++) {
+		assert_true(mmap(map + at, q.piece[i].length,
+				 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+				 fds[i], (off_t)q.piece[i].offset) != MAP_FAILED);
+		at += q.piece[i].length;
+	}
+	*r = (struct fake_reg){ .live = true, .addr = q.addr, .length = total,
+				.access = q.access, .map = map };
+	out->region = (uint32_t)(r - F.regs);
+	make_desc(out->desc, "nodea", SESSION_A, q.addr, total);
+	return 0;
+}
+
+static int
+fake_dereg(const uint8_t *body, uint32_t len)
+{
+	uint32_t id;
+
+	F.deregs++;
+	if (len != sizeof(id))
+		return -EINVAL;
+	memcpy(&id, body, sizeof(id));
+	if (id >= RN_CLIENT_MAX_REGIONS || !F.regs[id].live)
+		return -EINVAL;
+	munmap(F.regs[id].map, F.regs[id].length);
+	F.regs[id].live = false;
+	return 0;
+}
+
+static int
+fake_publish(const uint8_t *body, uint32_t len)
+{
+	struct rn_client_publish_req p;
+
+	if (len != sizeof(p))
+		return -EINVAL;
+	memcpy(&p, body, sizeof(p));
+	if (p.region >= RN_CLIENT_MAX_REGIONS || !F.regs[p.region].live ||
+	    memchr(p.name, '\0', sizeof(p.name)) == NULL)
+		return -EINVAL;
+	if (strcmp(p.name, "taken") == 0)
+		return -EEXIST;
+	F.published_region = p.region;
+	memcpy(F.published, p.name, sizeof(p.name));
+	return 0;
+}
+
+/* FETCH: "nothing" is published nowhere; "liar" answers another node's
+ * descriptor; anything else a descriptor of the node asked. */
+static int
+fake_fetch(const uint8_t *body, uint32_t len, uint8_t *desc)
+{
+	if (len != sizeof(F.fetched))
+		return -EINVAL;
+	memcpy(&F.fetched, body, sizeof(F.fetched));
+	if (strcmp(F.fetched.name, "nothing") == 0)
+		return -ENODATA;
+	make_desc(desc, strcmp(F.fetched.name, "liar") == 0 ? "other" :
+		  F.fetched.node, 7, 0x10000, 4096);
+	return 0;
+}
+
+/* One request of the client with its descriptors (closed by the caller). */
+static ssize_t
+recv_request(int fd, uint8_t *buf, size_t cap, int *fds, unsigned int *n_fds)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int) * RN_CLIENT_REG_MAX_PIECES)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl.b,
+			      .msg_controllen = sizeof(ctl.b) };
+	ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+
+	*n_fds = 0;
+	for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+	     cm != NULL; cm = CMSG_NXTHDR(&msg, cm))
+		if (cm->cmsg_level == SOL_SOCKET &&
+		    cm->cmsg_type == SCM_RIGHTS) {
+			*n_fds = (unsigned int)((cm->cmsg_len - CMSG_LEN(0)) /
+						sizeof(int));
+			memcpy(fds, CMSG_DATA(cm), *n_fds * sizeof(int));
+		}
+	return n;
+}
+
 static void
 serve(int fd)
 {
 	uint8_t buf[RN_CLIENT_MSG_MAX];
 	struct rn_client_msg_hdr hdr;
+	int fds[RN_CLIENT_REG_MAX_PIECES];
+	unsigned int n_fds;
 	ssize_t n;
 
-	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+	while ((n = recv_request(fd, buf, sizeof(buf), fds, &n_fds)) > 0) {
 		char name[RN_CLIENT_NODE_MAX + 1] = "";
+		const uint8_t *body = buf + sizeof(hdr);
 
 		memcpy(&hdr, buf, sizeof(hdr));
 		if (hdr.type != RN_CLIENT_MSG_PEER_ADD)
@@ -172,7 +361,33 @@ serve(int fd)
 			F.detached = true;
 			reply(fd, hdr.type, 0, NULL, 0, NULL, 0);
 			return;
+		case RN_CLIENT_MSG_REG: {
+			struct rn_client_registered r = { 0 };
+			int rc = fake_reg(body, hdr.len, fds, n_fds, &r);
+
+			reply(fd, hdr.type, rc, &r, rc == 0 ? sizeof(r) : 0,
+			      NULL, 0);
+			break;
 		}
+		case RN_CLIENT_MSG_DEREG:
+			reply(fd, hdr.type, fake_dereg(body, hdr.len), NULL,
+			      0, NULL, 0);
+			break;
+		case RN_CLIENT_MSG_PUBLISH:
+			reply(fd, hdr.type, fake_publish(body, hdr.len), NULL,
+			      0, NULL, 0);
+			break;
+		case RN_CLIENT_MSG_FETCH: {
+			uint8_t desc[RN_CLIENT_DESC_SIZE];
+			int rc = fake_fetch(body, hdr.len, desc);
+
+			reply(fd, hdr.type, rc, desc, rc == 0 ? sizeof(desc) :
+			      0, NULL, 0);
+			break;
+		}
+		}
+		for (unsigned int i = 0; i < n_fds; i++)
+			close(fds[i]);
 	}
 }
 
@@ -202,6 +417,34 @@ memfd_of(size_t size, void **map)
 	return fd;
 }
 
+/* The region, with F.xfer_slots batch slots per lcore. */
+static void
+region_make(void)
+{
+#ifdef RN_CLIENT_XFER_SLOTS_MAX
+	F.region_size = rn_client_region_size_xfer(N_LCORES, RING, BUF,
+						   F.xfer_slots, SLOT_SIZE);
+	F.region_fd = memfd_of(F.region_size, (void **)&F.region);
+	assert_int_equal(rn_client_region_init_xfer(F.region, N_LCORES, RING,
+						    BUF, F.xfer_slots,
+						    SLOT_SIZE), 0);
+#else
+	/* Before the layout knew slots: they follow the region, inside the
+	 * memfd the client maps. */
+	uint64_t base = rn_client_region_size(N_LCORES, RING, BUF);
+
+	F.region_size = base + (uint64_t)N_LCORES * F.xfer_slots * SLOT_SIZE;
+	F.region_fd = memfd_of(F.region_size, (void **)&F.region);
+	assert_int_equal(rn_client_region_init(F.region, N_LCORES, RING, BUF),
+			 0);
+	F.region->xfer_slots = F.xfer_slots;
+	F.region->xfer_slot_size = F.xfer_slots != 0 ? SLOT_SIZE : 0;
+	for (uint32_t i = 0; i < N_LCORES && F.xfer_slots != 0; i++)
+		F.region->xfer_off[i] = base +
+					(uint64_t)i * F.xfer_slots * SLOT_SIZE;
+#endif
+}
+
 static void
 fake_start(void)
 {
@@ -210,10 +453,8 @@ fake_start(void)
 	memset(&F, 0, sizeof(F));
 	F.reply_version = RN_CLIENT_PROTO_VERSION;
 	F.conn = -1;
-	F.region_size = rn_client_region_size(N_LCORES, RING, BUF);
-	F.region_fd = memfd_of(F.region_size, (void **)&F.region);
-	assert_int_equal(rn_client_region_init(F.region, N_LCORES, RING, BUF),
-			 0);
+	F.xfer_slots = fake_xfer_slots;
+	region_make();
 	F.page_fd = memfd_of(sizeof(*F.page), (void **)&F.page);
 	rn_client_status_init(F.page, N_LCORES);
 	F.efd = eventfd(0, EFD_CLOEXEC);
@@ -248,6 +489,9 @@ fake_stop(void)
 	if (F.conn >= 0)
 		close(F.conn);
 	unlink(F.path);
+	for (unsigned int i = 0; i < RN_CLIENT_MAX_REGIONS; i++)
+		if (F.regs[i].live)
+			munmap(F.regs[i].map, F.regs[i].length);
 	munmap(F.region, F.region_size);
 	munmap(F.page, sizeof(*F.page));
 	close(F.region_fd);
@@ -273,6 +517,7 @@ teardown(void **state)
 {
 	rn_client_detach(*state);
 	fake_stop();
+	fake_xfer_slots = SLOTS;
 	return 0;
 }
 
@@ -347,6 +592,151 @@ refuse(uint32_t lcore, uint64_t cookie, const char *node, const char *agent)
 	return lcore_put(lcore, (struct rn_client_entry){
 		.type = RN_CLIENT_ENTRY_REFUSED, .cookie = cookie },
 		&ev, sizeof(ev));
+}
+
+/* ---- the lcore's side of batches ---- */
+
+/* A batch as the played lcore read it from its slot. */
+struct played {
+	struct rn_client_entry e;
+	struct rn_client_xfer_req req;
+	struct rn_xfer_remote rem[RN_CLIENT_XFER_MAX_REMOTES];
+	struct rn_client_xfer_triple t[128];
+	char agent[RN_CLIENT_AGENT_MAX + 1];
+	uint8_t name[BUF], msg[BUF];
+	uint32_t cancel;
+};
+
+static struct rn_client_xfer_slot *
+slot_of(uint32_t lcore, uint32_t slot)
+{
+	return rn_client_xfer_slot(F.region, lcore, slot);
+}
+
+/* Take the next XFER entry of lcore and read its slot, checking what a
+ * daemon would; false when there is none. */
+static bool
+xfer_take(uint32_t lcore, struct played *p)
+{
+	struct rte_ring *r = rn_client_submit_ring(F.region, lcore);
+	const struct rn_client_xfer_slot *s;
+	const uint8_t *at;
+
+	memset(p, 0, sizeof(*p));
+	if (rte_ring_dequeue_elem(r, &p->e, sizeof(p->e)) != 0)
+		return false;
+	assert_int_equal(p->e.type, RN_CLIENT_ENTRY_XFER);
+	assert_true(p->e.slot < SLOTS);
+	s = slot_of(lcore, p->e.slot);
+	assert_true(s->status == RN_CLIENT_XFER_PENDING);
+	p->cancel = s->cancel;
+	p->req = s->req;
+	assert_true(p->req.n_remotes >= 1 &&
+		    p->req.n_remotes <= RN_CLIENT_XFER_MAX_REMOTES);
+	assert_true(p->req.n_entries >= 1 && p->req.n_entries <= 128);
+	assert_true(BODY_OFF + p->req.n_remotes * RN_CLIENT_DESC_SIZE +
+		    p->req.n_entries * sizeof(struct rn_client_xfer_triple) +
+		    p->req.note_agent_len + p->req.note_name_len +
+		    p->req.note_msg_len <= SLOT_SIZE);
+	at = (const uint8_t *)s + BODY_OFF;
+	for (uint32_t i = 0; i < p->req.n_remotes; i++, at += RN_XFER_DESC_SIZE)
+		assert_int_equal(rn_xfer_desc_decode(at, RN_XFER_DESC_SIZE,
+						     &p->rem[i]), 0);
+	for (uint32_t i = 0; i < p->req.n_entries; i++, at += sizeof(p->t[0])) {
+		memcpy(&p->t[i], at, sizeof(p->t[0]));
+		assert_true(p->t[i].remote_index < p->req.n_remotes);
+	}
+	memcpy(p->agent, at, p->req.note_agent_len);
+	at += p->req.note_agent_len;
+	memcpy(p->name, at, p->req.note_name_len);
+	at += p->req.note_name_len;
+	memcpy(p->msg, at, p->req.note_msg_len);
+	return true;
+}
+
+/* Move the batch's bytes (both sides are in this process): the lcore's
+ * RDMA, played. Returns the bytes moved. */
+static uint64_t
+xfer_run(const struct played *p)
+{
+	uint64_t bytes = 0;
+
+	for (uint32_t i = 0; i < p->req.n_entries; i++) {
+		const struct rn_client_xfer_triple *t = &p->t[i];
+		void *local = (void *)(uintptr_t)t->local;
+		void *remote = (void *)(uintptr_t)t->remote;
+
+		if (p->req.kind == RN_CLIENT_WRITE)
+			memcpy(remote, local, t->length);
+		else
+			memcpy(local, remote, t->length);
+		bytes += t->length;
+	}
+	return bytes;
+}
+
+/* The final status of the batch in slot of lcore: the result, status
+ * last (release), then XFER_DONE when done is set and the deliver ring
+ * has room. Returns whether XFER_DONE went. */
+static bool
+xfer_final(uint32_t lcore, uint32_t slot, uint64_t cookie, int status,
+	   uint64_t bytes, int notify_status, bool done)
+{
+	struct rn_client_xfer_slot *s = slot_of(lcore, slot);
+
+	s->bytes_done = bytes;
+	s->notify_status = notify_status;
+	__atomic_store_n(&s->status, status, __ATOMIC_RELEASE);
+	if (!done) {
+		rn_client_link_wake(&F.link);
+		return false;
+	}
+	/* As the lcore writes it: the slot in ep_index, the status. A full
+	 * ring drops it; the client is woken all the same. */
+	if (lcore_put(lcore, (struct rn_client_entry){
+		.type = RN_CLIENT_ENTRY_XFER_DONE, .ep_index = (uint16_t)slot,
+		.status = status, .cookie = cookie }, NULL, 0) == 0)
+		return true;
+	rn_client_link_wake(&F.link);
+	return false;
+}
+
+/* Memory of a peer on node b, as its descriptor names it: this
+ * process's, so that the played lcore can move bytes to and from it. */
+static uint8_t peer_mem[2][16384] __attribute__((aligned(4096)));
+
+static struct rn_client_remote *
+import_peer(struct rn_client *c, unsigned int i, const char *node)
+{
+	uint8_t desc[RN_CLIENT_DESC_SIZE];
+	struct rn_client_remote *rem;
+
+	make_desc(desc, node, 0xb0b, (uintptr_t)peer_mem[i],
+		  sizeof(peer_mem[i]));
+	assert_int_equal(rn_client_import(c, desc, sizeof(desc), &rem), 0);
+	return rem;
+}
+
+/* Allocated and registered memory of the client: len bytes. */
+static uint8_t *
+local_mem(struct rn_client *c, size_t len, struct rn_client_region **r)
+{
+	void *p;
+
+	assert_int_equal(rn_client_alloc(c, len, &p), 0);
+	assert_int_equal(rn_client_reg(c, p, len, RN_CLIENT_LOCAL_WRITE, r),
+			 0);
+	return p;
+}
+
+static int
+comps_take(struct rn_client *c, struct rn_client_completion *out,
+	   unsigned int max)
+{
+	int n = rn_client_completions(c, out, max);
+
+	assert_true(n >= 0);
+	return n;
 }
 
 static bool
@@ -865,6 +1255,1059 @@ test_peers(void **state)
 	assert_int_equal(rn_client_peer_remove(c, "nope"), -ENOENT);
 }
 
+/* ---- transfers ---- */
+
+/* Whether the mapping at addr is on 2 MiB pages (smaps says). */
+static bool
+on_hugepages(const void *addr)
+{
+	char line[256];
+	bool in = false, huge = false;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		unsigned long lo, hi;
+
+		/* A mapping's first line; its fields ("Size:") do not
+		 * parse so. */
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+			continue;
+		}
+		if (in && strncmp(line, "KernelPageSize:", 15) == 0) {
+			huge = strstr(line, " 2048 kB") != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return huge;
+}
+
+static unsigned long
+hugepages_free(void)
+{
+	char line[128];
+	unsigned long n = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "HugePages_Free: %lu", &n) == 1)
+			break;
+	if (f != NULL)
+		fclose(f);
+	return n;
+}
+
+static void
+test_alloc_and_free(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	unsigned long huge = hugepages_free();
+	uint8_t *p, *h, *big;
+	size_t big_len = (huge + 1) * (2u << 20);
+
+	assert_int_equal(rn_client_alloc(c, 0, (void **)&p), -EINVAL);
+	assert_int_equal(rn_client_alloc(c, 1000, (void **)&p), 0);
+	for (unsigned int i = 0; i < 1000; i++)
+		assert_int_equal(p[i], 0);
+	memset(p, 0xab, 1000);
+	/* 2 MiB: on hugepages when the host has a free one. */
+	assert_int_equal(rn_client_alloc(c, 2u << 20, (void **)&h), 0);
+	assert_int_equal(h[0] | h[(2u << 20) - 1], 0);
+	h[0] = 1;
+	printf("# %lu free hugepages; 2 MiB on hugepages: %d\n", huge,
+	       on_hugepages(h));
+	if (huge != 0)
+		assert_true(on_hugepages(h));
+	/* More than the free hugepages: a plain memfd, untouched. */
+	assert_int_equal(rn_client_alloc(c, big_len, (void **)&big), 0);
+	assert_false(on_hugepages(big));
+	assert_int_equal(big[big_len - 1], 0);
+	/* Only what alloc gave, by its first byte. */
+	assert_int_equal(rn_client_free(c, p + 1), -EINVAL);
+	assert_int_equal(rn_client_free(c, peer_mem[0]), -EINVAL);
+	/* Held by a region: -EBUSY until it is deregistered. */
+	assert_int_equal(rn_client_reg(c, p, 1000, 0, &r), 0);
+	assert_int_equal(rn_client_free(c, p), -EBUSY);
+	assert_int_equal(rn_client_dereg(c, r), 0);
+	assert_int_equal(rn_client_free(c, p), 0);
+	assert_int_equal(rn_client_free(c, p), -EINVAL);
+	assert_int_equal(rn_client_free(c, big), 0);
+	/* h is left to detach. */
+}
+
+static void
+test_reg_passes_the_memory(void **state)
+{
+	struct rn_client *c = *state;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct rn_client_region *r, *r2;
+	uint8_t *p, *stack_buf = alloca(page);
+	void *heap = malloc(page);
+	struct fake_reg *fr;
+
+	assert_int_equal(rn_client_alloc(c, 4 * page, (void **)&p), 0);
+	/* Memory the daemon cannot map: plain malloc, the stack, a range
+	 * running past its allocation. */
+	assert_int_equal(rn_client_reg(c, heap, page, 0, &r), -EFAULT);
+	assert_int_equal(rn_client_reg(c, stack_buf, page, 0, &r), -EFAULT);
+	assert_int_equal(rn_client_reg(c, p + page, 4 * page, 0, &r), -EFAULT);
+	free(heap);
+	assert_int_equal(rn_client_reg(c, p, 0, 0, &r), -EINVAL);
+	assert_int_equal(rn_client_reg(c, p, page, 8, &r), -EINVAL);
+	assert_int_equal(rn_client_reg(c, p, page, RN_CLIENT_REMOTE_WRITE, &r),
+			 -EINVAL);
+	assert_int_equal(F.regs_asked, 0);   /* none of those asked */
+	/* Pages 1..2, asked as a range inside them: whole pages go, at the
+	 * right offset of the right fd. */
+	assert_int_equal(rn_client_reg(c, p + page + 100, page, RN_CLIENT_LOCAL_WRITE |
+				       RN_CLIENT_REMOTE_WRITE, &r), 0);
+	assert_int_equal(F.last_reg.addr, (uintptr_t)p + page);
+	assert_int_equal(F.last_reg.n_pieces, 1);
+	assert_int_equal(F.last_reg.piece[0].offset, page);
+	assert_int_equal(F.last_reg.piece[0].length, 2 * page);
+	assert_int_equal(F.last_reg.access, RN_CLIENT_LOCAL_WRITE |
+			 RN_CLIENT_REMOTE_WRITE);
+	fr = &F.regs[0];
+	assert_true(fr->live);
+	/* The daemon's mapping is the client's memory, both ways. */
+	p[page] = 0x5a;
+	p[3 * page - 1] = 0xa5;
+	assert_int_equal(fr->map[0], 0x5a);
+	assert_int_equal(fr->map[2 * page - 1], 0xa5);
+	fr->map[1] = 0x77;
+	assert_int_equal(p[page + 1], 0x77);
+	/* Overlap: the daemon's -EEXIST. */
+	assert_int_equal(rn_client_reg(c, p + 2 * page, page, 0, &r2), -EEXIST);
+	assert_int_equal(rn_client_reg(c, p + 3 * page, page, 0, &r2), 0);
+	assert_int_equal(rn_client_dereg(c, r2), 0);
+	assert_int_equal(rn_client_dereg(c, r), 0);
+	assert_false(fr->live);
+	assert_int_equal(F.deregs, 2);
+}
+
+static int
+memfd_filled(size_t len, uint8_t v)
+{
+	int fd = memfd_create("piece", MFD_CLOEXEC);
+	uint8_t *m;
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)len), 0);
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	memset(m, v, len);
+	munmap(m, len);
+	return fd;
+}
+
+static void
+test_reg_fd_pieces(void **state)
+{
+	struct rn_client *c = *state;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	int a = memfd_filled(2 * page, 1), b = memfd_filled(3 * page, 2);
+	struct rn_client_piece pc[RN_CLIENT_REG_MAX_PIECES + 1] = {
+		{ a, page, page }, { b, 0, 3 * page } };
+	uint8_t *va = mmap(NULL, 4 * page, PROT_NONE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct rn_client_region *r;
+	uint8_t desc[RN_CLIENT_DESC_SIZE];
+	struct rn_xfer_remote d;
+	int pfd[2];
+
+	assert_true(va != MAP_FAILED);
+	/* The application maps its pieces side by side, as PyTorch's
+	 * expandable segments do. */
+	assert_true(mmap(va, page, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, a, (off_t)page) != MAP_FAILED);
+	assert_true(mmap(va + page, 3 * page, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, b, 0) != MAP_FAILED);
+	assert_int_equal(rn_client_reg_fd(c, va, pc, 2, RN_CLIENT_REMOTE_READ,
+					  0, &r), 0);
+	assert_int_equal(F.last_reg.n_pieces, 2);
+	assert_int_equal(F.last_reg.addr, (uintptr_t)va);
+	assert_int_equal(F.last_reg.piece[0].offset, page);
+	assert_int_equal(F.last_reg.piece[1].length, 3 * page);
+	/* The daemon mapped the same memory, in the same order. */
+	assert_int_equal(F.regs[0].map[0], 1);
+	assert_int_equal(F.regs[0].map[page], 2);
+	va[4 * page - 1] = 9;
+	assert_int_equal(F.regs[0].map[4 * page - 1], 9);
+	assert_int_equal(rn_client_export(r, desc, sizeof(desc)),
+			 RN_CLIENT_DESC_SIZE);
+	assert_int_equal(rn_xfer_desc_decode(desc, sizeof(desc), &d), 0);
+	assert_int_equal(d.addr, (uintptr_t)va);
+	assert_int_equal(d.length, 4 * page);
+	assert_int_equal(rn_client_dereg(c, r), 0);
+	/* The library's checks. */
+	assert_int_equal(rn_client_reg_fd(c, va, pc, 0, 0, 0, &r), -EINVAL);
+	assert_int_equal(rn_client_reg_fd(c, va, pc,
+					  RN_CLIENT_REG_MAX_PIECES + 1, 0, 0,
+					  &r), -EINVAL);
+	assert_int_equal(rn_client_reg_fd(c, va, pc, 2, 0, 2, &r), -EINVAL);
+	assert_int_equal(rn_client_reg_fd(c, va, pc, 2, 16, 0, &r), -EINVAL);
+	pc[1].length = 0;
+	assert_int_equal(rn_client_reg_fd(c, va, pc, 2, 0, 0, &r), -EINVAL);
+	pc[1] = (struct rn_client_piece){ -1, 0, page };
+	assert_int_equal(rn_client_reg_fd(c, va, pc, 2, 0, 0, &r), -EBADF);
+	assert_int_equal(rn_client_reg_fd(c, va, pc, 2, 0,
+					  RN_CLIENT_REG_DMABUF, &r),
+			 -EOPNOTSUPP);
+	/* The daemon's: a pipe is no memory; no dma-buf on the sim. */
+	assert_int_equal(pipe(pfd), 0);
+	pc[1] = (struct rn_client_piece){ pfd[0], 0, page };
+	assert_int_equal(rn_client_reg_fd(c, va, pc, 2, 0, 0, &r), -EBADF);
+	assert_int_equal(rn_client_reg_fd(c, va, pc, 1, 0,
+					  RN_CLIENT_REG_DMABUF, &r),
+			 -EOPNOTSUPP);
+	/* Still attached after all of those. */
+	assert_int_equal(rn_client_reg_fd(c, va, pc, 1, 0, 0, &r), 0);
+	assert_int_equal(rn_client_dereg(c, r), 0);
+	close(pfd[0]);
+	close(pfd[1]);
+	munmap(va, 4 * page);
+	close(a);
+	close(b);
+}
+
+static void
+test_no_transfers(void **state)
+{
+	struct rn_client *c;
+	struct rn_client_region *r;
+	struct rn_client_batch *bt;
+	struct rn_client_remote *rem;
+	void *p;
+
+	(void)state;
+	fake_xfer_slots = 0;
+	fake_start();
+	assert_int_equal(rn_client_attach(F.path, "a", &c), 0);
+	assert_int_equal(rn_client_alloc(c, 4096, &p), 0);
+	assert_int_equal(rn_client_reg(c, p, 4096, 0, &r), -ENOTSUP);
+	rem = import_peer(c, 0, NODE_B);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE,
+		&(struct rn_client_xfer_entry){ p, (uintptr_t)peer_mem[0], 8,
+						rem }, 1, NULL, 1, &bt),
+		-ENOTSUP);
+	assert_int_equal(rn_client_xfer_max(c, 1, 0), 0);
+	rn_client_detach(c);
+	fake_stop();
+	fake_xfer_slots = SLOTS;
+}
+
+static void
+test_export_publish_fetch(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	struct rn_client_remote *rem;
+	uint8_t desc[RN_CLIENT_DESC_SIZE + 8];
+	struct rn_xfer_remote d;
+	void *p;
+
+	assert_int_equal(rn_client_alloc(c, 8192, &p), 0);
+	assert_int_equal(rn_client_reg(c, p, 8192, RN_CLIENT_REMOTE_READ, &r),
+			 0);
+	assert_int_equal(rn_client_export(r, desc, RN_CLIENT_DESC_SIZE - 1),
+			 -ENOSPC);
+	assert_int_equal(rn_client_export(r, desc, sizeof(desc)),
+			 RN_CLIENT_DESC_SIZE);
+	assert_int_equal(rn_xfer_desc_decode(desc, sizeof(desc), &d), 0);
+	assert_string_equal(d.node, "nodea");
+	assert_int_equal(d.session_id, SESSION_A);
+	assert_int_equal(d.addr, (uintptr_t)p);
+	assert_int_equal(d.length, 8192);
+	/* Import: a peer's view of it. */
+	assert_int_equal(rn_client_import(c, desc, RN_CLIENT_DESC_SIZE, &rem),
+			 0);
+	assert_string_equal(rn_client_remote_node(rem), "nodea");
+	rn_client_forget(c, rem);
+	/* Publish: names the daemon checks too. */
+	assert_int_equal(rn_client_publish(c, r, "kv/layer.0:k-v_1"), 0);
+	assert_string_equal(F.published, "kv/layer.0:k-v_1");
+	assert_int_equal(F.published_region, 0);
+	assert_int_equal(rn_client_publish(c, r, "taken"), -EEXIST);
+	assert_int_equal(rn_client_publish(c, r, "sp ace"), -EINVAL);
+	assert_int_equal(rn_client_publish(c, r, "0123456789012345678901234567890123456789012345678901234567890123"),
+			 -EINVAL);   /* 64 bytes */
+	assert_int_equal(rn_client_publish(c, r, NULL), 0);
+	assert_string_equal(F.published, "");
+	/* Fetch. */
+	memset(desc, 0, sizeof(desc));
+	assert_int_equal(rn_client_fetch(c, NODE_B, "kv", 500, desc,
+					 sizeof(desc)), RN_CLIENT_DESC_SIZE);
+	assert_string_equal(F.fetched.node, NODE_B);
+	assert_string_equal(F.fetched.name, "kv");
+	assert_int_equal(F.fetched.timeout_ms, 500);
+	assert_int_equal(rn_client_import(c, desc, RN_CLIENT_DESC_SIZE, &rem),
+			 0);
+	assert_string_equal(rn_client_remote_node(rem), NODE_B);
+	rn_client_forget(c, rem);
+	assert_int_equal(rn_client_fetch(c, NODE_B, "nothing", 500, desc,
+					 sizeof(desc)), -ENODATA);
+	/* Another node's keys under b's name: refused. */
+	assert_int_equal(rn_client_fetch(c, NODE_B, "liar", 500, desc,
+					 sizeof(desc)), -EBADMSG);
+	assert_int_equal(rn_client_fetch(c, NODE_B, "kv", 500, desc,
+					 RN_CLIENT_DESC_SIZE - 1), -ENOSPC);
+	assert_int_equal(rn_client_fetch(c, "", "kv", 500, desc,
+					 sizeof(desc)), -EINVAL);
+	assert_int_equal(rn_client_fetch(c, NODE_B, "a b", 500, desc,
+					 sizeof(desc)), -EINVAL);
+	assert_int_equal(rn_client_dereg(c, r), 0);
+}
+
+static void
+test_import_errors(void **state)
+{
+	struct rn_client *c = *state;
+	uint8_t good[RN_CLIENT_DESC_SIZE], bad[RN_CLIENT_DESC_SIZE];
+	struct rn_client_remote *rem = NULL;
+	const size_t node_off = 8, n_keys_off = 6, len_off = 8 + 32 + 16;
+
+	make_desc(good, NODE_B, 1, 0x1000, 4096);
+	assert_int_equal(rn_client_import(c, good, sizeof(good) - 1, &rem),
+			 -EBADMSG);
+	assert_int_equal(rn_client_import(c, NULL, sizeof(good), &rem),
+			 -EBADMSG);
+	memcpy(bad, good, sizeof(bad));
+	bad[0] ^= 1;                             /* magic */
+	assert_int_equal(rn_client_import(c, bad, sizeof(bad), &rem), -EBADMSG);
+	memcpy(bad, good, sizeof(bad));
+	bad[4] = 2;                              /* version */
+	assert_int_equal(rn_client_import(c, bad, sizeof(bad), &rem), -EBADMSG);
+	memcpy(bad, good, sizeof(bad));
+	bad[n_keys_off] = 0;                     /* no key */
+	assert_int_equal(rn_client_import(c, bad, sizeof(bad), &rem), -EBADMSG);
+	memcpy(bad, good, sizeof(bad));
+	bad[n_keys_off] = RN_XFER_MAX_KEYS + 1;  /* too many */
+	assert_int_equal(rn_client_import(c, bad, sizeof(bad), &rem), -EBADMSG);
+	memcpy(bad, good, sizeof(bad));
+	memset(bad + node_off, 'x', 32);         /* node without its NUL */
+	assert_int_equal(rn_client_import(c, bad, sizeof(bad), &rem), -EBADMSG);
+	memcpy(bad, good, sizeof(bad));
+	memset(bad + len_off, 0xff, 8);          /* a range that wraps */
+	assert_int_equal(rn_client_import(c, bad, sizeof(bad), &rem), -EBADMSG);
+	assert_null(rem);
+	assert_int_equal(rn_client_import(c, good, sizeof(good), &rem), 0);
+	rn_client_forget(c, rem);
+}
+
+/* The request in the slot, field by field: header, descriptors once each,
+ * triples with their descriptor's index, the notification; the XFER entry
+ * names the slot; then the played lcore runs it and the bytes land. */
+static void
+test_transfer_writes_the_slot(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 8192, &r);
+	struct rn_client_remote *r0 = import_peer(c, 0, NODE_B);
+	struct rn_client_remote *r1 = import_peer(c, 1, NODE_B);
+	/* The same region imported twice: one descriptor in the slot. */
+	struct rn_client_remote *r0b = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e[4] = {
+		{ loc, (uintptr_t)peer_mem[0], 100, r0 },
+		{ loc + 100, (uintptr_t)peer_mem[1] + 8, 200, r1 },
+		{ loc + 300, (uintptr_t)peer_mem[0] + 4096, 4096, r0b },
+		{ loc + 5000, (uintptr_t)peer_mem[1] + 9000, 1, r1 } };
+	struct rn_client_xfer_notify note = { .agent = "agent-B",
+		.name = "done", .name_len = 4, .msg = "layer 3", .msg_len = 7 };
+	struct rn_client_completion comp[4];
+	struct rn_client_batch *b;
+	struct played p;
+	uint64_t bytes;
+	int ns;
+
+	for (unsigned int i = 0; i < 8192; i++)
+		loc[i] = (uint8_t)(i * 7 + 1);
+	memset(peer_mem, 0, sizeof(peer_mem));
+	F.page->lcore[1].sleeping = 1;
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, e, 4, &note,
+					    0xc0ffee, &b), 0);
+	assert_int_equal(eventfd_take(F.wake[1]), 1);   /* woken */
+	assert_int_equal(rn_client_batch_status(b, NULL, NULL), -EINPROGRESS);
+	assert_false(xfer_take(0, &p));   /* lcore 1 owns node b */
+	assert_true(xfer_take(1, &p));
+	assert_int_equal(p.e.ep_index, EP_B);
+	assert_int_equal(p.e.cookie, 0xc0ffee);
+	assert_int_equal(p.req.ep_tag, TAG_B);
+	assert_int_equal(p.req.kind, RN_CLIENT_WRITE);
+	assert_int_equal(p.req.n_remotes, 2);
+	assert_int_equal(p.req.n_entries, 4);
+	assert_int_equal(p.cancel, 0);
+	assert_int_equal(p.rem[0].addr, (uintptr_t)peer_mem[0]);
+	assert_int_equal(p.rem[1].addr, (uintptr_t)peer_mem[1]);
+	for (unsigned int i = 0; i < 4; i++) {
+		assert_int_equal(p.t[i].local, (uintptr_t)e[i].local);
+		assert_int_equal(p.t[i].remote, e[i].remote);
+		assert_int_equal(p.t[i].length, e[i].length);
+	}
+	assert_int_equal(p.t[0].remote_index, 0);
+	assert_int_equal(p.t[1].remote_index, 1);
+	assert_int_equal(p.t[2].remote_index, 0);
+	assert_int_equal(p.t[3].remote_index, 1);
+	assert_string_equal(p.agent, "agent-B");
+	assert_int_equal(p.req.note_name_len, 4);
+	assert_memory_equal(p.name, "done", 4);
+	assert_int_equal(p.req.note_msg_len, 7);
+	assert_memory_equal(p.msg, "layer 3", 7);
+	/* The lcore's RDMA, played: the bytes land. */
+	bytes = xfer_run(&p);
+	assert_int_equal(bytes, 100 + 200 + 4096 + 1);
+	assert_memory_equal(peer_mem[0], loc, 100);
+	assert_memory_equal(peer_mem[1] + 8, loc + 100, 200);
+	assert_memory_equal(peer_mem[0] + 4096, loc + 300, 4096);
+	assert_int_equal(peer_mem[1][9000], loc[5000]);
+	assert_int_equal(peer_mem[0][100], 0);
+	assert_int_equal(rn_client_batch_release(c, b), -EBUSY);
+	assert_true(xfer_final(1, p.e.slot, p.e.cookie, 0, bytes, 0, true));
+	assert_int_equal(rn_client_batch_status(b, &bytes, &ns), 0);
+	assert_int_equal(bytes, 4397);
+	assert_int_equal(ns, 0);
+	assert_int_equal(comps_take(c, comp, 4), 1);
+	assert_int_equal(comp[0].cookie, 0xc0ffee);
+	assert_int_equal(comp[0].status, 0);
+	assert_int_equal(comp[0].kind, RN_CLIENT_WRITE);
+	assert_int_equal(comps_take(c, comp, 4), 0);   /* once */
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	rn_client_forget(c, r0);
+	rn_client_forget(c, r1);
+	rn_client_forget(c, r0b);
+	assert_int_equal(rn_client_dereg(c, r), 0);
+}
+
+static void
+test_transfer_read_lands(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_completion comp[2];
+	struct rn_client_batch *b;
+	struct played p;
+	int ns = 1;
+
+	for (unsigned int i = 0; i < 4096; i++)
+		peer_mem[0][i] = (uint8_t)(i ^ 0x5c);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_READ,
+		&(struct rn_client_xfer_entry){ loc, (uintptr_t)peer_mem[0],
+						4096, rem }, 1, NULL, 9, &b),
+		0);
+	assert_true(xfer_take(1, &p));
+	assert_int_equal(p.req.kind, RN_CLIENT_READ);
+	assert_int_equal(p.req.note_agent_len, 0);
+	assert_int_equal(p.req.note_name_len + p.req.note_msg_len, 0);
+	xfer_final(1, p.e.slot, p.e.cookie, 0, xfer_run(&p), -ENOTCONN, true);
+	assert_int_equal(rn_client_batch_wait(c, b, 1000), 0);
+	assert_int_equal(rn_client_batch_status(b, NULL, &ns), 0);
+	assert_int_equal(ns, -ENOTCONN);
+	assert_memory_equal(loc, peer_mem[0], 4096);
+	assert_int_equal(comps_take(c, comp, 2), 1);
+	assert_int_equal(comp[0].kind, RN_CLIENT_READ);
+	assert_int_equal(comp[0].cookie, 9);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	assert_int_equal(rn_client_dereg(c, r), 0);
+}
+
+static void
+test_transfer_errors(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rb = import_peer(c, 0, NODE_B);
+	struct rn_client_remote *rc_ = import_peer(c, 1, "nodec");
+	struct rn_client_remote *rem[RN_CLIENT_XFER_MAX_REMOTES + 1];
+	struct rn_client_xfer_entry e[128];
+	struct rn_client_xfer_notify note = { .agent = "b", .name = "n",
+					      .name_len = 1 };
+	char agent[RN_CLIENT_AGENT_MAX + 2];
+	uint8_t big[BUF];
+	struct rn_client_batch *b;
+	unsigned int max;
+
+	for (unsigned int i = 0; i < 128; i++)
+		e[i] = (struct rn_client_xfer_entry){ loc + i, (uintptr_t)
+			peer_mem[0] + i, 1, rb };
+#define XF(kind, n, nt) rn_client_transfer(c, kind, e, n, nt, 1, &b)
+	assert_int_equal(XF(RN_CLIENT_WRITE, 0, NULL), -EINVAL);
+	assert_int_equal(XF(3, 1, NULL), -EINVAL);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, e, 1, NULL, 1,
+					    NULL), -EINVAL);
+	e[1].length = 0;
+	assert_int_equal(XF(RN_CLIENT_WRITE, 2, NULL), -EINVAL);
+	e[1].length = 1;
+	e[1].rem = NULL;
+	assert_int_equal(XF(RN_CLIENT_WRITE, 2, NULL), -EINVAL);
+	e[1].rem = rc_;   /* two nodes */
+	assert_int_equal(XF(RN_CLIENT_WRITE, 2, NULL), -EINVAL);
+	e[1].rem = rb;
+	e[1].remote = UINT64_MAX;   /* wraps */
+	assert_int_equal(XF(RN_CLIENT_WRITE, 2, NULL), -EINVAL);
+	e[1].remote = (uintptr_t)peer_mem[0] + 1;
+	/* Nine regions of one node: one too many. */
+	for (unsigned int i = 0; i <= RN_CLIENT_XFER_MAX_REMOTES; i++) {
+		uint8_t d[RN_CLIENT_DESC_SIZE];
+
+		make_desc(d, NODE_B, 1, 0x10000 * (i + 1), 4096);
+		assert_int_equal(rn_client_import(c, d, sizeof(d), &rem[i]), 0);
+		e[i].rem = rem[i];
+	}
+	assert_int_equal(XF(RN_CLIENT_WRITE, RN_CLIENT_XFER_MAX_REMOTES + 1,
+			    NULL), -EINVAL);
+	for (unsigned int i = 0; i <= RN_CLIENT_XFER_MAX_REMOTES; i++) {
+		e[i].rem = rb;
+		rn_client_forget(c, rem[i]);
+	}
+	/* Notifications: the agent's bounds, and the buffer's. */
+	memset(agent, 'a', sizeof(agent) - 1);
+	agent[sizeof(agent) - 1] = '\0';
+	note.agent = agent;
+	assert_int_equal(XF(RN_CLIENT_WRITE, 1, &note), -EINVAL);
+	note.agent = "";
+	assert_int_equal(XF(RN_CLIENT_WRITE, 1, &note), -EINVAL);
+	note.agent = "b";
+	note.name = NULL;
+	assert_int_equal(XF(RN_CLIENT_WRITE, 1, &note), -EINVAL);
+	memset(big, 'm', sizeof(big));
+	note.name = big;
+	note.name_len = BUF - (uint32_t)sizeof(struct rn_client_send_hdr);
+	assert_int_equal(XF(RN_CLIENT_WRITE, 1, &note), -EMSGSIZE);
+	note.name_len--;   /* agent 1 + name: exactly a buffer */
+	max = rn_client_xfer_max(c, 1, 1 + note.name_len);
+	assert_int_equal(max, (SLOT_SIZE - BODY_OFF - RN_CLIENT_DESC_SIZE -
+			       1 - note.name_len) / 32);
+	assert_int_equal(XF(RN_CLIENT_WRITE, max + 1, &note), -E2BIG);
+	assert_int_equal(XF(RN_CLIENT_WRITE, max, &note), 0);
+	assert_int_equal(rn_client_xfer_max(c, 1, 0),
+			 (SLOT_SIZE - BODY_OFF - RN_CLIENT_DESC_SIZE) / 32);
+	assert_int_equal(rn_client_xfer_max(c, 8, 0),
+			 (SLOT_SIZE - BODY_OFF - 8 * RN_CLIENT_DESC_SIZE) / 32);
+	assert_int_equal(rn_client_xfer_max(c, 0, 0), 0);
+	assert_int_equal(rn_client_xfer_max(c, 9, 0), 0);
+	assert_int_equal(rn_client_xfer_max(c, 1, SLOT_SIZE), 0);
+	/* The endpoint's state, as for a send. */
+	{
+		static const struct { const char *node; int rc; } st[] = {
+			{ "conn", -EAGAIN }, { "down", -ENOTCONN },
+			{ "tcponly", -ENOTSUP }, { "nosuch", -ENOENT } };
+
+		for (unsigned int i = 0; i < 4; i++) {
+			struct rn_client_remote *x = import_peer(c, 0,
+								 st[i].node);
+
+			e[0].rem = x;
+			assert_int_equal(XF(RN_CLIENT_WRITE, 1, NULL),
+					 st[i].rc);
+			rn_client_forget(c, x);
+		}
+	}
+#undef XF
+	/* Nothing of those reached lcore 0; only the one that went to 1. */
+	{
+		struct played p;
+
+		assert_false(xfer_take(0, &p));
+		assert_true(xfer_take(1, &p));
+		assert_int_equal(p.req.n_entries, max);
+		assert_false(xfer_take(1, &p));
+	}
+	rn_client_forget(c, rb);
+	rn_client_forget(c, rc_);
+}
+
+/* All of an lcore's slots in flight: -EAGAIN, the other lcore's slots
+ * still free; release only once final; a slot freed is used again. */
+static void
+test_slots_run_out_and_come_back(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
+					  rem };
+	struct rn_client_batch *b[SLOTS + 1];
+	struct rn_client_completion comp[SLOTS + 1];
+	struct played p[SLOTS];
+	bool used[SLOTS] = { false };
+
+	for (unsigned int i = 0; i < SLOTS; i++)
+		assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1,
+						    NULL, i, &b[i]), 0);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    99, &b[SLOTS]), -EAGAIN);
+	for (unsigned int i = 0; i < SLOTS; i++) {
+		assert_true(xfer_take(1, &p[i]));
+		assert_false(used[p[i].e.slot]);   /* each its own slot */
+		used[p[i].e.slot] = true;
+	}
+	/* Still no slot while they are in flight; nor after a release that
+	 * is refused. */
+	assert_int_equal(rn_client_batch_release(c, b[2]), -EBUSY);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    99, &b[SLOTS]), -EAGAIN);
+	xfer_final(1, p[2].e.slot, 2, -EACCES, 0, 0, true);
+	assert_int_equal(rn_client_batch_status(b[2], NULL, NULL), -EACCES);
+	assert_int_equal(rn_client_batch_release(c, b[2]), 0);
+	assert_int_equal(rn_client_batch_release(c, b[2]), -EINVAL);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    99, &b[SLOTS]), 0);
+	assert_true(xfer_take(1, &p[2]));
+	assert_int_equal(p[2].e.cookie, 99);
+	assert_int_equal(p[2].cancel, 0);
+	b[2] = b[SLOTS];
+	/* The first batch's report, once: released before it was taken. */
+	assert_int_equal(comps_take(c, comp, SLOTS + 1), 1);
+	assert_int_equal(comp[0].cookie, 2);
+	assert_int_equal(comp[0].status, -EACCES);
+	for (unsigned int i = 0; i < SLOTS; i++)
+		xfer_final(1, p[i].e.slot, p[i].e.cookie, 0, 64, 0, true);
+	assert_int_equal(comps_take(c, comp, SLOTS + 1), SLOTS);
+	for (unsigned int i = 0; i < SLOTS; i++)
+		assert_int_equal(rn_client_batch_release(c, b[i]), 0);
+	rn_client_forget(c, rem);
+}
+
+static void
+test_cancel_sets_the_word(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
+					  rem };
+	struct rn_client_batch *b;
+	struct played p;
+	uint64_t bytes = 1;
+
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_READ, &e, 1, NULL, 5,
+					    &b), 0);
+	assert_true(xfer_take(1, &p));
+	assert_int_equal(slot_of(1, p.e.slot)->cancel, 0);
+	rn_client_batch_cancel(b);
+	assert_int_equal(slot_of(1, p.e.slot)->cancel, 1);
+	assert_int_equal(rn_client_batch_status(b, NULL, NULL), -EINPROGRESS);
+	xfer_final(1, p.e.slot, 5, -ECANCELED, 0, 0, true);
+	assert_int_equal(rn_client_batch_status(b, &bytes, NULL), -ECANCELED);
+	assert_int_equal(bytes, 0);
+	/* Cancelling a final batch changes nothing. */
+	rn_client_batch_cancel(b);
+	assert_int_equal(rn_client_batch_status(b, NULL, NULL), -ECANCELED);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	rn_client_forget(c, rem);
+}
+
+/* A full deliver ring drops XFER_DONE: the final status is reported all
+ * the same (the slots are looked at), and the fd says so. */
+static void
+test_done_dropped_still_reported(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
+					  rem };
+	struct rn_client_notification got[RN_CLIENT_POLL_MAX];
+	struct rn_client_completion comp[4];
+	struct rn_client_batch *b;
+	struct played p;
+	unsigned int n = 0;
+
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    0xd0, &b), 0);
+	assert_true(xfer_take(1, &p));
+	assert_int_equal(comps_take(c, comp, 4), 0);
+	assert_false(readable(rn_client_fd(c), 0));
+	while (deliver(1, "nodeb", "B", "fill", "x") == 0)
+		n++;
+	assert_int_equal(n, RING - 1);
+	assert_false(xfer_final(1, p.e.slot, 0xd0, -EPIPE, 32, 0, true));
+	assert_true(readable(rn_client_fd(c), 0));
+	assert_int_equal(comps_take(c, comp, 4), 1);
+	assert_int_equal(comp[0].cookie, 0xd0);
+	assert_int_equal(comp[0].status, -EPIPE);
+	assert_int_equal(comp[0].kind, RN_CLIENT_WRITE);
+	assert_int_equal(rn_client_poll(c, got, RN_CLIENT_POLL_MAX),
+			 (int)RING - 1);
+	assert_int_equal(rn_client_poll(c, got, RN_CLIENT_POLL_MAX), 0);
+	assert_int_equal(comps_take(c, comp, 4), 0);
+	assert_false(readable(rn_client_fd(c), 0));
+	/* Without XFER_DONE and without any entry: still seen. */
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    0xd1, &b), 0);
+	assert_true(xfer_take(1, &p));
+	xfer_final(1, p.e.slot, 0xd1, 0, 64, 0, false);
+	assert_true(readable(rn_client_fd(c), 0));
+	assert_int_equal(rn_client_wait(c, 0), 1);
+	assert_int_equal(comps_take(c, comp, 4), 1);
+	assert_int_equal(comp[0].cookie, 0xd1);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	rn_client_forget(c, rem);
+}
+
+/* A slot reused while its last XFER_DONE is still in the ring: that
+ * entry reports nothing of the new batch, each batch is reported once. */
+static void
+test_stale_done_after_reuse(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
+					  rem };
+	struct rn_client_completion comp[4];
+	struct rn_client_batch *b1, *b2;
+	struct played p1, p2;
+
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    7, &b1), 0);
+	assert_true(xfer_take(1, &p1));
+	assert_true(xfer_final(1, p1.e.slot, 7, 0, 64, 0, true));
+	/* Seen by status, released, the slot taken again: the XFER_DONE
+	 * is still in the ring, not taken. */
+	assert_int_equal(rn_client_batch_status(b1, NULL, NULL), 0);
+	assert_int_equal(rn_client_batch_release(c, b1), 0);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    7, &b2), 0);
+	assert_true(xfer_take(1, &p2));
+	assert_int_equal(p2.e.slot, p1.e.slot);
+	assert_int_equal(comps_take(c, comp, 4), 1);   /* the first only */
+	assert_int_equal(comp[0].status, 0);
+	assert_int_equal(comps_take(c, comp, 4), 0);
+	assert_int_equal(rn_client_batch_status(b2, NULL, NULL), -EINPROGRESS);
+	xfer_final(1, p2.e.slot, 7, -EACCES, 0, 0, true);
+	assert_int_equal(comps_take(c, comp, 4), 1);
+	assert_int_equal(comp[0].status, -EACCES);
+	assert_int_equal(comps_take(c, comp, 4), 0);
+	assert_int_equal(rn_client_batch_release(c, b2), 0);
+	rn_client_forget(c, rem);
+}
+
+/* An lcore that cannot reach the slot refuses with XFER_DONE alone: that
+ * status is the batch's, once no older XFER_DONE of the slot is due. */
+static void
+test_done_without_slot_result(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
+					  rem };
+	struct rn_client_completion comp[4];
+	struct rn_client_batch *b;
+	struct played p;
+	uint64_t bytes = 1;
+
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    0xe1, &b), 0);
+	assert_true(xfer_take(1, &p));
+	assert_int_equal(lcore_put(1, (struct rn_client_entry){
+		.type = RN_CLIENT_ENTRY_XFER_DONE,
+		.ep_index = (uint16_t)p.e.slot, .status = -ENOMEM,
+		.cookie = 0xe1 }, NULL, 0), 0);
+	assert_true(slot_of(1, p.e.slot)->status == RN_CLIENT_XFER_PENDING);
+	assert_int_equal(comps_take(c, comp, 4), 1);
+	assert_int_equal(comp[0].cookie, 0xe1);
+	assert_int_equal(comp[0].status, -ENOMEM);
+	assert_int_equal(rn_client_batch_status(b, &bytes, NULL), -ENOMEM);
+	assert_int_equal(bytes, 0);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	/* The slot again, and its XFER_DONE dropped by a full ring: one
+	 * stays due for good, so on this slot an entry alone is never taken
+	 * as final (it could be an older batch's): the slot says. */
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    0xe2, &b), 0);
+	assert_true(xfer_take(1, &p));
+	while (deliver(1, "nodeb", "B", "fill", "x") == 0)
+		;
+	assert_false(xfer_final(1, p.e.slot, 0xe2, 0, 64, 0, true));
+	assert_int_equal(comps_take(c, comp, 4), 1);
+	assert_int_equal(comp[0].status, 0);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	{
+		struct rn_client_notification got[RN_CLIENT_POLL_MAX];
+
+		assert_int_equal(rn_client_poll(c, got, RN_CLIENT_POLL_MAX),
+				 (int)RING - 1);
+		/* Their buffers back. */
+		assert_int_equal(rn_client_poll(c, got, RN_CLIENT_POLL_MAX),
+				 0);
+	}
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    0xe3, &b), 0);
+	assert_true(xfer_take(1, &p));
+	assert_int_equal(lcore_put(1, (struct rn_client_entry){
+		.type = RN_CLIENT_ENTRY_XFER_DONE,
+		.ep_index = (uint16_t)p.e.slot, .status = -ENOMEM,
+		.cookie = 0xe3 }, NULL, 0), 0);
+	assert_int_equal(comps_take(c, comp, 4), 0);
+	assert_int_equal(rn_client_batch_status(b, NULL, NULL), -EINPROGRESS);
+	xfer_final(1, p.e.slot, 0xe3, -EACCES, 0, 0, false);
+	assert_int_equal(comps_take(c, comp, 4), 1);
+	assert_int_equal(comp[0].status, -EACCES);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	rn_client_forget(c, rem);
+}
+
+/* Random interleavings of submissions, the lcore's takes and final
+ * statuses (XFER_DONE sent, dropped by a full ring, or not sent),
+ * deliveries, polls, releases and completions: every batch is reported
+ * once, with its status, and only after it was final; releases are
+ * -EBUSY exactly while a batch is not final; every slot comes back. */
+static void
+test_batches_random_mix(void **state)
+{
+	struct rn_client *c = *state;
+	unsigned int seed = rn_test_seed("batches_random_mix", 18);
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 8, rem };
+	enum { N = 4000 };
+	static int final_of[N];           /* 1: not final yet */
+	static bool reported[N];
+	struct { struct rn_client_batch *b; uint64_t cookie; } held[SLOTS];
+	struct played taken[SLOTS];
+	unsigned int n_held = 0, n_taken = 0;
+	uint64_t next = 0, n_reports = 0, drops = 0;
+	struct rn_client_completion comp[8];
+	struct rn_client_notification got[RN_CLIENT_POLL_MAX];
+
+	srandom(seed);
+	memset(reported, 0, sizeof(reported));
+	for (unsigned int round = 0; round < 20000 && next < N; round++) {
+		int what = (int)(random() % 8), n;
+
+		if (what == 0 && n_held < SLOTS) {
+			int rc = rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1,
+						    NULL, next,
+						    &held[n_held].b);
+
+			if (rc == -EAGAIN)
+				continue;   /* the submit ring is full */
+			assert_int_equal(rc, 0);
+			held[n_held++].cookie = next;
+			final_of[next++] = 1;
+		} else if (what == 1 && n_taken < SLOTS) {
+			if (xfer_take(1, &taken[n_taken]))
+				n_taken++;
+		} else if (what == 2 && n_taken != 0) {
+			unsigned int k = (unsigned int)random() % n_taken;
+			int st = random() % 3 == 0 ? -EPIPE : 0;
+			bool done = random() % 4 != 0;
+
+			final_of[taken[k].e.cookie] = st;
+			if (done && !xfer_final(1, taken[k].e.slot,
+						taken[k].e.cookie, st, 8, 0,
+						true))
+				drops++;
+			else if (!done)
+				xfer_final(1, taken[k].e.slot,
+					   taken[k].e.cookie, st, 8, 0, false);
+			taken[k] = taken[--n_taken];
+		} else if (what == 3) {
+			n = comps_take(c, comp, 1 + (unsigned int)random() % 8);
+			for (int i = 0; i < n; i++) {
+				uint64_t k = comp[i].cookie;
+
+				assert_true(k < next);
+				assert_false(reported[k]);
+				assert_int_not_equal(final_of[k], 1);
+				assert_int_equal(comp[i].status, final_of[k]);
+				assert_int_equal(comp[i].kind, RN_CLIENT_WRITE);
+				reported[k] = true;
+				n_reports++;
+			}
+		} else if (what == 4 && n_held != 0) {
+			unsigned int k = (unsigned int)random() % n_held;
+			int rc = rn_client_batch_release(c, held[k].b);
+
+			assert_int_equal(rc, final_of[held[k].cookie] == 1 ?
+					 -EBUSY : 0);
+			if (rc == 0)
+				held[k] = held[--n_held];
+		} else if (what == 5) {
+			n = rn_client_poll(c, got, RN_CLIENT_POLL_MAX);
+			assert_true(n >= 0);
+		} else if (what == 6) {
+			deliver(1, "nodeb", "B", "fill", "x");
+		} else if (what == 7 && n_held != 0) {
+			unsigned int k = (unsigned int)random() % n_held;
+			int st = rn_client_batch_status(held[k].b, NULL, NULL);
+
+			assert_int_equal(st, final_of[held[k].cookie] == 1 ?
+					 -EINPROGRESS : final_of[held[k].cookie]);
+		}
+	}
+	/* The rest: every batch taken and final, every report taken. */
+	while (n_taken != 0 || xfer_take(1, &taken[0])) {
+		if (n_taken == 0)
+			n_taken = 1;
+		final_of[taken[n_taken - 1].e.cookie] = 0;
+		xfer_final(1, taken[n_taken - 1].e.slot,
+			   taken[n_taken - 1].e.cookie, 0, 8, 0, false);
+		n_taken--;
+	}
+	for (unsigned int i = 0; i < n_held; i++)
+		assert_int_equal(rn_client_batch_release(c, held[i].b), 0);
+	for (int i = 0; i < 100 && n_reports < next; i++) {
+		int n = comps_take(c, comp, 8);
+
+		for (int j = 0; j < n; j++) {
+			assert_false(reported[comp[j].cookie]);
+			assert_int_equal(comp[j].status,
+					 final_of[comp[j].cookie]);
+			reported[comp[j].cookie] = true;
+			n_reports++;
+		}
+		rn_client_poll(c, got, RN_CLIENT_POLL_MAX);
+	}
+	assert_int_equal(n_reports, next);
+	/* Every slot free again. */
+	for (unsigned int i = 0; i < SLOTS; i++) {
+		assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1,
+						    NULL, i, &held[i].b), 0);
+		while (rn_client_poll(c, got, RN_CLIENT_POLL_MAX) > 0)
+			;
+		assert_true(xfer_take(1, &taken[0]));
+	}
+	printf("# batches_random_mix: %llu batches, %llu XFER_DONE dropped\n",
+	       (unsigned long long)next, (unsigned long long)drops);
+	rn_client_forget(c, rem);
+}
+
+struct later {
+	uint32_t slot;
+	uint64_t cookie;
+	int status;
+	bool done;
+};
+
+static void *
+final_later(void *arg)
+{
+	const struct later *l = arg;
+
+	usleep(50000);
+	xfer_final(1, l->slot, l->cookie, l->status, 0, 0, l->done);
+	return NULL;
+}
+
+static void
+test_batch_wait(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
+					  rem };
+	struct rn_client_notification got[4];
+	struct rn_client_batch *b;
+	struct later l = { .cookie = 3, .status = -ENOTCONN, .done = true };
+	struct played p;
+	pthread_t t;
+
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    3, &b), 0);
+	assert_true(xfer_take(1, &p));
+	assert_int_equal(rn_client_batch_wait(c, b, 0), -ETIMEDOUT);
+	assert_int_equal(rn_client_batch_wait(c, b, 20), -ETIMEDOUT);
+	/* Blocks, woken by the final status. */
+	l.slot = p.e.slot;
+	assert_int_equal(pthread_create(&t, NULL, final_later, &l), 0);
+	assert_int_equal(rn_client_batch_wait(c, b, 5000), -ENOTCONN);
+	pthread_join(t, NULL);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	/* A delivery not taken does not end the wait, and the fd stays
+	 * readable for it afterwards. */
+	assert_int_equal(deliver(0, "nodeb", "B", "k", "v"), 0);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    4, &b), 0);
+	assert_true(xfer_take(1, &p));
+	assert_int_equal(rn_client_batch_wait(c, b, 30), -ETIMEDOUT);
+	l = (struct later){ .slot = p.e.slot, .cookie = 4, .status = 0,
+			    .done = false };
+	assert_int_equal(pthread_create(&t, NULL, final_later, &l), 0);
+	assert_int_equal(rn_client_batch_wait(c, b, -1), 0);
+	pthread_join(t, NULL);
+	assert_true(readable(rn_client_fd(c), 0));
+	assert_int_equal(rn_client_poll(c, got, 4), 1);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	rn_client_forget(c, rem);
+}
+
+/* The submit ring full of sends: -EAGAIN, and no slot is lost. */
+static void
+test_submit_ring_full(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
+					  rem };
+	struct rn_client_batch *b[SLOTS];
+	struct rn_client_entry se;
+	uint8_t buf[BUF];
+
+	for (unsigned int i = 0; i < RING - 1; i++)
+		assert_int_equal(rn_client_send(c, NODE_B, "b", "n", 1, "", 0,
+						i, 0), 0);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    1, &b[0]), -EAGAIN);
+	while (lcore_take(1, &se, buf))
+		;
+	for (unsigned int i = 0; i < SLOTS; i++)
+		assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1,
+						    NULL, i, &b[i]), 0);
+	rn_client_forget(c, rem);
+}
+
+static void
+test_daemon_gone_with_batches(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_region *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
+					  rem };
+	struct rn_client_batch *b, *b2;
+	uint8_t desc[RN_CLIENT_DESC_SIZE];
+	void *p;
+
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    1, &b), 0);
+	shutdown(F.conn, SHUT_RDWR);
+	assert_int_equal(rn_client_batch_wait(c, b, 1000), -ENOTCONN);
+	assert_int_equal(rn_client_batch_status(b, NULL, NULL), -ENOTCONN);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    2, &b2), -ENOTCONN);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	assert_int_equal(rn_client_reg(c, loc, 4096, 0, &r), -ENOTCONN);
+	assert_int_equal(rn_client_fetch(c, NODE_B, "kv", 10, desc,
+					 sizeof(desc)), -ENOTCONN);
+	assert_int_equal(rn_client_publish(c, r, "kv"), -ENOTCONN);
+	/* Freed all the same; memory and descriptors stay usable. */
+	assert_int_equal(rn_client_dereg(c, r), -ENOTCONN);
+	assert_int_equal(rn_client_free(c, loc), 0);
+	assert_int_equal(rn_client_alloc(c, 4096, &p), 0);
+	assert_string_equal(rn_client_remote_node(rem), NODE_B);
+}
+
 static void
 test_detach_says_so(void **state)
 {
@@ -899,6 +2342,24 @@ main(void)
 		T(test_daemon_gone_noticed_by_next_call),
 		T(test_region_closed),
 		T(test_peers),
+		cmocka_unit_test(test_no_transfers),
+		T(test_alloc_and_free),
+		T(test_reg_passes_the_memory),
+		T(test_reg_fd_pieces),
+		T(test_export_publish_fetch),
+		T(test_import_errors),
+		T(test_transfer_writes_the_slot),
+		T(test_transfer_read_lands),
+		T(test_transfer_errors),
+		T(test_slots_run_out_and_come_back),
+		T(test_cancel_sets_the_word),
+		T(test_done_dropped_still_reported),
+		T(test_stale_done_after_reuse),
+		T(test_done_without_slot_result),
+		T(test_batches_random_mix),
+		T(test_batch_wait),
+		T(test_submit_ring_full),
+		T(test_daemon_gone_with_batches),
 #undef T
 	};
 

@@ -1639,6 +1639,70 @@ test_client_worker_index_and_sleeping_word(void **state)
 	assert_delivery(&k, "b", "beta", "n", 1, "late", 4);
 }
 
+/* An lcore that slept a second in a row with nothing to do sleeps 10 ms
+ * at a time instead of idle_sleep_us; work, a wake-up by a descriptor, or
+ * anything that runs on a timer (a parked open, frames held for a client)
+ * makes its sleeps short again, as does a NIC whose descriptors cannot
+ * end a sleep. */
+static void
+test_quiet_lcore_sleeps_longer(void **state)
+{
+	struct rn_lcore *lc = B.lc;
+	const struct rn_nic_ops *ops = lc->nic->ops;
+	struct rn_nic_ops no_fds = *ops;
+	struct tclient *alpha;
+
+	(void)state;
+	lc->idle_sleep_us = 1000;
+	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
+	for (int i = 0; i < 5; i++)
+		assert_false(rn_lcore_sleep(lc));
+	assert_int_equal(lc->quiet_us, 5000);
+	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
+	lc->quiet_us = 999000;   /* as after 994 more: spares the second */
+	assert_false(rn_lcore_sleep(lc));
+	assert_int_equal(rn_lcore_sleep_us(lc), 10000);
+	assert_false(rn_lcore_sleep(lc));
+	assert_int_equal(lc->quiet_us, 1010000);
+	/* A turn that did work. */
+	rn_lcore_count(&lc->stats.busy_loops, 1);
+	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
+	assert_int_equal(lc->quiet_us, 0);
+	/* A wake-up by the eventfd. */
+	lc->quiet_us = 2000000;
+	assert_int_equal(rn_lcore_sleep_us(lc), 10000);
+	eventfd_write(lc->wake_fd, 1);
+	assert_true(rn_lcore_sleep(lc));
+	assert_int_equal(lc->quiet_us, 0);
+	/* Timed work, or a NIC that cannot wake it. */
+	lc->quiet_us = 2000000;
+	lc->n_parked = 1;
+	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
+	lc->n_parked = 0;
+	no_fds.wait_fds = NULL;
+	lc->nic->ops = &no_fds;
+	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
+	lc->nic->ops = ops;
+	assert_int_equal(rn_lcore_sleep_us(lc), 10000);
+	/* A longer idle_sleep_us is kept. */
+	lc->idle_sleep_us = 50000;
+	assert_int_equal(rn_lcore_sleep_us(lc), 50000);
+	lc->idle_sleep_us = 1000;
+	/* Frames held for a client whose deliver ring is full. */
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	(void)client_up(&B, "beta", 2);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(client_send(alpha, "beta", "n", 1, &i, 4, i,
+					     0), 0);
+	for (int i = 0; i < 100; i++)
+		turn_both();
+	assert_true(ep_of(&B)->n.held > 0);
+	lc->quiet_busy_loops = lc->stats.busy_loops;
+	lc->quiet_us = 2000000;
+	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1675,6 +1739,7 @@ main(int argc, char **argv)
 		T(test_client_remove_with_work_pending),
 		T(test_client_agent_table),
 		T(test_client_worker_index_and_sleeping_word),
+		T(test_quiet_lcore_sleeps_longer),
 	};
 
 	(void)argc;

@@ -6,7 +6,10 @@
  * (its connection closes, the source is never asked, no blob crosses); a
  * node without a secret answers "unauthenticated". And this node's own
  * requests (rn_plane_desc_fetch()): the answer, the unknown name, no
- * answer, the peer lost, no such peer. The test is the peer on loopback.
+ * answer, the peer lost, no such peer; the control thread's own,
+ * asynchronous ones (rn_plane_desc_fetch_start()), their callback once,
+ * and cancelled ones never; and the second source (clients'
+ * publications) behind the first. The test is the peer on loopback.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -289,6 +293,196 @@ test_fetch(void **state)
 	assert_int_equal(fetch_end(&f), -ENOTCONN);
 }
 
+/* ---- the client source ---- */
+
+#define CLIENT_NAME "client/kv.0"
+static uint8_t client_blob[RN_PROTO_DESC_BLOB];
+
+static int
+client_source(void *arg, const char *name, void *blob, size_t cap)
+{
+	(void)arg;
+	if (strcmp(name, CLIENT_NAME) != 0 && strcmp(name, NAME) != 0)
+		return -ENOENT;
+	assert_true(cap >= sizeof(client_blob));
+	memcpy(blob, client_blob, sizeof(client_blob));
+	return (int)sizeof(client_blob);
+}
+
+struct served {
+	const char *name;
+	int rc;
+	uint8_t blob[RN_PROTO_DESC_BLOB];
+};
+
+static void
+set_client_source(struct rn_ph_plane *h, void *arg)
+{
+	(void)arg;
+	rn_plane_set_client_descriptors(h->pl, client_source, NULL);
+}
+
+static void
+served(struct rn_ph_plane *h, void *arg)
+{
+	struct served *sv = arg;
+
+	sv->rc = rn_plane_desc_served(h->pl, sv->name, sv->blob,
+				      sizeof(sv->blob));
+}
+
+static void
+test_client_source(void **state)
+{
+	struct rn_ph_plane *h = *state;
+	struct served sv = { .name = CLIENT_NAME };
+
+	for (unsigned int i = 0; i < sizeof(client_blob); i++)
+		client_blob[i] = (uint8_t)~published[i];
+	rn_ph_call(h, set_client_source, NULL);
+	/* The first source wins a name both have; the second answers its
+	 * own; neither: unknown. */
+	rn_ph_call(h, served, &sv);
+	assert_int_equal(sv.rc, RN_PROTO_DESC_BLOB);
+	assert_memory_equal(sv.blob, client_blob, sizeof(client_blob));
+	sv.name = NAME;
+	rn_ph_call(h, served, &sv);
+	assert_int_equal(sv.rc, RN_PROTO_DESC_BLOB);
+	assert_memory_equal(sv.blob, published, sizeof(published));
+	sv.name = "nothing";
+	rn_ph_call(h, served, &sv);
+	assert_int_equal(sv.rc, -ENOENT);
+	rn_ph_peer_connect(h, CAPS, false);
+	request(h, 7, CLIENT_NAME);
+	expect_answer(h, 7, RN_DESC_OK);
+	assert_memory_equal(h->last.desc_answer.blob, client_blob,
+			    sizeof(client_blob));
+	request(h, 8, NAME);
+	expect_answer(h, 8, RN_DESC_OK);
+	assert_memory_equal(h->last.desc_answer.blob, published,
+			    sizeof(published));
+	request(h, 9, "nothing");
+	expect_answer(h, 9, RN_DESC_UNKNOWN);
+}
+
+/* ---- asynchronous fetches ---- */
+
+struct async {
+	const char *peer, *name;
+	uint32_t timeout_ms;
+	int start_rc;
+	struct rn_desc_fetch *r;
+	int calls;                /* callbacks, read with acquire */
+	int rc;
+	uint8_t blob[RN_PROTO_DESC_BLOB];
+};
+
+static void
+async_done(void *arg, int rc, const void *blob)
+{
+	struct async *a = arg;
+
+	a->rc = rc;
+	if (rc == RN_PROTO_DESC_BLOB)
+		memcpy(a->blob, blob, sizeof(a->blob));
+	__atomic_add_fetch(&a->calls, 1, __ATOMIC_RELEASE);
+}
+
+static void
+async_start(struct rn_ph_plane *h, void *arg)
+{
+	struct async *a = arg;
+
+	a->start_rc = rn_plane_desc_fetch_start(h->pl, a->peer, a->name,
+						a->timeout_ms, async_done, a,
+						&a->r);
+}
+
+static void
+async_cancel(struct rn_ph_plane *h, void *arg)
+{
+	struct async *a = arg;
+
+	rn_plane_desc_fetch_cancel(h->pl, a->r);
+}
+
+/* Until a's callback came (true), or H_WAIT_MS passed. */
+static bool
+async_wait(struct async *a)
+{
+	for (int i = 0; i < H_WAIT_MS; i++) {
+		if (__atomic_load_n(&a->calls, __ATOMIC_ACQUIRE) != 0)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static void
+test_fetch_async(void **state)
+{
+	struct rn_ph_plane *h = *state;
+	uint8_t frame[RN_PROTO_HEADER_SIZE + 256];
+	struct async a = { .peer = H_PEER_NAME, .name = NAME,
+			   .timeout_ms = H_WAIT_MS };
+	uint64_t t0;
+	uint32_t id;
+
+	rn_ph_peer_connect(h, CAPS, false);
+	/* Answered: the callback has the blob, once. */
+	rn_ph_call(h, async_start, &a);
+	assert_int_equal(a.start_rc, 0);
+	id = expect_request(h, NAME);
+	rn_ph_peer_send(h, frame, rn_proto_encode_desc_answer(
+				frame, sizeof(frame), id, RN_DESC_OK, published,
+				sizeof(published)));
+	assert_true(async_wait(&a));
+	assert_int_equal(a.rc, RN_PROTO_DESC_BLOB);
+	assert_memory_equal(a.blob, published, sizeof(published));
+	usleep(100 * 1000);
+	assert_int_equal(__atomic_load_n(&a.calls, __ATOMIC_ACQUIRE), 1);
+	/* No answer: -ETIMEDOUT by its timeout (and a tick). */
+	a = (struct async){ .peer = H_PEER_NAME, .name = NAME,
+			    .timeout_ms = 150 };
+	t0 = rn_now_ms();
+	rn_ph_call(h, async_start, &a);
+	assert_int_equal(a.start_rc, 0);
+	expect_request(h, NAME);
+	assert_true(async_wait(&a));
+	assert_int_equal(a.rc, -ETIMEDOUT);
+	assert_true(rn_now_ms() - t0 >= 150);
+	/* Cancelled: its answer comes and nobody is called. */
+	a = (struct async){ .peer = H_PEER_NAME, .name = NAME,
+			    .timeout_ms = H_WAIT_MS };
+	rn_ph_call(h, async_start, &a);
+	assert_int_equal(a.start_rc, 0);
+	id = expect_request(h, NAME);
+	rn_ph_call(h, async_cancel, &a);
+	rn_ph_peer_send(h, frame, rn_proto_encode_desc_answer(
+				frame, sizeof(frame), id, RN_DESC_OK, published,
+				sizeof(published)));
+	usleep(200 * 1000);
+	assert_int_equal(__atomic_load_n(&a.calls, __ATOMIC_ACQUIRE), 0);
+	/* Refused at the start, without a callback. */
+	a = (struct async){ .peer = "nobody", .name = NAME, .timeout_ms = 100 };
+	rn_ph_call(h, async_start, &a);
+	assert_int_equal(a.start_rc, -ENOENT);
+	a = (struct async){ .peer = H_PEER_NAME, .name = "a b",
+			    .timeout_ms = 100 };
+	rn_ph_call(h, async_start, &a);
+	assert_int_equal(a.start_rc, -EINVAL);
+	/* The peer lost with a request out: -ENOTCONN. */
+	a = (struct async){ .peer = H_PEER_NAME, .name = NAME,
+			    .timeout_ms = H_WAIT_MS };
+	rn_ph_call(h, async_start, &a);
+	assert_int_equal(a.start_rc, 0);
+	expect_request(h, NAME);
+	rn_ph_peer_close(h);
+	assert_true(async_wait(&a));
+	assert_int_equal(a.rc, -ENOTCONN);
+	assert_int_equal(__atomic_load_n(&a.calls, __ATOMIC_ACQUIRE), 1);
+}
+
 int
 main(void)
 {
@@ -300,6 +494,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_no_secret_no_descriptor,
 						setup_open, rn_ph_teardown),
 		cmocka_unit_test_setup_teardown(test_fetch, setup_secret,
+						rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_client_source,
+						setup_secret, rn_ph_teardown),
+		cmocka_unit_test_setup_teardown(test_fetch_async, setup_secret,
 						rn_ph_teardown),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);

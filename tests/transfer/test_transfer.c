@@ -8,25 +8,8 @@
  * struct rn_transfer each, notifications read from B's delivery ring).
  * Nothing in the engine is faked; the sim NIC moves the bytes over TCP.
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/eventfd.h>
-#include <time.h>
-#include <unistd.h>
-#include <cmocka.h>
 
-#include <rte_eal.h>
-#include <rte_malloc.h>
-
-#include "lcore_pvt.h"
 #include "rn_lcore_xfer.h"
 #include "rn_notify_engine.h"
 #include "rn_sim.h"
@@ -35,62 +18,15 @@
 
 #define SLOTS 16
 #define SLOT_SIZE 256
-#define DATA_QPS 4
-#define WAIT_MS 60000
-#define QP_TIMEOUT 16            /* 4.096 us << 16: 268 ms per try */
 #define REGION (256u << 20)       /* each node's buffer */
 #define MIN_CLASS (4u << 10)
 #define MAX_CLASS (64u << 20)
 
-struct side {
-	const char *name, *peer;
-	struct rn_lcore *lc;
-	struct rn_ep_request req;
-	struct rte_ring *completions;
-	pthread_t thread;
-	bool running;
-	bool ep_up;
-	uint64_t session;
-	struct rn_transfer *t;
-	uint8_t *buf;
+#define SIDE_EXTRA \
+	struct rn_transfer *t; \
+	uint8_t *buf; \
 	struct rn_transfer_region *region;
-};
-
-static struct side A = { .name = "a", .peer = "b", .session = 100 };
-static struct side B = { .name = "b", .peer = "a", .session = 200 };
-static struct rte_ring *events;
-static int wake_fd;
-static struct rn_lcore_event seen[256];
-static unsigned int n_seen;
-static uint32_t generation = 1;
-static uint64_t rng;
-static uint8_t qp_timeout = QP_TIMEOUT;   /* of the next endpoints */
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void
-nap_us(long us)
-{
-	struct timespec ts = { 0, us * 1000 };
-
-	nanosleep(&ts, NULL);
-}
-
-static uint64_t
-rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+#include "two_lcores.h"
 
 static void
 fill(uint8_t *p, size_t n)
@@ -105,139 +41,6 @@ fill(uint8_t *p, size_t n)
 	}
 	for (size_t i = n & ~(size_t)7; i < n; i++)
 		p[i] = (uint8_t)rnd();
-}
-
-/* ---- the lcores, as threads ---- */
-
-static void *
-run_lcore(void *arg)
-{
-	rn_lcore_run(arg);
-	return NULL;
-}
-
-static void
-start(struct side *s)
-{
-	assert_int_equal(pthread_create(&s->thread, NULL, run_lcore, s->lc), 0);
-	s->running = true;
-}
-
-static void
-stop(struct side *s)
-{
-	struct rn_lcore_cmd cmd = { .type = RN_LCORE_CMD_STOP };
-
-	if (!s->running)
-		return;
-	assert_int_equal(rn_lcore_cmd_send(s->lc, cmd), 0);
-	pthread_join(s->thread, NULL);
-	s->running = false;
-}
-
-static void
-take_events(void)
-{
-	struct rn_lcore_event ev;
-
-	while (rte_ring_sc_dequeue_elem(events, &ev, sizeof(ev)) == 0) {
-		assert_true(n_seen < RTE_DIM(seen));
-		seen[n_seen++] = ev;
-	}
-}
-
-/* Wait for an event of type about req and take it: its arg. */
-static int32_t
-wait_event(uint16_t type, const struct rn_ep_request *req)
-{
-	uint64_t until = now_ms() + WAIT_MS;
-
-	for (;;) {
-		take_events();
-		for (unsigned int i = 0; i < n_seen; i++) {
-			if (seen[i].type != type ||
-			    seen[i].cookie != (uintptr_t)req)
-				continue;
-			int32_t arg = seen[i].arg;
-
-			memmove(&seen[i], &seen[i + 1],
-				(n_seen - i - 1) * sizeof(seen[0]));
-			n_seen--;
-			return arg;
-		}
-		if (now_ms() > until)
-			fail_msg("no event %u within %u ms", type, WAIT_MS);
-		nap_us(100);
-	}
-}
-
-static bool
-has_event(uint16_t type, const struct rn_ep_request *req)
-{
-	take_events();
-	for (unsigned int i = 0; i < n_seen; i++)
-		if (seen[i].type == type && seen[i].cookie == (uintptr_t)req)
-			return true;
-	return false;
-}
-
-static void
-command(struct side *s, uint32_t type)
-{
-	struct rn_lcore_cmd cmd = { .type = type, .cookie = (uintptr_t)&s->req };
-
-	assert_int_equal(rn_lcore_cmd_send(s->lc, cmd), 0);
-}
-
-/* ---- the endpoint, as the control plane makes it ---- */
-
-static void
-ep_request(struct side *s, unsigned int id)
-{
-	s->req = (struct rn_ep_request){
-		.ep_index = 3 + id, .n_data_qps = DATA_QPS, .notify = true,
-		.notify_depth = SLOTS, .notify_slot_size = SLOT_SIZE,
-		.qp_timeout = qp_timeout, .qp_retry_cnt = 7,
-		.local = { .session_id = s->session, .generation = generation },
-	};
-	snprintf(s->req.local.name, sizeof(s->req.local.name), "%s", s->name);
-}
-
-/* Open, connect and probe the endpoint at both ends. */
-static void
-ep_up(void)
-{
-	ep_request(&A, 0);
-	ep_request(&B, 1);
-	command(&A, RN_LCORE_CMD_EP_OPEN);
-	command(&B, RN_LCORE_CMD_EP_OPEN);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_OPENED, &A.req), 0);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_OPENED, &B.req), 0);
-	A.req.remote = B.req.local;
-	B.req.remote = A.req.local;
-	command(&A, RN_LCORE_CMD_EP_CONNECT);
-	command(&B, RN_LCORE_CMD_EP_CONNECT);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CONNECTED, &A.req), 0);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CONNECTED, &B.req), 0);
-	command(&A, RN_LCORE_CMD_EP_PROBE);
-	command(&B, RN_LCORE_CMD_EP_PROBE);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_PROBED, &A.req), 0);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_PROBED, &B.req), 0);
-	A.ep_up = B.ep_up = true;
-}
-
-/* Close both ends, as the plane does after a failure; the next
- * incarnation gets the next generation. */
-static void
-ep_down(void)
-{
-	A.ep_up = B.ep_up = false;
-	command(&A, RN_LCORE_CMD_EP_CLOSE);
-	command(&B, RN_LCORE_CMD_EP_CLOSE);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &A.req), 0);
-	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &B.req), 0);
-	n_seen = 0;   /* EP_FAILED and the like, of the old incarnation */
-	generation++;
 }
 
 static int
@@ -282,31 +85,8 @@ side_up(struct side *s, unsigned int id)
 {
 	struct rn_transfer_host host = { .ctx = s, .session_id = s->session,
 					 .lookup = lookup, .fetch = fetch };
-	struct rn_config cfg;
-	char why[256] = "";
-	char name[32];
 
-	rn_config_defaults(&cfg);
-	cfg.nic.provider = RN_NIC_SIM;
-	snprintf(cfg.control.listen, sizeof(cfg.control.listen), "127.0.0.1");
-	cfg.notify.enabled = true;
-	cfg.notify.oob_fallback = false;
-	cfg.notify.slots = SLOTS;
-	cfg.notify.slot_size = SLOT_SIZE;
-	cfg.notify.max_inline = 64;
-	cfg.notify.endpoints_per_lcore = 1;
-	cfg.dataplane.idle = RN_IDLE_ADAPTIVE;
-	s->lc = rte_zmalloc("test_lcore", sizeof(*s->lc), RTE_CACHE_LINE_SIZE);
-	assert_non_null(s->lc);
-	if (rn_lcore_init(s->lc, id, &cfg, events, wake_fd, why,
-			  sizeof(why)) != 0)
-		fail_msg("rn_lcore_init: %s", why);
-	snprintf(name, sizeof(name), "test_xcmpl_%u", id);
-	s->completions = rte_ring_create_elem(name,
-		sizeof(struct rn_notify_event), 1024, SOCKET_ID_ANY,
-		RING_F_SC_DEQ);
-	assert_non_null(s->completions);
-	s->lc->notify_completions = s->completions;
+	lcore_up(s, id);
 	snprintf(host.name, sizeof(host.name), "%s", s->name);
 	assert_int_equal(rn_transfer_create(&host, &s->lc, 1, 0, &s->t), 0);
 	start(s);
@@ -322,9 +102,7 @@ side_down(struct side *s)
 	s->region = NULL;
 	stop(s);
 	rn_transfer_free(s->t);
-	rn_lcore_fini(s->lc);
-	rte_ring_free(s->completions);
-	rte_free(s->lc);
+	lcore_down(s);
 }
 
 static int
@@ -577,16 +355,6 @@ test_sizes_land_before_their_notification(void **state)
 		}
 	}
 	rn_transfer_forget(A.t, rem);
-}
-
-/* Run f on s's lcore: its thread stopped meanwhile (the sim's faults are
- * the owning lcore's to set). */
-static void
-on_lcore(struct side *s, int (*f)(struct rn_qp *), struct rn_qp *qp)
-{
-	stop(s);
-	assert_int_equal(f(qp), 0);
-	start(s);
 }
 
 /*
@@ -1046,10 +814,6 @@ test_published_descriptor(void **state)
 int
 main(int argc, char **argv)
 {
-	char prefix[64];
-	char *eal[] = { argv[0], "-l", "0", "--no-huge", "--no-shconf",
-			"-m", "256", "--no-pci", "--no-telemetry",
-			"--log-level=lib.eal:error", prefix, NULL };
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 			test_sizes_land_before_their_notification, setup_bulk,
@@ -1065,24 +829,15 @@ main(int argc, char **argv)
 		T(test_published_descriptor),
 		T(test_peer_lost),
 	};
+	int rc;
 
 	(void)argc;
-	/* One test alone, by name (a glob): RNOTIFY_TEST_FILTER. */
-	if (getenv("RNOTIFY_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("RNOTIFY_TEST_FILTER"));
-	snprintf(prefix, sizeof(prefix), "--file-prefix=rn_test_xfer_%d",
-		 getpid());
-	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0) {
-		printf("1..0 # SKIP EAL did not start\n");
-		return 77;
-	}
-	events = rte_ring_create_elem("test_events",
-				      sizeof(struct rn_lcore_event), 1024,
-				      SOCKET_ID_ANY, RING_F_SC_DEQ);
-	wake_fd = eventfd(0, EFD_NONBLOCK);
+	rc = two_lcores_init(argv[0], "xfer");
+	if (rc != 0)
+		return rc;
 	A.buf = aligned_alloc(4096, REGION);
 	B.buf = aligned_alloc(4096, REGION);
-	if (events == NULL || wake_fd < 0 || A.buf == NULL || B.buf == NULL)
+	if (A.buf == NULL || B.buf == NULL)
 		return 1;
 	return cmocka_run_group_tests_name("transfer", tests, NULL, NULL);
 }
