@@ -107,4 +107,75 @@ fill(uint8_t *buf, size_t len, uint8_t seed)
 		buf[i] = (uint8_t)(seed + i * 31 + (i >> 8));
 }
 
+/* xorshift32, for the tests' seeded choices (rn_test_seed()). */
+static inline uint32_t
+pair_next(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+static inline void
+pair_random_bytes(uint32_t *x, uint8_t *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(pair_next(x) >> 11);
+}
+
+/* Post one WQE with one data segment at local through the lean one-sided
+ * path (rn_sq_post_rdma()) and ring the doorbell. */
+static inline void
+pair_post_rdma(struct end *e, uint8_t opcode, uint64_t local, uint32_t len,
+	       uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t imm,
+	       uint8_t flags, uint64_t wr_id)
+{
+	struct rn_sge sge = { local, len, lkey };
+
+	assert_int_equal(rn_sq_post_rdma(&e->qp.sq, opcode, &sge, raddr, rkey,
+					 imm, flags, wr_id), 0);
+	rn_sq_ring_doorbell(&e->qp.sq);
+}
+
+/* Both QPs back to RESET, then connected again with ca (a's) and cb
+ * (b's); the counters of the sim's QPs carry on. */
+static inline void
+pair_reconnect_with(struct pair *p, const struct rn_qp_connect *ca,
+		    const struct rn_qp_connect *cb)
+{
+	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RESET,
+					  NULL), 0);
+	assert_int_equal(rn_nic_qp_modify(p->b.nic, &p->b.qp, RN_QP_RESET,
+					  NULL), 0);
+	assert_int_equal(rn_harness_connect(&p->a, ca), 0);
+	assert_int_equal(rn_harness_connect(&p->b, cb), 0);
+}
+
+/* The harness's connection parameters of a and b (toward each other). */
+static inline void
+pair_params(const struct pair *p, struct rn_qp_connect *ca,
+	    struct rn_qp_connect *cb)
+{
+	struct end_info ia = { .addr = p->a.addr, .qpn = p->a.qp.qpn };
+	struct end_info ib = { .addr = p->b.addr, .qpn = p->b.qp.qpn };
+
+	*ca = rn_harness_connect_params(&ib);
+	*cb = rn_harness_connect_params(&ia);
+}
+
+/* Connected again with these READ limits and b's rights. */
+static inline void
+pair_reconnect(struct pair *p, uint8_t a_max_rd, uint8_t b_max_dest,
+	       uint32_t b_access)
+{
+	struct rn_qp_connect ca, cb;
+
+	pair_params(p, &ca, &cb);
+	ca.max_rd_atomic = a_max_rd;
+	cb.max_dest_rd_atomic = b_max_dest;
+	cb.access = b_access;
+	pair_reconnect_with(p, &ca, &cb);
+}
+
 #endif /* RN_TEST_SIM_PAIR_H */

@@ -38,28 +38,14 @@ struct iova_pair {
 
 static uint32_t rng;
 
-static uint32_t
-next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 17;
-	rng ^= rng << 5;
-	return rng;
-}
-
-static void
-random_bytes(uint8_t *buf, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = (uint8_t)(next() >> 11);
-}
-
 /* An iova that no buffer of this process is at: high in the 64-bit
  * space, any byte alignment. */
 static uint64_t
 random_iova(void)
 {
-	return (0xabcull << 48) | ((uint64_t)next() << 16) | (next() & 0xffff);
+	uint64_t hi = pair_next(&rng), lo = pair_next(&rng) & 0xffff;
+
+	return (0xabcull << 48) | hi << 16 | lo;
 }
 
 static int
@@ -103,41 +89,11 @@ dereg_iovas(struct iova_pair *ip)
 	assert_int_equal(rn_nic_mr_dereg(ip->p->b.nic, &ip->bmr), 0);
 }
 
-/* Post one WQE with one data segment at iova local and ring. */
-static void
-post_rdma(struct end *e, uint8_t opcode, uint64_t local, uint32_t len,
-	  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t imm,
-	  uint8_t flags, uint64_t wr_id)
-{
-	struct rn_sge sge = { local, len, lkey };
-
-	assert_int_equal(rn_sq_post_rdma(&e->qp.sq, opcode, &sge, raddr, rkey,
-					 imm, flags, wr_id), 0);
-	rn_sq_ring_doorbell(&e->qp.sq);
-}
-
 static void
 post_recv(struct end *e, const struct rn_sge *sg, uint32_t n, uint64_t wr_id)
 {
 	assert_int_equal(rn_rq_post(&e->qp.rq, sg, n, wr_id), 0);
 	rn_rq_ring_doorbell(&e->qp.rq);
-}
-
-/* Both QPs back to RESET, then connected again (after an error). */
-static void
-reconnect(struct pair *p)
-{
-	struct end_info ia = { .addr = p->a.addr, .qpn = p->a.qp.qpn };
-	struct end_info ib = { .addr = p->b.addr, .qpn = p->b.qp.qpn };
-	struct rn_qp_connect ca = rn_harness_connect_params(&ib);
-	struct rn_qp_connect cb = rn_harness_connect_params(&ia);
-
-	assert_int_equal(rn_nic_qp_modify(p->a.nic, &p->a.qp, RN_QP_RESET,
-					  NULL), 0);
-	assert_int_equal(rn_nic_qp_modify(p->b.nic, &p->b.qp, RN_QP_RESET,
-					  NULL), 0);
-	assert_int_equal(rn_harness_connect(&p->a, &ca), 0);
-	assert_int_equal(rn_harness_connect(&p->b, &cb), 0);
 }
 
 /*
@@ -157,21 +113,21 @@ test_write_read_by_iova(void **state)
 	p = ip.p;
 	for (unsigned int i = 0; i < RTE_DIM(sizes) + 8; i++) {
 		uint32_t len = i < RTE_DIM(sizes) ? sizes[i] :
-			       1 + next() % 200000;
-		uint32_t src = next() % (READ_AT - len + 1);
-		uint32_t dst = next() % (BUF_SIZE - len + 1);
+			       1 + pair_next(&rng) % 200000;
+		uint32_t src = pair_next(&rng) % (READ_AT - len + 1);
+		uint32_t dst = pair_next(&rng) % (BUF_SIZE - len + 1);
 
 		print_message("# %u bytes from a+%u to b+%u\n", len, src, dst);
-		random_bytes(p->abuf + src, len);
+		pair_random_bytes(&rng, p->abuf + src, len);
 		memset(p->abuf + READ_AT + src, 0, len);
-		post_rdma(&p->a, RN_WR_WRITE, ip.a_iova + src, len,
-			  ip.amr.lkey, ip.b_iova + dst, ip.bmr.rkey, 0,
-			  RN_WR_SIGNALED, 2 * i);
+		pair_post_rdma(&p->a, RN_WR_WRITE, ip.a_iova + src, len,
+			       ip.amr.lkey, ip.b_iova + dst, ip.bmr.rkey, 0,
+			       RN_WR_SIGNALED, 2 * i);
 		expect_wc(p, &p->a, RN_WC_WRITE, 0, 2 * i);
 		assert_memory_equal(p->bbuf + dst, p->abuf + src, len);
-		post_rdma(&p->a, RN_WR_READ, ip.a_iova + READ_AT + src, len,
-			  ip.amr.lkey, ip.b_iova + dst, ip.bmr.rkey, 0,
-			  RN_WR_SIGNALED, 2 * i + 1);
+		pair_post_rdma(&p->a, RN_WR_READ, ip.a_iova + READ_AT + src,
+			       len, ip.amr.lkey, ip.b_iova + dst, ip.bmr.rkey,
+			       0, RN_WR_SIGNALED, 2 * i + 1);
 		wc = expect_wc(p, &p->a, RN_WC_READ, 0, 2 * i + 1);
 		assert_int_equal(wc.byte_len, len);
 		assert_memory_equal(p->abuf + READ_AT + src, p->abuf + src,
@@ -186,12 +142,12 @@ test_write_read_by_iova(void **state)
 		uint32_t lens[3], at = 0;
 
 		for (int k = 0; k < 3; k++) {
-			lens[k] = 1 + next() % 20000;
+			lens[k] = 1 + pair_next(&rng) % 20000;
 			g[k] = (struct rn_sge){ ip.a_iova + 50000 * k, lens[k],
 						ip.amr.lkey };
 			s[k] = (struct rn_sge){ ip.a_iova + READ_AT + 60000 * k,
 						lens[k], ip.amr.lkey };
-			random_bytes(p->abuf + 50000 * k, lens[k]);
+			pair_random_bytes(&rng, p->abuf + 50000 * k, lens[k]);
 			memset(p->abuf + READ_AT + 60000 * k, 0, lens[k]);
 		}
 		wr.opcode = RN_WR_WRITE;
@@ -231,9 +187,9 @@ test_send_and_write_imm_by_iova(void **state)
 	reg_iovas(&ip, state, "test_send_and_write_imm_by_iova", 1902);
 	p = ip.p;
 	/* A SEND of several packets over two receive segments. */
-	len = 10000 + next() % 50000;
-	first = 1 + next() % (len - 1);
-	random_bytes(p->abuf + 123, len);
+	len = 10000 + pair_next(&rng) % 50000;
+	first = 1 + pair_next(&rng) % (len - 1);
+	pair_random_bytes(&rng, p->abuf + 123, len);
 	{
 		struct rn_sge r[2] = {
 			{ ip.b_iova + MIB, first, ip.bmr.lkey },
@@ -263,28 +219,29 @@ test_send_and_write_imm_by_iova(void **state)
 				    .num_sge = 2, .flags = RN_WR_SIGNALED,
 				    .wr_id = 2 };
 
-		random_bytes(p->abuf + 7, 100);
-		random_bytes(p->abuf + MIB, 200);
+		pair_random_bytes(&rng, p->abuf + 7, 100);
+		pair_random_bytes(&rng, p->abuf + MIB, 200);
 		post_recv(&p->b, &r, 1, 51);
 		assert_int_equal(rn_harness_post(&p->a, &wr), 0);
 		expect_wc(p, &p->b, RN_WC_RECV, 0, 51);
 		expect_wc(p, &p->a, RN_WC_SEND, 0, 2);
 		assert_memory_equal(p->bbuf + 2 * MIB, p->abuf + 7, 100);
-		assert_memory_equal(p->bbuf + 2 * MIB + 100, p->abuf + MIB, 200);
+		assert_memory_equal(p->bbuf + 2 * MIB + 100, p->abuf + MIB,
+				    200);
 	}
 
 	/* WRITE_IMM: placed at b_iova + dst, the receive buffer untouched. */
-	len = 1 + next() % 30000;
-	random_bytes(p->abuf, len);
+	len = 1 + pair_next(&rng) % 30000;
+	pair_random_bytes(&rng, p->abuf, len);
 	memset(p->bbuf + 3 * MIB, 0x5c, 16);
 	{
 		struct rn_sge r = { ip.b_iova + 3 * MIB, 16, ip.bmr.lkey };
 
 		post_recv(&p->b, &r, 1, 52);
 	}
-	post_rdma(&p->a, RN_WR_WRITE_IMM, ip.a_iova, len, ip.amr.lkey,
-		  ip.b_iova + 4242, ip.bmr.rkey, htobe32(0xbeef),
-		  RN_WR_SIGNALED, 3);
+	pair_post_rdma(&p->a, RN_WR_WRITE_IMM, ip.a_iova, len, ip.amr.lkey,
+		       ip.b_iova + 4242, ip.bmr.rkey, htobe32(0xbeef),
+		       RN_WR_SIGNALED, 3);
 	wc = expect_wc(p, &p->b, RN_WC_RECV_WRITE_IMM, 0, 52);
 	assert_int_equal(wc.imm, htobe32(0xbeef));
 	assert_int_equal(wc.byte_len, len);
@@ -340,15 +297,16 @@ test_checked_by_iova(void **state)
 		uint64_t local = ip.a_iova +
 				 (cases[i].opcode == RN_WR_READ ? READ_AT : 0);
 
-		print_message("# case %u: opcode 0x%x at iova %+lld, %u bytes\n",
+		print_message("# case %u: opcode 0x%x at iova %+lld, "
+			      "%u bytes\n",
 			      i, cases[i].opcode,
 			      (long long)(cases[i].raddr - small_iova),
 			      cases[i].len);
 		fill(p->abuf, 4096, (uint8_t)i);
 		memset(base, 0, 4096);
-		post_rdma(&p->a, cases[i].opcode, local, cases[i].len,
-			  ip.amr.lkey, cases[i].raddr, small.rkey, 0,
-			  RN_WR_SIGNALED, i);
+		pair_post_rdma(&p->a, cases[i].opcode, local, cases[i].len,
+			       ip.amr.lkey, cases[i].raddr, small.rkey, 0,
+			       RN_WR_SIGNALED, i);
 		wc = expect_wc(p, &p->a, cases[i].opcode == RN_WR_READ ?
 				   RN_WC_READ : RN_WC_WRITE,
 			       cases[i].status, i);
@@ -362,20 +320,20 @@ test_checked_by_iova(void **state)
 		for (int k = 0; k < 4096; k++)
 			assert_int_equal(base[k], 0);
 		assert_int_equal(rn_sim_qp_state(&p->b.qp), RN_QP_ERR);
-		reconnect(p);
+		pair_reconnect(p, 0, 0, all_access);
 	}
 	/* Local segments by address rather than iova: LOCAL_PROT. */
 	for (int i = 0; i < 2; i++) {
 		uint8_t opcode = i == 0 ? RN_WR_WRITE : RN_WR_READ;
 
-		post_rdma(&p->a, opcode, (uintptr_t)p->abuf + READ_AT, 64,
-			  ip.amr.lkey, small_iova, small.rkey, 0,
-			  RN_WR_SIGNALED, 10 + i);
+		pair_post_rdma(&p->a, opcode, (uintptr_t)p->abuf + READ_AT, 64,
+			       ip.amr.lkey, small_iova, small.rkey, 0,
+			       RN_WR_SIGNALED, 10 + i);
 		wc = expect_wc(p, &p->a, i == 0 ? RN_WC_WRITE : RN_WC_READ,
 			       MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 10 + i);
 		assert_int_equal(rn_wc_status_ibv(wc.status),
 				 IBV_WC_LOC_PROT_ERR);
-		reconnect(p);
+		pair_reconnect(p, 0, 0, all_access);
 	}
 	/* A receive segment by address: the SEND fails at the responder
 	 * (LOCAL_PROT there, REMOTE_OP for the requester). */
@@ -416,7 +374,7 @@ test_same_iova_different_memory(void **state)
 
 	rng = rn_test_seed("test_same_iova_different_memory", 1904) | 1;
 	x = random_iova();
-	len = 1 + next() % (MIB - 1);
+	len = 1 + pair_next(&rng) % (MIB - 1);
 	print_message("# iova 0x%llx, %u bytes\n", (unsigned long long)x, len);
 	assert_int_equal(rn_nic_mr_reg_iova(p->a.nic, p->abuf, MIB, x,
 					    all_access, &a1), 0);
@@ -426,21 +384,21 @@ test_same_iova_different_memory(void **state)
 					    all_access, &b1), 0);
 	assert_int_equal(rn_nic_mr_reg_iova(p->b.nic, p->bbuf + 2 * MIB, MIB,
 					    x, all_access, &b2), 0);
-	random_bytes(p->abuf, len);
-	post_rdma(&p->a, RN_WR_WRITE, x, len, a1.lkey, x, b1.rkey, 0,
-		  RN_WR_SIGNALED, 1);
+	pair_random_bytes(&rng, p->abuf, len);
+	pair_post_rdma(&p->a, RN_WR_WRITE, x, len, a1.lkey, x, b1.rkey, 0,
+		       RN_WR_SIGNALED, 1);
 	expect_wc(p, &p->a, RN_WC_WRITE, 0, 1);
 	assert_memory_equal(p->bbuf, p->abuf, len);
 	for (uint32_t k = 0; k < len; k++)
 		assert_int_equal(p->bbuf[2 * MIB + k], 0);
-	random_bytes(p->abuf, len);
-	post_rdma(&p->a, RN_WR_WRITE, x, len, a1.lkey, x, b2.rkey, 0,
-		  RN_WR_SIGNALED, 2);
+	pair_random_bytes(&rng, p->abuf, len);
+	pair_post_rdma(&p->a, RN_WR_WRITE, x, len, a1.lkey, x, b2.rkey, 0,
+		       RN_WR_SIGNALED, 2);
 	expect_wc(p, &p->a, RN_WC_WRITE, 0, 2);
 	assert_memory_equal(p->bbuf + 2 * MIB, p->abuf, len);
 	assert_memory_not_equal(p->bbuf, p->abuf, len);
-	post_rdma(&p->a, RN_WR_READ, x, len, a2.lkey, x, b2.rkey, 0,
-		  RN_WR_SIGNALED, 3);
+	pair_post_rdma(&p->a, RN_WR_READ, x, len, a2.lkey, x, b2.rkey, 0,
+		       RN_WR_SIGNALED, 3);
 	expect_wc(p, &p->a, RN_WC_READ, 0, 3);
 	assert_memory_equal(p->abuf + 2 * MIB, p->abuf, len);
 	assert_int_equal(rn_nic_mr_dereg(p->a.nic, &a1), 0);
@@ -474,8 +432,8 @@ test_registration(void **state)
 					    all_access, &mr), 0);
 	assert_null(mr.addr);
 	fill(p->abuf, 100, 3);
-	post_rdma(&p->a, RN_WR_WRITE, (uintptr_t)p->abuf, 100, p->amr.lkey, 10,
-		  mr.rkey, 0, RN_WR_SIGNALED, 1);
+	pair_post_rdma(&p->a, RN_WR_WRITE, (uintptr_t)p->abuf, 100,
+		       p->amr.lkey, 10, mr.rkey, 0, RN_WR_SIGNALED, 1);
 	expect_wc(p, &p->a, RN_WC_WRITE, 0, 1);
 	assert_memory_equal(p->bbuf + 74, p->abuf, 100);
 	assert_int_equal(rn_nic_mr_dereg(p->b.nic, &mr), 0);

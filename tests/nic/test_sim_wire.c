@@ -475,6 +475,170 @@ local_pair_send(struct local_pair *p, uint32_t len, uint64_t id)
 	assert_true(pattern_ok(p->buf + 4096, len, (uint32_t)id));
 }
 
+/* A data frame's header as the peer writes it (sim_frame_pvt.h: length,
+ * type, opcode, syndrome, rnr_timer, dst_qpn, src_qpn, psn, imm, raddr,
+ * rkey, dma_len). */
+static void
+put_data_hdr(uint8_t *p, uint32_t length, uint8_t type, uint8_t opcode,
+	     uint32_t dst_qpn, uint32_t src_qpn, uint32_t psn, uint64_t raddr,
+	     uint32_t rkey, uint32_t dma_len)
+{
+	put_hdr(p, length, type);
+	p[5] = opcode;
+	memcpy(p + 8, &dst_qpn, 4);
+	memcpy(p + 12, &src_qpn, 4);
+	memcpy(p + 16, &psn, 4);
+	memcpy(p + 24, &raddr, 8);
+	memcpy(p + 32, &rkey, 4);
+	memcpy(p + 36, &dma_len, 4);
+}
+
+#define ACK_TYPE 4
+
+/* Connect to b as a, and send bytes (a HELLO, then a data frame) up to
+ * cut bytes into the frame's payload; let b read them, so that the
+ * payload goes to its place. Returns the connection. */
+static int
+send_to_mid_packet(struct local_pair *p, const uint8_t *bytes, size_t cut)
+{
+	uint64_t deadline = rn_harness_now_ms() + 50;
+	int fd = stranger_connect(rn_sim_port(p->b.nic));
+
+	print_message("# first read: %zu bytes of the first packet\n", cut);
+	send_all(fd, bytes, HELLO_SIZE + HDR_SIZE + cut);
+	while (rn_harness_now_ms() < deadline)
+		rn_harness_progress(p->ends);
+	return fd;
+}
+
+/*
+ * The receive side reads a WRITE's packets straight to their place and
+ * predicts the next ones of the message in the same read; a frame between
+ * them (an ACK, as the peer's responder sends) is not the packet
+ * predicted: it and what follows are parsed as before, and every byte of
+ * the WRITE lands where it belongs. The frames come as the real peer's
+ * (a's HELLO, the harness's token, a's QP and PSNs), written by hand so
+ * that the interleaving is exact: half of the first packet first, then
+ * the rest in one piece.
+ */
+static void
+test_predicted_packets_and_a_frame_between(void **state)
+{
+	uint32_t rng = rng_for(__func__);
+	const size_t frame = HDR_SIZE + 4096, cut = 1 + rng_next(&rng) % 4000;
+	uint8_t *target = calloc(1, 3 * 4096), *payload = malloc(3 * 4096);
+	uint8_t *bytes = malloc(HELLO_SIZE + 4 * frame);
+	struct rn_sim_stats before, after;
+	struct local_pair p;
+	struct rn_mr mr;
+	uint64_t deadline;
+	size_t at;
+	int fd;
+
+	(void)state;
+	CHECK(target != NULL && payload != NULL && bytes != NULL);
+	for (size_t i = 0; i < 3 * 4096; i++)
+		payload[i] = (uint8_t)rng_next(&rng);
+	local_pair_open(&p);
+	assert_int_equal(rn_nic_mr_reg(p.b.nic, target, 3 * 4096,
+				       RN_ACCESS_LOCAL_WRITE |
+				       RN_ACCESS_REMOTE_WRITE, &mr), 0);
+	rn_sim_stats(p.b.nic, &before);
+	put_hello(bytes, rn_sim_port(p.a.nic));
+	at = HELLO_SIZE;
+	for (uint32_t k = 0; k < 3; k++) {
+		if (k == 2) {   /* the frame between */
+			put_data_hdr(bytes + at, 0, ACK_TYPE, 0, p.b.qp.qpn,
+				     p.a.qp.qpn, 0xff, 0, 0, 0);
+			at += HDR_SIZE;
+		}
+		put_data_hdr(bytes + at, 4096, REQUEST_TYPE,
+			     RN_WR_WRITE, p.b.qp.qpn, p.a.qp.qpn, 0x100 + k,
+			     (uintptr_t)target, mr.rkey, 3 * 4096);
+		memcpy(bytes + at + HDR_SIZE, payload + k * 4096, 4096);
+		at += frame;
+	}
+	fd = send_to_mid_packet(&p, bytes, cut);
+	send_all(fd, bytes + HELLO_SIZE + HDR_SIZE + cut,
+		 at - HELLO_SIZE - HDR_SIZE - cut);
+	deadline = rn_harness_now_ms() + WAIT_MS;
+	do {
+		rn_harness_progress(p.ends);
+		rn_sim_stats(p.b.nic, &after);
+	} while (after.frames_received - before.frames_received < 5 &&
+		 rn_harness_now_ms() < deadline);
+	print_message("# b: %lu frames, %lu read to their place, %lu "
+		      "predictions missed\n",
+		      (unsigned long)(after.frames_received -
+				      before.frames_received),
+		      (unsigned long)(after.rx_placed - before.rx_placed),
+		      (unsigned long)(after.rx_mispredicted -
+				      before.rx_mispredicted));
+	assert_int_equal(after.frames_received - before.frames_received, 5);
+	assert_memory_equal(target, payload, 3 * 4096);
+	assert_int_equal(after.rx_placed - before.rx_placed, 2);
+	assert_int_equal(after.rx_mispredicted - before.rx_mispredicted, 1);
+	assert_int_equal(after.dropped_malformed + after.dropped_out_of_order,
+			 before.dropped_malformed + before.dropped_out_of_order);
+	close(fd);
+	assert_int_equal(rn_nic_mr_dereg(p.b.nic, &mr), 0);
+	local_pair_close(&p);
+	free(target);
+	free(payload);
+	free(bytes);
+}
+
+/*
+ * A WRITE packet half read to its place when its region is deregistered:
+ * the rest is not written there; the packet is delivered as it would
+ * have been, and refused: the responder NAKs it (remote access error) and
+ * its QP enters ERR at once, with no wait for the requester's retries.
+ */
+static void
+test_region_gone_mid_packet(void **state)
+{
+	uint32_t rng = rng_for(__func__);
+	const size_t cut = 1 + rng_next(&rng) % 4000;
+	uint8_t *target = calloc(1, 4096);
+	uint8_t bytes[HELLO_SIZE + HDR_SIZE + 4096];
+	struct rn_sim_stats before, after;
+	struct local_pair p;
+	struct rn_mr mr;
+	uint64_t deadline;
+	int fd;
+
+	(void)state;
+	CHECK(target != NULL);
+	local_pair_open(&p);
+	assert_int_equal(rn_nic_mr_reg(p.b.nic, target, 4096,
+				       RN_ACCESS_LOCAL_WRITE |
+				       RN_ACCESS_REMOTE_WRITE, &mr), 0);
+	rn_sim_stats(p.b.nic, &before);
+	put_hello(bytes, rn_sim_port(p.a.nic));
+	put_data_hdr(bytes + HELLO_SIZE, 4096, REQUEST_TYPE, RN_WR_WRITE,
+		     p.b.qp.qpn, p.a.qp.qpn, 0x100, (uintptr_t)target, mr.rkey,
+		     4096);
+	memset(bytes + HELLO_SIZE + HDR_SIZE, 0xab, 4096);
+	fd = send_to_mid_packet(&p, bytes, cut);
+	assert_int_equal(rn_nic_mr_dereg(p.b.nic, &mr), 0);
+	memset(target, 0, 4096);
+	send_all(fd, bytes + HELLO_SIZE + HDR_SIZE + cut, 4096 - cut);
+	deadline = rn_harness_now_ms() + WAIT_MS;
+	while (rn_sim_qp_state(&p.b.qp) != RN_QP_ERR &&
+	       rn_harness_now_ms() < deadline)
+		rn_harness_progress(p.ends);
+	rn_sim_stats(p.b.nic, &after);
+	assert_int_equal(rn_sim_qp_state(&p.b.qp), RN_QP_ERR);
+	assert_int_equal(after.frames_received - before.frames_received, 2);
+	assert_int_equal(after.dropped_place_changed,
+			 before.dropped_place_changed);
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(target[i], 0);
+	close(fd);
+	local_pair_close(&p);
+	free(target);
+}
+
 /* A HELLO as the real peer would send it (the token, a's address), then a
  * header announcing more than a message: closed at once, before any room
  * is made for it. The real pair is not disturbed. */
@@ -834,6 +998,8 @@ main(void)
 		cmocka_unit_test(test_two_processes_loopback),
 		cmocka_unit_test_teardown(test_two_network_namespaces,
 					  remove_namespaces),
+		cmocka_unit_test(test_predicted_packets_and_a_frame_between),
+		cmocka_unit_test(test_region_gone_mid_packet),
 		cmocka_unit_test(test_huge_frame_closes_its_connection),
 		cmocka_unit_test(test_garbage_first_bytes_close_only_that_connection),
 		cmocka_unit_test(test_wrong_token_closes_at_once),

@@ -51,9 +51,15 @@ struct rn_sim_stats {
 	uint64_t dropped_no_qp;       /* no such QP, or not connected to sender */
 	uint64_t dropped_out_of_order;/* PSN ahead of the expected one */
 	uint64_t dropped_malformed;   /* lengths that do not add up */
+	uint64_t dropped_place_changed; /* read to its place, which moved
+					 * before it was all in */
 	uint64_t duplicates;          /* PSN behind: re-acknowledged */
 	uint64_t rnr_naks_sent;
 	uint64_t retransmits;         /* go-back-N resends (RNR or timeout) */
+	uint64_t rx_placed;           /* payloads read straight to their place */
+	uint64_t rx_mispredicted;     /* a packet predicted was another frame */
+	uint64_t tx_unlent;           /* bytes copied off a region that was
+				       * deregistered while queued */
 	uint64_t cq_overruns;
 	/* Inbound wire connections closed: */
 	uint64_t wires_bad_hello;     /* first frame not a well-formed HELLO */
@@ -75,6 +81,8 @@ struct rn_sim_qp_stats {
 	uint64_t read_waits;            /* the requester waited: READ limit */
 	uint64_t fence_waits;           /* a fenced WQE waited for READs */
 	uint64_t reads_refused;         /* responder: over max_dest_rd_atomic */
+	uint64_t reads_region_gone;     /* responder: a READ's region went
+					 * before its response was made */
 	uint64_t frames_held;           /* requests held back by the fault */
 	uint32_t frames_held_now;       /* of which not yet released */
 };

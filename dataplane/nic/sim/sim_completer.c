@@ -187,6 +187,39 @@ receive_nak(struct sim_qp *sqp, const struct sim_frame_hdr *h)
 }
 
 bool
+rn_sim_completer_place(struct sim_ctx *ctx, struct sim_wire *wire,
+		       const struct sim_frame_hdr *h, struct sim_place *out)
+{
+	struct sim_qp *sqp = rn_sim_qp_lookup(ctx, h->dst_qpn);
+	const struct sim_inflight *f;
+	const uint8_t *base;
+	struct sim_wqe w;
+	uint32_t capacity, at;
+
+	if (h->type != SIM_FRAME_READ_RESP || sqp == NULL ||
+	    sqp->state != RN_QP_RTS || sqp->inflight_count == 0 ||
+	    !rn_sim_qp_from_peer(sqp, wire, h->src_qpn))
+		return false;
+	/* receive_read_resp()'s checks, for the oldest WQE as it is (an
+	 * implicit ACK that would retire WQEs before it: not placed). */
+	f = rn_sim_inflight_at(sqp, 0);
+	if (f->opcode != MLX5_OPCODE_RDMA_READ ||
+	    h->psn != ((f->psn + sqp->rd_resp_pkts) & 0xffffff) ||
+	    rn_sim_wqe_parse(sqp, f->bb, &w) != 0 ||
+	    rn_sim_wqe_gather(sqp, &w, NULL, &capacity,
+			      RN_ACCESS_LOCAL_WRITE) != 0)
+		return false;
+	at = sqp->rd_resp_bytes;
+	base = rn_sim_wqe_contiguous(sqp, &w);
+	if (base == NULL || h->length == 0 || h->length > capacity - at ||
+	    (h->psn == f->last_psn) != (at + h->length == capacity))
+		return false;
+	*out = (struct sim_place){ .dst = (uint8_t *)(uintptr_t)(base + at),
+				   .span = capacity - at, .mtu = sqp->mtu };
+	return true;
+}
+
+bool
 rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 			 const struct sim_frame_hdr *h, const uint8_t *payload)
 {

@@ -144,6 +144,17 @@ deliver(struct sim_ctx *ctx, struct sim_wire *wire,
 	return rn_sim_completer_receive(ctx, wire, h, payload);
 }
 
+static bool
+place(struct sim_ctx *ctx, struct sim_wire *wire, const struct sim_frame_hdr *h,
+      struct sim_place *out)
+{
+	if (h->type == SIM_FRAME_REQUEST)
+		return rn_sim_responder_place(ctx, wire, h, out);
+	return rn_sim_completer_place(ctx, wire, h, out);
+}
+
+static const struct sim_rx_ops rx_ops = { .deliver = deliver, .place = place };
+
 static unsigned int
 sim_progress(struct rn_nic *nic)
 {
@@ -153,10 +164,12 @@ sim_progress(struct rn_nic *nic)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ctx->now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	work = rn_sim_wire_receive(ctx, deliver);
+	work = rn_sim_wire_receive(ctx, &rx_ops);
 	for (struct sim_qp *q = ctx->live; q != NULL; q = q->next) {
 		rn_sim_completer_timeout(q);
 		work += rn_sim_requester_run(q);
+		if (q->resp_count > 0)
+			work += rn_sim_responder_pump(q);
 		rn_sim_responder_sent(q);   /* transmitted just below */
 	}
 	rn_sim_wire_transmit(ctx);

@@ -59,9 +59,10 @@ rn_sim_mr_dereg(struct rn_nic *nic, struct rn_mr *mr)
 {
 	struct sim_mr *m = mr->priv;
 
-	(void)nic;
 	if (m == NULL || m->key != mr->lkey)
 		return -EINVAL;
+	/* Payloads the wires still send from it are copied first. */
+	rn_sim_wire_unlend(rn_sim_ctx_of(nic), m->local, m->length);
 	m->key = 0;
 	mr->priv = NULL;
 	return 0;

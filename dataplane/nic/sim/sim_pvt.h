@@ -41,6 +41,14 @@
 #define SIM_QPN_BASE 0x100        /* QPNs 0..0xff are reserved, as on IB */
 #define SIM_BF_SIZE 256           /* doorbell register halves */
 #define SIM_EXEC_BUDGET 64        /* WQEs one QP executes per progress */
+/* Bytes a wire may hold that its socket has not taken: past them the
+ * requester starts no further WQE and the responder makes no further READ
+ * response packet, until the socket drains. A turn so leaves no backlog
+ * of a whole batch on the stream (the frames behind it, ACKs and
+ * notifications, would wait for all of it), and the payloads queued by
+ * pointer stay few. */
+#define SIM_WIRE_WINDOW (4u << 20)
+#define SIM_RESP_MAX 64           /* replies a responder may owe at once */
 
 /* A data segment's byte count: 0 stands for 2 GiB (mlx5 format). */
 static inline uint64_t
@@ -64,6 +72,20 @@ struct sim_addr {
 	uint32_t ip;
 	uint16_t port;
 	uint8_t token[RN_NIC_TOKEN_SIZE];
+};
+
+/*
+ * Where the payload of a data frame (a WRITE packet, a READ response
+ * packet) goes if it were delivered now: dst, in registered memory, and
+ * the bytes of its message from there on (span: contiguous, checked),
+ * whose packets are of mtu bytes but the last. Returns false when it is
+ * not placed in one piece (or not at all): the wire reads it into its
+ * buffer and delivery copies it.
+ */
+struct sim_place {
+	uint8_t *dst;
+	uint32_t span;
+	uint32_t mtu;
 };
 
 /* A registration: the device and peers name its bytes by iova; they lie
@@ -118,6 +140,22 @@ struct sim_rx_msg {
 	uint32_t dma_len;         /* the message's */
 	uint64_t raddr;
 	uint32_t rkey;
+};
+
+/*
+ * A reply the responder owes, made once the wire has room, in the order
+ * owed: a READ's response, packet by packet from the registered memory
+ * (checked again for each turn's packets), or an acknowledgement that
+ * must not overtake the responses before it.
+ */
+struct sim_resp {
+	uint8_t type;             /* SIM_FRAME_READ_RESP, _ACK or _RNR_NAK */
+	bool duplicate;           /* a re-read: holds no READ resource */
+	uint32_t psn;             /* of its next packet */
+	uint32_t pkts;            /* READ: packets still to make */
+	uint32_t left;            /* READ: bytes still to send */
+	uint32_t rkey;
+	uint64_t raddr;           /* READ: its next byte, by iova */
 };
 
 /*
@@ -204,7 +242,11 @@ struct sim_qp {
 	uint32_t expected_psn;
 	struct sim_rx_msg rx;
 	uint8_t max_dest_rd_atomic;  /* READs it takes at once (RTR) */
-	uint32_t resp_reads;      /* READ responses not yet on the wire */
+	uint32_t resp_reads;      /* READ responses not yet all on the wire */
+	uint32_t resp_made;       /* of which made this turn */
+	struct sim_resp resp[SIM_RESP_MAX];   /* owed, oldest at resp_head */
+	uint32_t resp_head, resp_count;
+	struct sim_wire *resp_wire;   /* where they go: the requests' wire */
 
 	struct rn_sim_qp_stats stats;
 };
@@ -375,6 +417,11 @@ void rn_sim_requester_hold(struct sim_qp *sqp, enum sim_hold hold,
 bool rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 			      const struct sim_frame_hdr *h,
 			      const uint8_t *payload);
+/* Where the READ response packet h would be scattered, if in one piece
+ * (rn_sim_place_fn). */
+bool rn_sim_completer_place(struct sim_ctx *ctx, struct sim_wire *wire,
+			    const struct sim_frame_hdr *h,
+			    struct sim_place *out);
 /* Before the requester runs: has the oldest WQE in flight waited past its
  * ACK timeout? Then resend, or fail once retry_cnt retries ran out. */
 void rn_sim_completer_timeout(struct sim_qp *sqp);
@@ -390,8 +437,17 @@ void rn_sim_completer_fail(struct sim_qp *sqp, uint32_t pos, uint8_t syndrome);
 bool rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 			      const struct sim_frame_hdr *h,
 			      const uint8_t *payload);
-/* The READ responses sqp made are handed to the wire (the progress loop
- * transmits right after): their resources are free again. */
+/* Where the WRITE packet h would be placed, if in one piece
+ * (rn_sim_place_fn). */
+bool rn_sim_responder_place(struct sim_ctx *ctx, struct sim_wire *wire,
+			    const struct sim_frame_hdr *h,
+			    struct sim_place *out);
+/* Make the replies sqp owes (READ responses, the ACKs behind them) while
+ * the wire holds less than SIM_WIRE_WINDOW unsent; a READ's resource is
+ * free again once its last packet is made. Returns the packets made. */
+unsigned int rn_sim_responder_pump(struct sim_qp *sqp);
+/* The READ responses made this turn are handed to the wire (the progress
+ * loop transmits right after): their resources are free again. */
 void rn_sim_responder_sent(struct sim_qp *sqp);
 
 /* sim_wire.c */
@@ -416,13 +472,35 @@ void rn_sim_wire_reply(struct sim_ctx *ctx, struct sim_wire *wire,
 typedef bool rn_sim_deliver_fn(struct sim_ctx *ctx, struct sim_wire *wire,
 			       const struct sim_frame_hdr *h,
 			       const uint8_t *payload);
-/* Accept connections, read frames and hand them to deliver. Returns the
- * frames read. */
+typedef bool rn_sim_place_fn(struct sim_ctx *ctx, struct sim_wire *wire,
+			     const struct sim_frame_hdr *h,
+			     struct sim_place *out);
+struct sim_rx_ops {
+	rn_sim_deliver_fn *deliver;
+	rn_sim_place_fn *place;
+};
+/*
+ * Accept connections, read frames and hand them to rx->deliver. A data
+ * frame's payload that rx->place places is read straight there, and so
+ * are the packets after it of the same message, as predicted (a
+ * delivery then finds its payload in place, and copies nothing).
+ * Returns the frames read.
+ */
 unsigned int rn_sim_wire_receive(struct sim_ctx *ctx,
-				 rn_sim_deliver_fn *deliver);
+				 const struct sim_rx_ops *rx);
 /* Write out what was queued; free the wires that closed. */
 void rn_sim_wire_transmit(struct sim_ctx *ctx);
 const struct sim_addr *rn_sim_wire_remote(const struct sim_wire *wire);
+/* Bytes queued toward remote (on the wire rn_sim_wire_send() picks) that
+ * its socket has not taken yet; 0 without a wire. */
+size_t rn_sim_wire_backlog(struct sim_ctx *ctx, const struct sim_addr *remote);
+/* Is wire still open (a wire is freed once closed)? */
+bool rn_sim_wire_live(struct sim_ctx *ctx, const struct sim_wire *wire);
+/* Bytes queued on a live wire that its socket has not taken yet. */
+size_t rn_sim_wire_queued(const struct sim_wire *wire);
+/* [base, base + len) is about to be deregistered: copy what is queued by
+ * pointer from it (payloads lent to the wire), which is sent later. */
+void rn_sim_wire_unlend(struct sim_ctx *ctx, const void *base, size_t len);
 
 void rn_sim_addr_from_nic(const struct rn_nic_addr *in, struct sim_addr *out);
 

@@ -331,6 +331,10 @@ rn_sim_qp_drop_held(struct sim_qp *sqp)
 	}
 	sqp->held_tail = NULL;
 	sqp->stats.frames_held_now = 0;
+	/* The replies it owes go too: a QP out of RTR and RTS sends nothing. */
+	sqp->resp_head = sqp->resp_count = 0;
+	sqp->resp_reads = sqp->resp_made = 0;
+	sqp->resp_wire = NULL;
 }
 
 void

@@ -281,8 +281,14 @@ send_new(struct sim_qp *sqp)
 	while (((head - sqp->sq_next) & 0xffff) != 0 && done < SIM_EXEC_BUDGET) {
 		struct sim_wqe w;
 		uint32_t npsn = 1;
-		int rc = rn_sim_wqe_parse(sqp, sqp->sq_next, &w);
+		int rc;
 
+		/* The wire has a window's worth to send: later. */
+		if (sqp->hold == SIM_HOLD_OFF &&
+		    rn_sim_wire_backlog(sqp->ctx, &sqp->remote) >=
+			    SIM_WIRE_WINDOW)
+			return done;
+		rc = rn_sim_wqe_parse(sqp, sqp->sq_next, &w);
 		if (rc == 0 && !may_start(sqp, &w))
 			return done;
 		if (rc == 0)

@@ -23,10 +23,11 @@
 
 #include "sim_pvt.h"
 
+/* Send a reply now, on wire (NULL: the one the QP's frames go on). */
 static void
-reply(struct sim_ctx *ctx, struct sim_wire *wire, const struct sim_qp *sqp,
-      uint8_t type, uint32_t psn, uint8_t syndrome, const void *data,
-      uint32_t len)
+send_reply(struct sim_ctx *ctx, struct sim_wire *wire,
+	   const struct sim_qp *sqp, uint8_t type, uint32_t psn,
+	   uint8_t syndrome, const void *data, uint32_t len)
 {
 	struct sim_frame_hdr h = {
 		.length = len,
@@ -38,7 +39,126 @@ reply(struct sim_ctx *ctx, struct sim_wire *wire, const struct sim_qp *sqp,
 		.psn = psn,
 	};
 
-	rn_sim_wire_reply(ctx, wire, &h, data);
+	if (wire != NULL)
+		rn_sim_wire_reply(ctx, wire, &h, data);
+	else
+		rn_sim_wire_send_lent(ctx, &sqp->remote, &h, data);
+}
+
+/*
+ * Make the replies owed, oldest first, until the wire holds limit bytes
+ * unsent. A READ's bytes are read from its region as its packets are
+ * made: a region gone since the READ was accepted fails it (NAK remote
+ * access error, the QP in ERR, which drops the rest).
+ */
+static unsigned int
+pump(struct sim_qp *sqp, size_t limit)
+{
+	struct sim_ctx *ctx = sqp->ctx;
+	unsigned int made = 0;
+
+	while (sqp->resp_count > 0) {
+		struct sim_resp *r = &sqp->resp[sqp->resp_head];
+		struct sim_wire *wire = sqp->resp_wire;
+		const struct sim_mr *m;
+		size_t queued;
+
+		if (wire != NULL && !rn_sim_wire_live(ctx, wire))
+			sqp->resp_wire = wire = NULL;
+		queued = wire != NULL ? rn_sim_wire_queued(wire) :
+			 rn_sim_wire_backlog(ctx, &sqp->remote);
+		if (queued >= limit)
+			break;
+		if (r->type != SIM_FRAME_READ_RESP) {
+			send_reply(ctx, wire, sqp, r->type, r->psn, 0, NULL, 0);
+			made++;
+			r->pkts = 0;
+		}
+		m = r->pkts > 0 ? rn_sim_mr_check(ctx, r->rkey, r->raddr, r->left,
+						  RN_ACCESS_REMOTE_READ) : NULL;
+		if (r->pkts > 0 && m == NULL) {
+			sqp->stats.reads_region_gone++;
+			send_reply(ctx, wire, sqp, SIM_FRAME_NAK, r->psn,
+				   MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, NULL, 0);
+			rn_sim_qp_enter_err(sqp);
+			return made + 1;
+		}
+		/* Packets of the path MTU, the READ's PSNs, from the region
+		 * where it lies (lent to the wire, rn_sim_wire_unlend()). */
+		while (r->pkts > 0 && queued < limit) {
+			uint32_t n = RTE_MIN(sqp->mtu, r->left);
+
+			send_reply(ctx, wire, sqp, SIM_FRAME_READ_RESP, r->psn, 0,
+				   rn_sim_mr_ptr(m, r->raddr), n);
+			r->psn = (r->psn + 1) & 0xffffff;
+			r->raddr += n;
+			r->left -= n;
+			r->pkts--;
+			queued += sizeof(struct sim_frame_hdr) + n;
+			made++;
+		}
+		if (r->pkts > 0)
+			break;
+		if (r->type == SIM_FRAME_READ_RESP && !r->duplicate)
+			sqp->resp_made++;
+		sqp->resp_head = (sqp->resp_head + 1) % SIM_RESP_MAX;
+		sqp->resp_count--;
+	}
+	return made;
+}
+
+unsigned int
+rn_sim_responder_pump(struct sim_qp *sqp)
+{
+	if (sqp->state != RN_QP_RTR && sqp->state != RN_QP_RTS)
+		return 0;
+	return pump(sqp, SIM_WIRE_WINDOW);
+}
+
+void
+rn_sim_responder_sent(struct sim_qp *sqp)
+{
+	sqp->resp_reads -= sqp->resp_made;
+	sqp->resp_made = 0;
+}
+
+/* A place at the tail of the replies owed (made at once when they are
+ * all taken: a flood of duplicates). The ones after go on wire. */
+static struct sim_resp *
+owe(struct sim_qp *sqp, struct sim_wire *wire)
+{
+	if (sqp->resp_count == SIM_RESP_MAX)
+		pump(sqp, SIZE_MAX);
+	sqp->resp_wire = wire;
+	return &sqp->resp[(sqp->resp_head + sqp->resp_count++) % SIM_RESP_MAX];
+}
+
+/*
+ * An acknowledgement (ACK, RNR NAK, NAK): sent at once when nothing is
+ * owed, else behind what is, never overtaking a READ's response (the
+ * requester takes an ACK as the end of everything before it). An ACK
+ * behind an ACK replaces it: both say "everything up to psn". A NAK ends
+ * the QP: what is owed before it is made now.
+ */
+static void
+reply(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
+      uint8_t type, uint32_t psn, uint8_t syndrome)
+{
+	struct sim_resp *tail;
+
+	if (sqp->resp_count == 0 || type == SIM_FRAME_NAK) {
+		if (sqp->resp_count > 0)
+			pump(sqp, SIZE_MAX);
+		send_reply(ctx, wire, sqp, type, psn, syndrome, NULL, 0);
+		return;
+	}
+	tail = &sqp->resp[(sqp->resp_head + sqp->resp_count - 1) % SIM_RESP_MAX];
+	if (type == SIM_FRAME_ACK && tail->type == SIM_FRAME_ACK) {
+		tail->psn = psn;
+		return;
+	}
+	*owe(sqp, wire) = (struct sim_resp){ .type = type, .psn = psn,
+					     .pkts = 1 };
 }
 
 static uint8_t *
@@ -132,7 +252,7 @@ fail(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 				     sqp->qpn, (uint16_t)sqp->rq_next);
 		sqp->rq_next++;
 	}
-	reply(ctx, wire, sqp, SIM_FRAME_NAK, psn, requester_syndrome, NULL, 0);
+	reply(ctx, wire, sqp, SIM_FRAME_NAK, psn, requester_syndrome);
 	rn_sim_qp_enter_err(sqp);
 }
 
@@ -169,7 +289,8 @@ place_packet(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 		fail(ctx, wire, sqp, h->psn, MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR,
 		     imm, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 		return;
-	} else {
+	} else if (rn_sim_mr_ptr(m, rx->raddr + rx->offset) != payload) {
+		/* (A payload the wire read to its place is there.) */
 		memcpy(rn_sim_mr_ptr(m, rx->raddr + rx->offset), payload,
 		       h->length);
 	}
@@ -189,7 +310,7 @@ place_packet(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 		push_recv_cqe(sqp, MLX5_CQE_RESP_WR_IMM, rx->dma_len, h->imm);
 		break;
 	}
-	reply(ctx, wire, sqp, SIM_FRAME_ACK, h->psn, 0, NULL, 0);
+	reply(ctx, wire, sqp, SIM_FRAME_ACK, h->psn, 0);
 }
 
 /* A SEND or WRITE's first packet passed checks 1 and 2: check 3. */
@@ -222,12 +343,13 @@ first_checks(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 }
 
 /*
- * A READ: its response is made at once, and holds one of the QP's
- * max_dest_rd_atomic READ resources until it is handed to the wire at the
- * end of this progress (rn_sim_responder_sent()). A requester that keeps
- * within its max_rd_atomic, no more than this, never finds them taken:
- * it starts a READ only once an earlier response reached it. A duplicate
- * (a resent READ) re-reads in the resource it had.
+ * A READ: checked now, its response owed, made as the wire drains
+ * (pump()); it holds one of the QP's max_dest_rd_atomic READ resources
+ * until the end of the progress turn in which its last packet is made
+ * (rn_sim_responder_sent()). A requester that keeps within its
+ * max_rd_atomic, no more than this, never finds them taken: it starts a
+ * READ only once an earlier response reached it. A duplicate (a resent
+ * READ) re-reads in the resource it had.
  */
 static void
 execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
@@ -240,33 +362,26 @@ execute_read(struct sim_ctx *ctx, struct sim_wire *wire, struct sim_qp *sqp,
 		return;
 	}
 	uint32_t n = rn_sim_packets(h->dma_len, sqp->mtu);
-	const struct sim_mr *m = rn_sim_mr_check(ctx, h->rkey, h->raddr,
-						 h->dma_len,
-						 RN_ACCESS_REMOTE_READ);
-	const uint8_t *src;
 
-	if (m == NULL) {
+	if (!rkey_grants(ctx, h->rkey, h->raddr, h->dma_len,
+			 RN_ACCESS_REMOTE_READ)) {
 		if (!duplicate)
 			fail(ctx, wire, sqp, h->psn, 0, false,
 			     MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 		return;
 	}
-	src = rn_sim_mr_ptr(m, h->raddr);
 	if (!duplicate) {
 		sqp->expected_psn = (sqp->expected_psn + n) & 0xffffff;
 		sqp->resp_reads++;
 	}
 	/* n packets of the path MTU, the READ's PSNs. */
-	for (uint32_t k = 0, off = 0; k < n; k++, off += sqp->mtu)
-		reply(ctx, wire, sqp, SIM_FRAME_READ_RESP,
-		      (h->psn + k) & 0xffffff, 0, src + off,
-		      RTE_MIN(sqp->mtu, h->dma_len - off));
-}
-
-void
-rn_sim_responder_sent(struct sim_qp *sqp)
-{
-	sqp->resp_reads = 0;
+	*owe(sqp, wire) = (struct sim_resp){ .type = SIM_FRAME_READ_RESP,
+					     .duplicate = duplicate,
+					     .psn = h->psn, .pkts = n,
+					     .left = h->dma_len,
+					     .rkey = h->rkey,
+					     .raddr = h->raddr };
+	pump(sqp, SIM_WIRE_WINDOW);
 }
 
 /* Check 1: may the peer ask this QP for opcode at all (RTR access)? */
@@ -319,7 +434,7 @@ execute_request(struct sim_ctx *ctx, struct sim_wire *wire,
 			execute_read(ctx, wire, sqp, h, true);
 		else
 			reply(ctx, wire, sqp, SIM_FRAME_ACK,
-			      (sqp->expected_psn - 1) & 0xffffff, 0, NULL, 0);
+			      (sqp->expected_psn - 1) & 0xffffff, 0);
 		return;
 	}
 	if (sqp->rx.active) {
@@ -343,7 +458,7 @@ execute_request(struct sim_ctx *ctx, struct sim_wire *wire,
 	 * RNR NAK, nothing done. */
 	if (h->opcode != MLX5_OPCODE_RDMA_WRITE && rn_sim_rq_posted(sqp) == 0) {
 		ctx->stats.rnr_naks_sent++;
-		reply(ctx, wire, sqp, SIM_FRAME_RNR_NAK, h->psn, 0, NULL, 0);
+		reply(ctx, wire, sqp, SIM_FRAME_RNR_NAK, h->psn, 0);
 		return;
 	}
 	if (!first_checks(ctx, wire, sqp, h))
@@ -354,14 +469,60 @@ execute_request(struct sim_ctx *ctx, struct sim_wire *wire,
 	place_packet(ctx, wire, sqp, h, payload);
 }
 
+/* Would the frame h be taken now? What rn_sim_responder_request()
+ * checks first. */
+static bool
+taken(struct sim_qp *sqp, const struct sim_wire *wire,
+      const struct sim_frame_hdr *h)
+{
+	return sqp != NULL &&
+	       (sqp->state == RN_QP_RTR || sqp->state == RN_QP_RTS) &&
+	       rn_sim_qp_from_peer(sqp, wire, h->src_qpn);
+}
+
+bool
+rn_sim_responder_place(struct sim_ctx *ctx, struct sim_wire *wire,
+		       const struct sim_frame_hdr *h, struct sim_place *out)
+{
+	struct sim_qp *sqp = rn_sim_qp_lookup(ctx, h->dst_qpn);
+	const struct sim_mr *m;
+	uint32_t off;
+
+	if ((h->opcode != MLX5_OPCODE_RDMA_WRITE &&
+	     h->opcode != MLX5_OPCODE_RDMA_WRITE_IMM) ||
+	    !taken(sqp, wire, h) || h->dma_len > RN_SIM_MAX_MSG ||
+	    h->length > h->dma_len || h->length == 0 ||
+	    h->psn != sqp->expected_psn)
+		return false;
+	if (sqp->rx.active) {
+		if (!continues(&sqp->rx, h))
+			return false;
+		off = sqp->rx.offset;
+	} else {
+		/* A first packet: execute_request()'s checks. */
+		if (!qp_grants(sqp, h->opcode) ||
+		    (h->opcode == MLX5_OPCODE_RDMA_WRITE_IMM &&
+		     rn_sim_rq_posted(sqp) == 0))
+			return false;
+		off = 0;
+	}
+	m = rn_sim_mr_check(ctx, h->rkey, h->raddr + off, h->dma_len - off,
+			    RN_ACCESS_REMOTE_WRITE);
+	if (m == NULL)
+		return false;
+	*out = (struct sim_place){ .dst = rn_sim_mr_ptr(m, h->raddr + off),
+				   .span = h->dma_len - off,
+				   .mtu = sqp->mtu };
+	return true;
+}
+
 bool
 rn_sim_responder_request(struct sim_ctx *ctx, struct sim_wire *wire,
 			 const struct sim_frame_hdr *h, const uint8_t *payload)
 {
 	struct sim_qp *sqp = rn_sim_qp_lookup(ctx, h->dst_qpn);
 
-	if (sqp == NULL || (sqp->state != RN_QP_RTR && sqp->state != RN_QP_RTS) ||
-	    !rn_sim_qp_from_peer(sqp, wire, h->src_qpn)) {
+	if (!taken(sqp, wire, h)) {
 		ctx->stats.dropped_no_qp++;
 		return false;
 	}

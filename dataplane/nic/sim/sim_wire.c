@@ -44,15 +44,33 @@
 #include "sim_pvt.h"
 
 #define RX_CHUNK 65536
+/* Packets of a message one read places where they go, beyond the one it
+ * completes (read_direct()): each a header and a payload iovec. */
+#define RX_PREDICT 63
+#define RX_PREDICT_BYTES (RX_PREDICT * SIM_FRAME_MAX)
 /* Unparsed bytes a known connection may hold: frames are small (a packet),
  * but reads of many at once keep bulk transfers to few system calls. */
 #define RX_MAX RTE_MAX(SIM_FRAME_MAX, (size_t)RX_CHUNK)
+/* The buffer of a connection that reads packets to their place (only
+ * one a connected QP takes them from): room for what the predicted ones
+ * would be if they are not. */
+#define RX_DIRECT_MAX (RX_PREDICT_BYTES + sizeof(struct sim_frame_hdr))
+/* Payloads smaller than this are not read to their place. */
+#define RX_PLACE_MIN 1024
 #define EPOLL_BATCH 32
 /* Payloads of at least this many bytes are not copied into the tx buffer
- * as they are queued: the turn's transmit sends them from where they lie
- * (sendmsg with iovecs), and copies only what the socket did not take. */
+ * as they are queued: transmit sends them from where they lie (sendmsg
+ * with iovecs), this turn or a later one: registered memory stays until
+ * it is deregistered, which copies what is still queued of it
+ * (rn_sim_wire_unlend()). */
 #define TX_DIRECT_MIN 1024
-#define TX_IOV_MAX 64
+/* Segments one sendmsg takes (UIO_MAXIOV): a header and a payload per
+ * frame, so 512 frames, 2 MiB of packets. The socket takes what it has
+ * room for in one call, where 64 took a tenth of it and made a two-process
+ * transfer twice as slow (docs/performance.md). On the stack: 16 KiB. */
+#define TX_IOV_MAX 1024
+/* The tx buffer is compacted once past this and mostly sent. */
+#define TX_COMPACT_MIN (1u << 20)
 #define HELLO_TIMEOUT_NS (RN_SIM_WIRE_HELLO_TIMEOUT_MS * 1000000ull)
 #define SWEEP_EVERY_NS (RN_SIM_WIRE_SWEEP_MS * 1000000ull)
 #define STALE_GRACE_NS HELLO_TIMEOUT_NS
@@ -90,9 +108,17 @@ struct sim_wire {
 	struct sim_addr remote;   /* from the HELLO, or whom we called */
 	uint8_t *rx;
 	size_t rx_len, rx_cap;
+	/* A frame whose payload is read straight to its place (rx empty
+	 * meanwhile): its header, where it goes, and the bytes in. */
+	bool direct;
+	enum { SINK_NO, SINK_DELIVER, SINK_DROP } dsink;   /* see read_direct() */
+	struct sim_frame_hdr dh;
+	struct sim_place dp;
+	uint32_t dhave;
+	struct sim_frame_hdr phdr[RX_PREDICT];   /* predicted packets' */
 	uint8_t *tx;
 	size_t tx_off, tx_len, tx_cap;
-	/* This turn's frames in order, when some payloads are sent from
+	/* The unsent frames in order, when some payloads are sent from
 	 * where they lie: tx buffer ranges (ext NULL, at off) and those
 	 * payloads (ext). Empty: everything is in tx[tx_off..tx_len). */
 	struct tx_seg {
@@ -100,6 +126,7 @@ struct sim_wire {
 		size_t off, len;
 	} *seg;
 	size_t seg_n, seg_cap;
+	size_t seg_bytes;         /* what the segments hold */
 	struct delayed_frame *delayed, *delayed_tail;
 	struct sim_wire *next;
 };
@@ -266,6 +293,7 @@ seg_tx(struct sim_wire *w, size_t off)
 
 	if (off == w->tx_len)
 		return;
+	w->seg_bytes += w->tx_len - off;
 	if (last != NULL && last->ext == NULL && last->off + last->len == off)
 		last->len += w->tx_len - off;
 	else
@@ -328,6 +356,15 @@ tx_direct(struct sim_wire *w, const struct sim_frame_hdr *h,
 	w->tx_len += sizeof(*h);
 	seg_tx(w, off);
 	w->seg[w->seg_n++] = (struct tx_seg){ .ext = payload, .len = plen };
+	w->seg_bytes += plen;
+}
+
+/* Bytes queued on w and not yet taken by its socket (delayed frames
+ * aside). */
+static size_t
+wire_unsent(const struct sim_wire *w)
+{
+	return w->seg_n > 0 ? w->seg_bytes : w->tx_len - w->tx_off;
 }
 
 static void
@@ -339,12 +376,8 @@ queue_frame(struct sim_ctx *ctx, struct sim_wire *w,
 	struct delayed_frame *f;
 
 	ctx->stats.frames_sent++;
-	/* Direct only while earlier turns left nothing unsent: what the
-	 * socket does not take is copied at the end of the turn, and that
-	 * must not copy an earlier turn's bytes again. */
 	if (lent && (fault == NULL || fault->delay_ns == 0) &&
-	    plen >= TX_DIRECT_MIN &&
-	    (w->seg_n > 0 || w->tx_off == w->tx_len)) {
+	    plen >= TX_DIRECT_MIN) {
 		tx_direct(w, h, payload, plen);
 		return;
 	}
@@ -401,31 +434,64 @@ wire_connect(struct sim_ctx *ctx, const struct sim_addr *remote)
 	return w;
 }
 
-static void
-wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
-	  const struct sim_frame_hdr *h, const void *payload, bool lent)
+/* The wire frames to remote go on, or NULL. Our own connection first,
+ * always the same one: frames of a QP must not switch wires and overtake
+ * each other. Else one the remote opened, once matched: a HELLO alone
+ * proves nothing. */
+static struct sim_wire *
+wire_find(struct sim_ctx *ctx, const struct sim_addr *remote)
 {
-	struct sim_fault *fault = fault_find(ctx, remote);
 	struct sim_wire *w, *any = NULL;
 
-	if (fault != NULL && fault->cut)
-		return;
-	/* Our own connection first, always the same one: frames of a QP
-	 * must not switch wires and overtake each other. Else one the remote
-	 * opened, once matched: a HELLO alone proves nothing. */
 	for (w = ctx->wires; w != NULL; w = w->next) {
 		if (w->dead || w->state != SIM_WIRE_MATCHED ||
 		    !rn_sim_addr_equal(&w->remote, remote))
 			continue;
 		if (w->outbound)
-			break;
+			return w;
 		if (any == NULL)
 			any = w;
 	}
+	return any;
+}
+
+static void
+wire_send(struct sim_ctx *ctx, const struct sim_addr *remote,
+	  const struct sim_frame_hdr *h, const void *payload, bool lent)
+{
+	struct sim_fault *fault = fault_find(ctx, remote);
+	struct sim_wire *w;
+
+	if (fault != NULL && fault->cut)
+		return;
+	w = wire_find(ctx, remote);
 	if (w == NULL)
-		w = any != NULL ? any : wire_connect(ctx, remote);
+		w = wire_connect(ctx, remote);
 	if (w != NULL)
 		queue_frame(ctx, w, h, payload, lent);
+}
+
+size_t
+rn_sim_wire_backlog(struct sim_ctx *ctx, const struct sim_addr *remote)
+{
+	const struct sim_wire *w = wire_find(ctx, remote);
+
+	return w != NULL ? wire_unsent(w) : 0;
+}
+
+size_t
+rn_sim_wire_queued(const struct sim_wire *wire)
+{
+	return wire_unsent(wire);
+}
+
+bool
+rn_sim_wire_live(struct sim_ctx *ctx, const struct sim_wire *wire)
+{
+	for (const struct sim_wire *w = ctx->wires; w != NULL; w = w->next)
+		if (w == wire)
+			return !w->dead;
+	return false;
 }
 
 void
@@ -493,7 +559,7 @@ wire_accept_hello(struct sim_ctx *ctx, struct sim_wire *w,
 
 static void
 dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_frame_hdr *h,
-	 const uint8_t *payload, rn_sim_deliver_fn *deliver)
+	 const uint8_t *payload, const struct sim_rx_ops *rx)
 {
 	ctx->stats.frames_received++;
 	if (h->type == SIM_FRAME_HELLO) {
@@ -501,7 +567,7 @@ dispatch(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_frame_hdr *h,
 			wire_kill(ctx, w);
 		return;
 	}
-	if (deliver(ctx, w, h, payload))
+	if (rx->deliver(ctx, w, h, payload))
 		w->state = SIM_WIRE_MATCHED;
 }
 
@@ -556,7 +622,7 @@ frame_refused(struct sim_ctx *ctx, const struct sim_wire *w,
  * refused: the connection must close.
  */
 static bool
-wire_parse(struct sim_ctx *ctx, struct sim_wire *w, rn_sim_deliver_fn *deliver,
+wire_parse(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_rx_ops *rx,
 	   unsigned int *frames)
 {
 	bool ok = true;
@@ -572,7 +638,7 @@ wire_parse(struct sim_ctx *ctx, struct sim_wire *w, rn_sim_deliver_fn *deliver,
 		}
 		if (w->rx_len - off < sizeof(h) + h.length)
 			break;
-		dispatch(ctx, w, &h, w->rx + off + sizeof(h), deliver);
+		dispatch(ctx, w, &h, w->rx + off + sizeof(h), rx);
 		off += sizeof(h) + h.length;
 		(*frames)++;
 	}
@@ -604,9 +670,186 @@ rx_reserve(struct sim_wire *w)
 	return 0;
 }
 
+/*
+ * rx holds the start of a frame, its header whole: if it is a data frame
+ * whose payload the device places in one piece, copy what came of it
+ * there and read the rest straight to it (read_direct()).
+ */
+static void
+try_direct(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_rx_ops *rx)
+{
+	struct sim_frame_hdr h;
+
+	if (w->rx_len < sizeof(h))
+		return;
+	memcpy(&h, w->rx, sizeof(h));
+	if ((h.type != SIM_FRAME_REQUEST && h.type != SIM_FRAME_READ_RESP) ||
+	    h.length < RX_PLACE_MIN || w->rx_len - sizeof(h) >= h.length ||
+	    !rx->place(ctx, w, &h, &w->dp) || w->dp.span < h.length)
+		return;
+	if (w->rx_cap < RX_DIRECT_MAX) {
+		uint8_t *p = realloc(w->rx, RX_DIRECT_MAX);
+
+		if (p == NULL)
+			return;
+		w->rx = p;
+		w->rx_cap = RX_DIRECT_MAX;
+	}
+	w->dhave = (uint32_t)(w->rx_len - sizeof(h));
+	memcpy(w->dp.dst, w->rx + sizeof(h), w->dhave);
+	w->dh = h;
+	w->rx_len = 0;
+	w->direct = true;
+	w->dsink = SINK_NO;
+}
+
+/* Bytes of iov[from..to) that n received bytes, from iov[from] on,
+ * filled, appended to rx in order (a prediction that failed: they are
+ * frames to parse). */
+static void
+rx_append_iov(struct sim_wire *w, const struct iovec *iov, unsigned int from,
+	      unsigned int to, size_t n)
+{
+	for (unsigned int i = from; i < to && n > 0; i++) {
+		size_t take = RTE_MIN(n, iov[i].iov_len);
+
+		memcpy(w->rx + w->rx_len, iov[i].iov_base, take);
+		w->rx_len += take;
+		n -= take;
+	}
+}
+
+/*
+ * Read the direct frame's payload to its place, and with it the packets
+ * its message has next, predicted: header k (PSN + k, the same message)
+ * into phdr, its payload to dst + k * mtu, within span, where its
+ * delivery would place it; then the header that follows into rx. A
+ * prediction that fails (another frame came between) moves that frame and
+ * all after it into rx, and its payload bytes left in the message's
+ * memory are written over when the real packet comes, as any unfinished
+ * message's bytes are undefined until it completes.
+ * Before each read the frame's place is asked again. Where it has none
+ * any more (its region deregistered, its QP reset since), the rest is read
+ * into rx and the frame delivered from there, to be refused as it would
+ * have been: its bytes before went where it was, which no longer takes
+ * them. Where it has another (not known to happen), it is dropped, for
+ * the requester's retries. Returns the bytes read, 0 at end of stream,
+ * -1 when the socket has nothing (or failed: errno).
+ */
+static ssize_t
+read_direct(struct sim_ctx *ctx, struct sim_wire *w,
+	    const struct sim_rx_ops *rx, unsigned int *frames)
+{
+	struct iovec iov[2 + 2 * RX_PREDICT];
+	struct msghdr msg = { .msg_iov = iov };
+	const struct sim_frame_hdr h0 = w->dh;
+	const struct sim_place p0 = w->dp;
+	uint32_t need = h0.length - w->dhave, predicted = 0;
+	struct sim_place now;
+	bool keep;
+	size_t left, tail;
+	ssize_t n;
+
+	keep = w->dsink == SINK_NO && rx->place(ctx, w, &h0, &now);
+	if (w->dsink == SINK_NO && !keep)
+		w->dsink = SINK_DELIVER;
+	else if (keep && now.dst != p0.dst)
+		w->dsink = SINK_DROP;
+	if (w->dsink != SINK_NO) {
+		/* rx holds a whole payload (RX_DIRECT_MAX); the part read
+		 * before is not in it, which a refused frame does not need. */
+		n = recv(w->fd, w->rx + w->dhave, need, MSG_DONTWAIT);
+		if (n <= 0)
+			return n;
+		w->dhave += (uint32_t)n;
+		if (w->dhave < h0.length)
+			return n;
+		w->direct = false;
+		if (w->dsink == SINK_DELIVER) {
+			dispatch(ctx, w, &h0, w->rx, rx);
+			(*frames)++;
+		} else {
+			ctx->stats.dropped_place_changed++;
+		}
+		return n;
+	}
+	iov[msg.msg_iovlen++] = (struct iovec){ p0.dst + w->dhave, need };
+	if (h0.length == p0.mtu) {
+		for (uint32_t k = 1; k <= RX_PREDICT && (uint64_t)k * p0.mtu <
+		     p0.span; k++) {
+			uint32_t len = RTE_MIN(p0.mtu, p0.span - k * p0.mtu);
+
+			iov[msg.msg_iovlen++] = (struct iovec){
+				&w->phdr[k - 1], sizeof(h0) };
+			iov[msg.msg_iovlen++] = (struct iovec){
+				p0.dst + (size_t)k * p0.mtu, len };
+			predicted++;
+		}
+	}
+	/* Then the next frame's header alone: its payload too may go to
+	 * its place (try_direct()). */
+	tail = msg.msg_iovlen;
+	iov[msg.msg_iovlen++] = (struct iovec){ w->rx,
+						sizeof(struct sim_frame_hdr) };
+	n = recvmsg(w->fd, &msg, MSG_DONTWAIT);
+	if (n <= 0)
+		return n;
+	left = (size_t)n;
+	if (left < need) {
+		w->dhave += (uint32_t)left;
+		return n;
+	}
+	left -= need;
+	w->direct = false;
+	ctx->stats.rx_placed++;
+	dispatch(ctx, w, &h0, p0.dst, rx);
+	(*frames)++;
+	for (uint32_t k = 1; k <= predicted && left > 0; k++) {
+		struct sim_frame_hdr expect = h0;
+		size_t got;
+
+		expect.psn = (h0.psn + k) & 0xffffff;
+		expect.length = RTE_MIN(p0.mtu, p0.span - k * p0.mtu);
+		if (w->dead || left < sizeof(expect) ||
+		    memcmp(&w->phdr[k - 1], &expect, sizeof(expect)) != 0) {
+			/* Not the packet predicted: from its header on,
+			 * everything is frames to parse. The tail's bytes
+			 * go behind what comes before them. */
+			size_t before = 0, tail_n;
+
+			ctx->stats.rx_mispredicted++;
+			for (unsigned int i = 2 * k - 1; i < tail; i++)
+				before += iov[i].iov_len;
+			tail_n = left > before ? left - before : 0;
+			memmove(w->rx + left - tail_n, w->rx, tail_n);
+			w->rx_len = 0;
+			rx_append_iov(w, iov, 2 * k - 1, tail, left - tail_n);
+			w->rx_len += tail_n;
+			return n;
+		}
+		left -= sizeof(expect);
+		got = RTE_MIN(left, (size_t)expect.length);
+		left -= got;
+		if (got < expect.length) {   /* the rest on the next read */
+			w->dh = expect;
+			w->dp = (struct sim_place){
+				p0.dst + (size_t)k * p0.mtu,
+				p0.span - k * p0.mtu, p0.mtu };
+			w->dhave = (uint32_t)got;
+			w->direct = true;
+			return n;
+		}
+		ctx->stats.rx_placed++;
+		dispatch(ctx, w, &expect, p0.dst + (size_t)k * p0.mtu, rx);
+		(*frames)++;
+	}
+	w->rx_len = left;   /* what came after the predicted packets */
+	return n;
+}
+
 /* Read what the socket has and dispatch every whole frame. */
 static unsigned int
-wire_read(struct sim_ctx *ctx, struct sim_wire *w, rn_sim_deliver_fn *deliver)
+wire_read(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_rx_ops *rx)
 {
 	unsigned int frames = 0;
 	bool closed = false;
@@ -614,22 +857,36 @@ wire_read(struct sim_ctx *ctx, struct sim_wire *w, rn_sim_deliver_fn *deliver)
 	while (!closed && !w->dead) {
 		ssize_t n;
 
-		/* Out of memory: epoll is level-triggered, read later. */
-		if (rx_reserve(w) != 0 || w->rx_len == w->rx_cap)
-			break;
-		n = recv(w->fd, w->rx + w->rx_len, w->rx_cap - w->rx_len,
-			 MSG_DONTWAIT);
+		if (w->direct) {
+			n = read_direct(ctx, w, rx, &frames);
+		} else {
+			/* Out of memory: epoll is level-triggered, read
+			 * later. No more than RX_MAX unparsed, even in a
+			 * buffer grown for direct reads. */
+			size_t lim;
+
+			if (rx_reserve(w) != 0)
+				break;
+			lim = RTE_MIN(w->rx_cap, RX_MAX);
+			if (w->rx_len >= lim)
+				break;
+			n = recv(w->fd, w->rx + w->rx_len, lim - w->rx_len,
+				 MSG_DONTWAIT);
+			if (n > 0)
+				w->rx_len += (size_t)n;
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			break;
-		if (n > 0)
-			w->rx_len += (size_t)n;
-		else
+		if (n == 0 || n < 0)
 			closed = true;
 		/* Frames that arrived before the peer closed still count. */
-		if (!wire_parse(ctx, w, deliver, &frames))
+		if (!w->direct && !wire_parse(ctx, w, rx, &frames))
 			closed = true;
+		if (!closed && !w->direct && !w->dead &&
+		    w->state != SIM_WIRE_WAIT_HELLO)
+			try_direct(ctx, w, rx);
 	}
 	if (closed)
 		wire_kill(ctx, w);
@@ -660,7 +917,7 @@ evict_unmatched(struct sim_ctx *ctx, unsigned int max)
 }
 
 static void
-accept_all(struct sim_ctx *ctx, rn_sim_deliver_fn *deliver)
+accept_all(struct sim_ctx *ctx, const struct sim_rx_ops *rx)
 {
 	for (;;) {
 		int fd = accept4(ctx->listen_fd, NULL, NULL,
@@ -680,7 +937,7 @@ accept_all(struct sim_ctx *ctx, rn_sim_deliver_fn *deliver)
 		w->accepted_ns = ctx->now_ns;
 		/* A caller sends its HELLO with its first frame: often both
 		 * are in already. */
-		wire_read(ctx, w, deliver);
+		wire_read(ctx, w, rx);
 	}
 }
 
@@ -732,7 +989,7 @@ sweep_wires(struct sim_ctx *ctx)
 }
 
 unsigned int
-rn_sim_wire_receive(struct sim_ctx *ctx, rn_sim_deliver_fn *deliver)
+rn_sim_wire_receive(struct sim_ctx *ctx, const struct sim_rx_ops *rx)
 {
 	struct epoll_event events[EPOLL_BATCH];
 	unsigned int work = 0;
@@ -742,30 +999,53 @@ rn_sim_wire_receive(struct sim_ctx *ctx, rn_sim_deliver_fn *deliver)
 		struct sim_wire *w = events[i].data.ptr;
 
 		if (w == NULL)
-			accept_all(ctx, deliver);
+			accept_all(ctx, rx);
 		else if (!w->dead)
-			work += wire_read(ctx, w, deliver);
+			work += wire_read(ctx, w, rx);
 	}
 	sweep_wires(ctx);
 	return work;
 }
 
 /*
- * Send this turn's segments with sendmsg, then copy what the socket did
- * not take into a tx buffer of its own: the payloads named by pointer are
- * read in the turn that queued them, as a copy at queueing would have.
- * Returns false when the connection failed.
+ * The tx buffer's bytes before the first a segment still names are sent:
+ * once they are most of it, move the rest down (segments name offsets).
+ * A wire that stays busy for long would otherwise grow it without end.
+ */
+static void
+tx_compact(struct sim_wire *w)
+{
+	size_t low = w->tx_len;
+
+	if (w->tx_len < TX_COMPACT_MIN)
+		return;
+	for (size_t i = 0; i < w->seg_n; i++)
+		if (w->seg[i].ext == NULL && w->seg[i].off < low)
+			low = w->seg[i].off;
+	if (low < w->tx_len / 2)
+		return;
+	memmove(w->tx, w->tx + low, w->tx_len - low);
+	w->tx_len -= low;
+	for (size_t i = 0; i < w->seg_n; i++)
+		if (w->seg[i].ext == NULL)
+			w->seg[i].off -= low;
+}
+
+/*
+ * Send the segments with sendmsg, from where they lie, until the socket
+ * takes no more; what it did not take stays queued, in order, for the
+ * next turn. Returns false when the connection failed.
  */
 static bool
 write_segments(struct sim_wire *w)
 {
-	size_t first = 0, skip = 0, left = 0;
-	uint8_t *rest;
+	size_t first = 0, skip = 0;
 	bool ok = true;
 
 	while (first < w->seg_n) {
 		struct iovec iov[TX_IOV_MAX];
 		struct msghdr msg = { .msg_iov = iov };
+		size_t asked = 0;
 		ssize_t n;
 
 		for (size_t i = first; i < w->seg_n && msg.msg_iovlen < TX_IOV_MAX;
@@ -777,6 +1057,7 @@ write_segments(struct sim_wire *w)
 
 			iov[msg.msg_iovlen].iov_base = (void *)(uintptr_t)(base + cut);
 			iov[msg.msg_iovlen++].iov_len = g->len - cut;
+			asked += g->len - cut;
 		}
 		n = sendmsg(w->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
@@ -785,6 +1066,7 @@ write_segments(struct sim_wire *w)
 			ok = errno == EAGAIN;
 			break;
 		}
+		w->seg_bytes -= (size_t)n;
 		for (size_t sent = (size_t)n; sent > 0;) {
 			size_t in = w->seg[first].len - skip;
 
@@ -796,32 +1078,57 @@ write_segments(struct sim_wire *w)
 			first++;
 			skip = 0;
 		}
+		if ((size_t)n < asked)
+			break;   /* the socket is full */
 	}
-	for (size_t i = first; i < w->seg_n; i++)
-		left += w->seg[i].len - (i == first ? skip : 0);
-	rest = left > 0 ? malloc(RTE_MAX(left, (size_t)4096)) : NULL;
-	if (left > 0 && rest == NULL)
-		ok = false;   /* bytes lost mid-stream: the connection ends */
-	if (rest != NULL) {
-		size_t at = 0;
+	if (first < w->seg_n && skip > 0) {
+		struct tx_seg *g = &w->seg[first];
 
-		for (size_t i = first; i < w->seg_n; i++) {
-			const struct tx_seg *g = &w->seg[i];
-			const uint8_t *base = g->ext != NULL ? g->ext :
-					      w->tx + g->off;
-			size_t cut = i == first ? skip : 0;
-
-			memcpy(rest + at, base + cut, g->len - cut);
-			at += g->len - cut;
-		}
-		free(w->tx);
-		w->tx = rest;
-		w->tx_cap = RTE_MAX(left, (size_t)4096);
+		if (g->ext != NULL)
+			g->ext += skip;
+		else
+			g->off += skip;
+		g->len -= skip;
 	}
-	w->tx_off = 0;
-	w->tx_len = left;
-	w->seg_n = 0;
+	memmove(w->seg, w->seg + first, (w->seg_n - first) * sizeof(*w->seg));
+	w->seg_n -= first;
+	if (w->seg_n == 0)
+		w->tx_off = w->tx_len = w->seg_bytes = 0;
+	else
+		tx_compact(w);
 	return ok;
+}
+
+/* Copy the payloads queued by pointer into [base, base + len) into w's
+ * tx buffer: that memory is about to go. Returns false when there is no
+ * room: the connection must close (bytes lost mid-stream). */
+static bool
+wire_unlend(struct sim_wire *w, const uint8_t *base, size_t len,
+	    uint64_t *unlent)
+{
+	for (size_t i = 0; i < w->seg_n; i++) {
+		struct tx_seg *g = &w->seg[i];
+
+		if (g->ext == NULL || g->ext < base || g->ext >= base + len)
+			continue;
+		if (buf_reserve(&w->tx, &w->tx_cap, w->tx_len + g->len) != 0)
+			return false;
+		*unlent += g->len;
+		memcpy(w->tx + w->tx_len, g->ext, g->len);
+		g->ext = NULL;
+		g->off = w->tx_len;
+		w->tx_len += g->len;
+	}
+	return true;
+}
+
+void
+rn_sim_wire_unlend(struct sim_ctx *ctx, const void *base, size_t len)
+{
+	for (struct sim_wire *w = ctx->wires; w != NULL; w = w->next)
+		if (!w->dead && !wire_unlend(w, base, len,
+					     &ctx->stats.tx_unlent))
+			wire_kill(ctx, w);
 }
 
 static void
