@@ -118,9 +118,9 @@ setup(void **state)
 
 /*
  * The endpoint for batches of 64 MiB and more. The sim carries an
- * endpoint's QPs on one TCP stream, and its responder makes a READ's whole
- * response at once: the READs of 4 QPs x 16 x 1 MiB queue 64 MiB of
- * responses in the order they were asked, so the last QP's first byte
+ * endpoint's QPs on one TCP stream, and its responder answers READs in
+ * the order they were asked (making responses as the wire drains): the
+ * READs of 4 QPs x 16 x 1 MiB queue up to 64 MiB of responses, so the last QP's first byte
  * waits for 48 MiB of the others'. On a loaded machine (the sim moving
  * some 50 MiB/s) that took longer than the usual 268 ms ACK timeout
  * (qp_timeout 16); each resend queued 16 MiB more, and with retries
