@@ -11,8 +11,9 @@
  *
  * A region's memory: host memory is a memfd or a hugetlbfs file (fstatfs
  * says which; anything else could change under the device, or not be
- * memory at all), each piece page-aligned and inside its file, mapped
- * MAP_SHARED at consecutive addresses of one reserved range, so that the
+ * memory at all), sealed against shrinking (F_SEAL_SHRINK: a memfd made
+ * with MFD_ALLOW_SEALING), each piece page-aligned and inside its file,
+ * mapped MAP_SHARED at consecutive addresses of one reserved range, so that the
  * lcores see the client's bytes at the same offsets as the client does. A
  * dma-buf is one piece, not mapped: the lcores register the fd. The
  * client's fds are closed once mapped; a dma-buf's is kept until the
@@ -22,6 +23,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,8 @@ piece_file(int fd, bool dmabuf, uint64_t *unit, uint64_t *size)
 	struct statfs fs;
 	struct stat st;
 
+	int seals;
+
 	if (fd < 0 || fstatfs(fd, &fs) != 0 || fstat(fd, &st) != 0)
 		return -EBADF;
 	*size = (uint64_t)st.st_size;
@@ -132,6 +136,15 @@ piece_file(int fd, bool dmabuf, uint64_t *unit, uint64_t *size)
 		*unit = (uint64_t)fs.f_bsize;
 	else
 		return -EBADF;
+	/* A file the client could shrink under the mapping would fault
+	 * the lcore (or the sim) that touches the lost part: only a file
+	 * sealed against shrinking, sealed before its size is read (a
+	 * memfd made with MFD_ALLOW_SEALING is sealed here). */
+	(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK);
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || fstat(fd, &st) != 0)
+		return -EBADF;
+	*size = (uint64_t)st.st_size;
 	return 0;
 }
 
@@ -224,7 +237,10 @@ reg_check(const struct rn_client_conn *c, const struct rn_client_reg_req *req,
 		if (unit > *align)
 			*align = unit;
 	}
-	if (req->addr % page != 0 || req->addr + *total <= req->addr)
+	/* The reservation is the pieces plus an alignment's slack: one
+	 * that wraps would be small, and the pieces mapped past it. */
+	if (req->addr % page != 0 || req->addr + *total <= req->addr ||
+	    *total > (uint64_t)SIZE_MAX - *align)
 		return -EINVAL;
 	if (overlaps(c, req->addr, *total))
 		return -EEXIST;
@@ -278,16 +294,13 @@ reg(struct rn_client_server *s, struct rn_client_conn *c,
 					 RN_CLIENT_REMOTE_WRITE) ?
 			   PROT_READ | PROT_WRITE : PROT_READ;
 
+		/* Each piece's file is sealed against shrinking
+		 * (piece_file()). */
 		rc = map_pieces(x, &req, fds, align, prot);
 		if (rc != 0) {
 			free(x);
 			return rc == -ENOMEM || rc == -EACCES ? rc : -EINVAL;
 		}
-		/* A file shrunk under the mapping would fault the lcore
-		 * that touches the lost part: seal the memfds that allow
-		 * it (hugetlbfs files cannot shrink while mapped). */
-		for (uint32_t i = 0; i < req.n_pieces; i++)
-			(void)fcntl(fds[i], F_ADD_SEALS, F_SEAL_SHRINK);
 	}
 	x->state = RN_XREG_REGISTERING;
 	c->regions[id] = x;

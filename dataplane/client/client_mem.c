@@ -29,7 +29,11 @@
 static int
 memfd_map(size_t len, unsigned int flags, int *fd, void **addr)
 {
-	int f = memfd_create("rnotify", MFD_CLOEXEC | flags), rc;
+	/* Sealable: the daemon seals it against shrinking at REG, and
+	 * refuses memory it cannot seal. */
+	int f = memfd_create("rnotify",
+			     MFD_CLOEXEC | MFD_ALLOW_SEALING | flags);
+	int rc;
 	void *p;
 
 	if (f < 0)

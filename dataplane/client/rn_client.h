@@ -274,13 +274,14 @@ struct rn_client_piece {
 
 /*
  * Register memory made of pieces[0..n) (at most RN_CLIENT_REG_MAX_PIECES),
- * which this process maps contiguously from addr: memfd or hugetlbfs files
- * (the daemon maps them), or with RN_CLIENT_REG_DMABUF dma-bufs of GPU
- * memory (one piece; the device maps it). The fds stay the caller's.
+ * which this process maps contiguously from addr: memfds (the daemon maps
+ * them, and seals each against shrinking: made with MFD_ALLOW_SEALING, or
+ * sealed F_SEAL_SHRINK already), or with RN_CLIENT_REG_DMABUF dma-bufs of
+ * GPU memory (one piece; the device maps it). The fds stay the caller's.
  * addr and each piece's offset and length are whole pages of its file
  * (else -EINVAL). Errors as rn_client_reg(), and -EBADF (an fd the daemon
- * cannot map: a
- * pipe, a socket, a regular file; or not a dma-buf), -EOPNOTSUPP
+ * cannot map or seal: a pipe, a socket, a regular file, a memfd without
+ * MFD_ALLOW_SEALING; or not a dma-buf), -EOPNOTSUPP
  * (dma-bufs on a device without them, e.g. the sim; several dma-buf
  * pieces).
  */

@@ -341,8 +341,12 @@ report(struct rn_lcore *lc, struct cx_client *cl, uint32_t slot,
 		s->notify_status = notify_status;
 		__atomic_store_n(&s->status, status, __ATOMIC_RELEASE);
 	}
-	if (!cl->removing)
-		rn_lcore_client_xfer_done(lc, cl->cslot, cl->id, &e);
+	/* Without room for XFER_DONE the client still learns it from the
+	 * slot, but only if woken: it may sleep in rn_client_batch_wait(). */
+	if (!cl->removing &&
+	    !rn_lcore_client_xfer_done(lc, cl->cslot, cl->id, &e) &&
+	    slot < cl->n_slots)
+		rn_client_link_wake(cl->link);
 }
 
 /* Nothing of cl in use here any more: its regions deregistered, its

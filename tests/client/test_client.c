@@ -191,6 +191,11 @@ fake_reg(const uint8_t *body, uint32_t len, const int *fds,
 		    ((unsigned long)fs.f_type != TMPFS_MAGIC &&
 		     (unsigned long)fs.f_type != HUGETLBFS_MAGIC))
 			return -EBADF;
+		/* As the daemon (client_xfer.c): sealed against shrinking,
+		 * or refused. */
+		(void)fcntl(fds[i], F_ADD_SEALS, F_SEAL_SHRINK);
+		if ((fcntl(fds[i], F_GET_SEALS) & F_SEAL_SHRINK) == 0)
+			return -EBADF;
 		if (q.piece[i].offset % page || q.piece[i].length % page)
 			return -EINVAL;
 		total += q.piece[i].length;
@@ -1372,6 +1377,8 @@ test_reg_passes_the_memory(void **state)
 			 RN_CLIENT_REMOTE_WRITE);
 	fr = &F.regs[0];
 	assert_true(fr->live);
+	/* rn_client_alloc()'s memfd took the seal the daemon requires
+	 * (the fake's REG above refuses one without it: -EBADF). */
 	/* The daemon's mapping is the client's memory, both ways. */
 	p[page] = 0x5a;
 	p[3 * page - 1] = 0xa5;
@@ -1391,7 +1398,7 @@ test_reg_passes_the_memory(void **state)
 static int
 memfd_filled(size_t len, uint8_t v)
 {
-	int fd = memfd_create("piece", MFD_CLOEXEC);
+	int fd = memfd_create("piece", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	uint8_t *m;
 
 	assert_true(fd >= 0);
@@ -1463,6 +1470,12 @@ test_reg_fd_pieces(void **state)
 	assert_int_equal(rn_client_reg_fd(c, va, pc, 1, 0,
 					  RN_CLIENT_REG_DMABUF, &r),
 			 -EOPNOTSUPP);
+	/* A memfd the daemon cannot seal against shrinking. */
+	pc[1] = (struct rn_client_piece){ memfd_create("x", MFD_CLOEXEC), 0,
+					  page };
+	assert_int_equal(ftruncate(pc[1].fd, (off_t)page), 0);
+	assert_int_equal(rn_client_reg_fd(c, va, pc, 2, 0, 0, &r), -EBADF);
+	close(pc[1].fd);
 	/* Still attached after all of those. */
 	assert_int_equal(rn_client_reg_fd(c, va, pc, 1, 0, 0, &r), 0);
 	assert_int_equal(rn_client_dereg(c, r), 0);

@@ -929,6 +929,90 @@ def test_xfer_reg_refusals():
         stop_all([d])
 
 
+def test_xfer_reg_needs_shrink_seal():
+    """A file the client could shrink under the daemon's mapping would
+    fault the daemon when the sim (or the lcore) touches the lost part:
+    REG of a memfd that cannot be sealed (made without
+    MFD_ALLOW_SEALING) is -EBADF, with nothing mapped; one that can is
+    sealed against shrinking before its size is read, so that after REG
+    the client's ftruncate() fails with EPERM and the region stays whole
+    until DEREG."""
+    d = ClientDaemon("xs")
+    try:
+        s, st, a, fds = attach(d.sock, b"sealer")
+        assert st == 0, st
+        base_fds = d.settled_fds()
+        plain = os.memfd_create("rn-test-region", os.MFD_CLOEXEC)
+        os.ftruncate(plain, 4 * PAGE)
+        st, _, _ = reg(s, [plain], ADDR, [(0, 4 * PAGE)])
+        assert st == -errno.EBADF, st
+        assert region_maps(d.proc.pid) == 0, "a refused REG left a mapping"
+        # Nothing holds it back: the client may shrink it, and it does.
+        os.ftruncate(plain, 0)
+        m = memfd(4 * PAGE)
+        st, r, _ = reg(s, [m], ADDR, [(0, 4 * PAGE)])
+        assert st == 0, st
+        assert fcntl_seals(m) & F_SEAL_SHRINK, fcntl_seals(m)
+        try:
+            os.ftruncate(m, PAGE)
+            raise AssertionError("a registered memfd shrank")
+        except PermissionError:
+            pass
+        assert os.fstat(m).st_size == 4 * PAGE
+        # Growing is harmless and still allowed.
+        os.ftruncate(m, 8 * PAGE)
+        assert dereg(s, r) == 0
+        for fd in (plain, m):
+            os.close(fd)
+        assert region_maps(d.proc.pid) == 0, "DEREG left a mapping"
+        assert d.settled_fds() == base_fds
+        assert d.proc.poll() is None, "the daemon died"
+        s.close()
+        closed_fds(fds)
+    finally:
+        stop_all([d])
+
+
+def test_xfer_reg_reservation_cannot_wrap():
+    """Pieces whose total length plus the alignment's slack wraps (a
+    hugetlbfs memfd aligns to 2 MiB): the daemon's reservation would be
+    small and the pieces mapped past it, over its own memory. Refused
+    with -EINVAL (not -ENOMEM after mapping a piece over the daemon's
+    memory), and the daemon serves on."""
+    d = ClientDaemon("xw")
+    try:
+        try:
+            hfd = memfd(HUGE, huge=True)
+        except OSError as e:
+            raise Skip(f"no hugetlbfs memfd ({e})")
+        big = (1 << 63) - HUGE          # a huge-page multiple, sparse
+        try:
+            os.ftruncate(hfd, big)
+        except OSError as e:
+            os.close(hfd)
+            raise Skip(f"no sparse hugetlbfs memfd of 2^63 bytes ({e})")
+        small = memfd(3 << 20)
+        s, st, a, fds = attach(d.sock, b"wrapper")
+        assert st == 0, st
+        # 3 MiB first (mapped at the aligned start), then 2 * big:
+        # 2^64 - 1 MiB in all, + 2 MiB of slack wraps to 1 MiB.
+        pieces = [(0, 3 << 20), (0, big), (0, big)]
+        st, _, _ = reg(s, [small, hfd, hfd], 0, pieces)
+        assert st == -errno.EINVAL, st
+        assert region_maps(d.proc.pid) == 0, "a refused REG left a mapping"
+        assert d.proc.poll() is None, "the daemon died"
+        # Served on.
+        st, r, _ = reg(s, [small], ADDR, [(0, 1 << 20)])
+        assert st == 0, st
+        assert dereg(s, r) == 0
+        for fd in (small, hfd):
+            os.close(fd)
+        s.close()
+        closed_fds(fds)
+    finally:
+        stop_all([d])
+
+
 def test_xfer_disabled_and_slot_config():
     """[client] xfer_slots = 0: the region has no batch slots and REG is
     -ENOTSUP (its fd closed); other slot shapes lay the slots out as

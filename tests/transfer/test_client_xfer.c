@@ -983,6 +983,7 @@ test_client_result_without_room_for_done(void **state)
 	struct taken k;
 	struct rte_ring *r = rn_client_deliver_ring(alpha.r, 0);
 	uint32_t full = rte_ring_get_capacity(r);
+	uint64_t ev;
 
 	(void)state;
 	rng = rn_test_seed("client transfer ring full", 1808);
@@ -997,11 +998,26 @@ test_client_result_without_room_for_done(void **state)
 	batch_init(&b, RN_CLIENT_WRITE, "full");
 	batch_add(&b, 8192, 8192, 70000);
 	prepare(&b);
+	/* alpha waits for it, as rn_client_batch_wait() does: its eventfd
+	 * drained, armed, asleep. No XFER_DONE can wake it: the final
+	 * status must. */
+	while (read(alpha.link.efd, &ev, sizeof(ev)) == sizeof(ev))
+		;
+	__atomic_store_n(&alpha.r->armed, 1, __ATOMIC_SEQ_CST);
 	batch_submit(&b, 5, 600);
 	while (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) ==
 	       RN_CLIENT_XFER_PENDING && now_ms() < until)
 		nap_us(100);
 	assert_int_equal(__atomic_load_n(&s->status, __ATOMIC_ACQUIRE), 0);
+	until = now_ms() + WAIT_MS;
+	while (read(alpha.link.efd, &ev, sizeof(ev)) != sizeof(ev)) {
+		if (now_ms() > until)
+			fail_msg("a final status without room for XFER_DONE "
+				 "did not wake its client");
+		nap_us(100);
+	}
+	assert_int_equal(__atomic_load_n(&alpha.r->armed, __ATOMIC_ACQUIRE),
+			 0);
 	assert_int_equal(s->bytes_done, 70000);
 	assert_true(landed(&b));
 	wait_note(&k);
