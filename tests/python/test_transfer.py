@@ -465,7 +465,8 @@ def map_pieces(fds, size):
 def test_register_fd(sides, rng, rnotify):
     a, b = sides
     size = 64 * KIB
-    fds = [os.memfd_create(f"piece{i}") for i in range(3)]
+    fds = [os.memfd_create(f"piece{i}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+           for i in range(3)]
     for fd in fds:
         os.ftruncate(fd, size)
     base = map_pieces(fds, size)
@@ -488,6 +489,15 @@ def test_register_fd(sides, rng, rnotify):
     finally:
         os.close(rd)
         os.close(wr)
+    # A memfd the daemon cannot seal against shrinking.
+    loose = os.memfd_create("loose")
+    try:
+        os.ftruncate(loose, size)
+        with pytest.raises(OSError) as e:
+            a.c.register_fd(base, [(loose, 0, size)])
+        assert e.value.errno == errno.EBADF, e.value
+    finally:
+        os.close(loose)
     with pytest.raises(OSError) as e:
         a.c.register_fd(base, [(fds[0], 0, size)], dmabuf=True)
     assert e.value.errno in (errno.EOPNOTSUPP, errno.EBADF), e.value

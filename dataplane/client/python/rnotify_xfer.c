@@ -180,7 +180,7 @@ static struct buffer *buffers;
 static int
 memfd_map(size_t len, unsigned int flags, int *fd, void **addr)
 {
-	int f = memfd_create("rnotify-py", MFD_CLOEXEC | flags), rc;
+	int f = memfd_create("rnotify-py", MFD_CLOEXEC | MFD_ALLOW_SEALING | flags), rc;
 	void *p;
 
 	if (f < 0)
