@@ -224,10 +224,11 @@ else
   for i in 0 1; do put "${hosts[$i]}" "$work/secret" "$work/${names[$i]}.ini"; done
 fi
 
+memory="host memory"
+((gpu == 0)) || memory="GPU memory"
 echo "== bench-hosts: ${hosts[0]} (${addr[0]}) initiates, ${hosts[1]} (${addr[1]}) responds; provider $provider; $memory; --iterations $iterations --max-block $max_block"
 args="--transfer --iterations $iterations --max-block $max_block"
-memory="host memory"
-if ((gpu)); then args+=" --gpu"; memory="GPU memory"; fi
+if ((gpu)); then args+=" --gpu"; fi
 # run MODE ENV: one sweep; the initiator's table to stdout, its CSV to $out.
 run() {
   local mode=$1 env=$2 status=0
