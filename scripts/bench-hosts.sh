@@ -20,7 +20,7 @@
 #                     (default /tmp/rnotify-bench-hosts)
 #   --device NAME     [nic] device on both hosts (default auto)
 #   --gid-index N     [nic] gid_index (RoCE v2 entry; default 0)
-#   --gpu             both sides' buffers in GPU memory (GPU 0), registered
+#   --gpu[=N]         both sides' buffers in GPU memory (GPU N, default 0),
 #                     by dma-buf (rnotify-bench --gpu; ibv_reg_dmabuf_mr).
 #                     Each host must list a GPU (nvidia-smi -L) and pass
 #                     rnotify-bench --gpu-check (a CUDA driver whose GPU
@@ -43,7 +43,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-iterations=1000 max_block=67108864 copy=0 dry=0 gpu=0
+iterations=1000 max_block=67108864 copy=0 dry=0 gpu=0 gpu_index=0
 remote_dir=/tmp/rnotify-bench-hosts device=auto gid_index=0
 ssh_cmd=${RN_SSH:-ssh -o BatchMode=yes}
 hosts=()
@@ -56,6 +56,7 @@ while (($#)); do
     --device) device=$2; shift ;;
     --gid-index) gid_index=$2; shift ;;
     --gpu) gpu=1 ;;
+    --gpu=*) gpu=1 gpu_index=${1#--gpu=} ;;
     --dry-run) dry=1 ;;
     -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     -*) echo "bench-hosts: unknown option $1" >&2; exit 2 ;;
@@ -76,7 +77,7 @@ local_bench=$(realpath -m "$local_bench")
 if ((dry && gpu)); then
   # The namespaces are this host: its GPU check is theirs, and says
   # first what this host lacks. With a GPU, the sim still has no dma-buf.
-  "$local_bench" --gpu-check >/dev/null ||
+  "$local_bench" --gpu-check="$gpu_index" >/dev/null ||
     { echo "bench-hosts: --gpu: this host cannot (the line above says why)" >&2; exit 1; }
   echo "bench-hosts: --dry-run --gpu: the sim registers no dma-buf (-EOPNOTSUPP); GPU memory needs two ConnectX hosts" >&2
   exit 1
@@ -170,7 +171,7 @@ else
       echo "bench-hosts: --gpu: $h lists no GPU (nvidia-smi -L)" >&2; exit 1
     elif ((gpu)); then
       # Its line says what is missing: driver, stub, dma-buf support.
-      run_on "$h" "'$remote_bench' --gpu-check" ||
+      run_on "$h" "'$remote_bench' --gpu-check=$gpu_index" ||
         { echo "bench-hosts: --gpu: $h cannot (the line above says why)" >&2; exit 1; }
     elif ((has_gpu)); then
       echo "bench-hosts: $h has GPUs; host memory is measured (--gpu: GPU memory)"
@@ -228,7 +229,7 @@ memory="host memory"
 ((gpu == 0)) || memory="GPU memory"
 echo "== bench-hosts: ${hosts[0]} (${addr[0]}) initiates, ${hosts[1]} (${addr[1]}) responds; provider $provider; $memory; --iterations $iterations --max-block $max_block"
 args="--transfer --iterations $iterations --max-block $max_block"
-if ((gpu)); then args+=" --gpu"; fi
+if ((gpu)); then args+=" --gpu=$gpu_index"; fi
 # run MODE ENV: one sweep; the initiator's table to stdout, its CSV to $out.
 run() {
   local mode=$1 env=$2 status=0
