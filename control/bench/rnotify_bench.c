@@ -33,7 +33,11 @@
  * final status at the initiator (with a notification: to the notification
  * posted after the data); bandwidth is the block over the average. The
  * responder registers a buffer of --max-block and hands its descriptor
- * over as a notification.
+ * over as a notification. Content is checked after the READ and the WRITE
+ * sweeps (initiate_transfer()). With --gpu[=N] (both sides), the buffers
+ * are in GPU N's memory, registered by dma-buf (bench_gpu.c: libcuda.so.1
+ * loaded at run time); a host that cannot says so in one line at start.
+ * --gpu-check[=N] alone says whether it can.
  *
  *   rnotify-bench --clients SOCKET_A,SOCKET_B ...
  * measures from client processes of two running daemons instead
