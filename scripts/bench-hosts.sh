@@ -20,7 +20,14 @@
 #                     (default /tmp/rnotify-bench-hosts)
 #   --device NAME     [nic] device on both hosts (default auto)
 #   --gid-index N     [nic] gid_index (RoCE v2 entry; default 0)
-#   --gpu             GPU memory by dma-buf: refused, see below
+#   --gpu[=N]         both sides' buffers in GPU memory (GPU N, default 0),
+#                     by dma-buf (rnotify-bench --gpu; ibv_reg_dmabuf_mr).
+#                     Each host must list a GPU (nvidia-smi -L) and pass
+#                     rnotify-bench --gpu-check (a CUDA driver whose GPU
+#                     exports dma-bufs: NVIDIA's open kernel modules), or
+#                     the run stops before it starts, saying which. With
+#                     --dry-run, the check runs here and stops the run: no
+#                     GPU driver, or, with one, the sim (no dma-buf)
 #   --dry-run         here, across two network namespaces joined by a veth
 #                     pair, with the sim device; `ssh HOST` becomes
 #                     `ip netns exec NS`. Needs root: without it, SKIP (77)
@@ -36,7 +43,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-iterations=1000 max_block=67108864 copy=0 dry=0 gpu=0
+iterations=1000 max_block=67108864 copy=0 dry=0 gpu=0 gpu_index=0
 remote_dir=/tmp/rnotify-bench-hosts device=auto gid_index=0
 ssh_cmd=${RN_SSH:-ssh -o BatchMode=yes}
 hosts=()
@@ -49,24 +56,31 @@ while (($#)); do
     --device) device=$2; shift ;;
     --gid-index) gid_index=$2; shift ;;
     --gpu) gpu=1 ;;
+    --gpu=*) gpu=1 gpu_index=${1#--gpu=} ;;
     --dry-run) dry=1 ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     -*) echo "bench-hosts: unknown option $1" >&2; exit 2 ;;
     *) hosts+=("$1") ;;
   esac
   shift
 done
 
-if ((gpu)); then
-  cat >&2 <<'EOF'
-bench-hosts: --gpu refused: the embedded transfer API (rn_transfer_reg in
-dataplane/api/rn_transfer.h) registers process memory only; it has no
-dma-buf registration path yet, although the device layer has one
-(rn_nic_mr_reg_dmabuf: ibv_reg_dmabuf_mr on mlx5). GPU-to-GPU figures, as
-the seed's, cannot be measured until rn_transfer gains a dma-buf
-registration; this script measures host memory only.
-EOF
-  exit 2
+local_bench=build/control/bench/rnotify-bench
+if [[ -n "${RNOTIFY_BENCH:-}" ]]; then
+  local_bench=$RNOTIFY_BENCH
+elif ((dry || copy)); then
+  [[ -f build/build.ninja ]] || meson setup build >/dev/null
+  meson compile -C build >/dev/null
+fi
+local_bench=$(realpath -m "$local_bench")
+
+if ((dry && gpu)); then
+  # The namespaces are this host: its GPU check is theirs, and says
+  # first what this host lacks. With a GPU, the sim still has no dma-buf.
+  "$local_bench" --gpu-check="$gpu_index" >/dev/null ||
+    { echo "bench-hosts: --gpu: this host cannot (the line above says why)" >&2; exit 1; }
+  echo "bench-hosts: --dry-run --gpu: the sim registers no dma-buf (-EOPNOTSUPP); GPU memory needs two ConnectX hosts" >&2
+  exit 1
 fi
 
 if ((dry)); then
@@ -78,15 +92,6 @@ if ((dry)); then
 else
   ((${#hosts[@]} == 2)) || { sed -n '11,12p' "$0" >&2; exit 2; }
 fi
-
-local_bench=build/control/bench/rnotify-bench
-if [[ -n "${RNOTIFY_BENCH:-}" ]]; then
-  local_bench=$RNOTIFY_BENCH
-elif ((dry || copy)); then
-  [[ -f build/build.ninja ]] || meson setup build >/dev/null
-  meson compile -C build >/dev/null
-fi
-local_bench=$(realpath -m "$local_bench")
 
 work=$(mktemp -d)
 out=${RN_BENCH_OUT:-$work/out}
@@ -159,8 +164,17 @@ else
   for h in "${hosts[@]}"; do
     run_on "$h" "test -x '$remote_bench'" ||
       { echo "bench-hosts: $h has no $remote_bench: build it there, or pass --copy" >&2; exit 1; }
-    if run_on "$h" "command -v nvidia-smi >/dev/null && nvidia-smi -L" 2>/dev/null | grep -q GPU; then
-      echo "bench-hosts: $h has GPUs, but GPU memory is not measured: rn_transfer has no dma-buf registration yet (--gpu says more); host memory it is"
+    has_gpu=0
+    run_on "$h" "command -v nvidia-smi >/dev/null && nvidia-smi -L" 2>/dev/null |
+      grep -q '^GPU' && has_gpu=1
+    if ((gpu && !has_gpu)); then
+      echo "bench-hosts: --gpu: $h lists no GPU (nvidia-smi -L)" >&2; exit 1
+    elif ((gpu)); then
+      # Its line says what is missing: driver, stub, dma-buf support.
+      run_on "$h" "'$remote_bench' --gpu-check=$gpu_index" ||
+        { echo "bench-hosts: --gpu: $h cannot (the line above says why)" >&2; exit 1; }
+    elif ((has_gpu)); then
+      echo "bench-hosts: $h has GPUs; host memory is measured (--gpu: GPU memory)"
     fi
   done
   provider=mlx5
@@ -211,8 +225,11 @@ else
   for i in 0 1; do put "${hosts[$i]}" "$work/secret" "$work/${names[$i]}.ini"; done
 fi
 
-echo "== bench-hosts: ${hosts[0]} (${addr[0]}) initiates, ${hosts[1]} (${addr[1]}) responds; provider $provider; --iterations $iterations --max-block $max_block"
+memory="host memory"
+((gpu == 0)) || memory="GPU memory"
+echo "== bench-hosts: ${hosts[0]} (${addr[0]}) initiates, ${hosts[1]} (${addr[1]}) responds; provider $provider; $memory; --iterations $iterations --max-block $max_block"
 args="--transfer --iterations $iterations --max-block $max_block"
+if ((gpu)); then args+=" --gpu=$gpu_index"; fi
 # run MODE ENV: one sweep; the initiator's table to stdout, its CSV to $out.
 run() {
   local mode=$1 env=$2 status=0
@@ -238,12 +255,12 @@ run native ""
 # with a notification, and GB/s of the largest block (64 MiB) READ with one.
 echo
 echo "== beside the seed (nixlbench, two H20-3e hosts, GPU memory; avg latency)"
-awk -F, -v dry="$dry" -v max="$max_block" '
+awk -F, -v dry="$dry" -v max="$max_block" -v mem="$memory" '
   FNR == 1 { next }
   { avg["native," $1 "," $2 "," $3] = $5; gb["native," $1 "," $2 "," $3] = $8 }
   function cell(v) { return v == "" ? "-" : v }
   END {
-    print "| row | here (native) | seed, native | seed, classic | goal |"
+    print "| row | here (native, " mem ") | seed, native | seed, classic | goal |"
     print "| --- | ---: | ---: | ---: | --- |"
     printf "| READ 4 KiB + notify, avg (us) | %s | 19.2 | 440.3 | <= 10 us |\n",
       cell(avg["native,READ,4096,1"])

@@ -33,7 +33,11 @@
  * final status at the initiator (with a notification: to the notification
  * posted after the data); bandwidth is the block over the average. The
  * responder registers a buffer of --max-block and hands its descriptor
- * over as a notification.
+ * over as a notification. Content is checked after the READ and the WRITE
+ * sweeps (initiate_transfer()). With --gpu[=N] (both sides), the buffers
+ * are in GPU N's memory, registered by dma-buf (bench_gpu.c: libcuda.so.1
+ * loaded at run time); a host that cannot says so in one line at start.
+ * --gpu-check[=N] alone says whether it can.
  *
  *   rnotify-bench --clients SOCKET_A,SOCKET_B ...
  * measures from client processes of two running daemons instead
@@ -50,6 +54,7 @@
 #include <unistd.h>
 
 #include "bench_clients.h"
+#include "bench_gpu.h"
 #include "bench_time.h"
 #include "rn_daemon.h"
 #include "rn_notify.h"
@@ -59,6 +64,11 @@
 #define MAX_BURST 256
 #define WARM_UP 100
 #define QUIT_COOKIE UINT64_MAX   /* not a bulk message's */
+/* --transfer's buffers start so: the initiator's, the responder's; the
+ * initiator WRITEs WRITE_BYTE. */
+#define INITIATOR_BYTE 0x5a
+#define RESPONDER_BYTE 0xa5
+#define WRITE_BYTE 0x3c
 
 struct bench {
 	const char *peer;
@@ -75,6 +85,8 @@ struct bench {
 	uint64_t max_block;
 	unsigned int iterations;
 	const char *csv;
+	int gpu;                    /* --gpu: its ordinal; -1: host memory */
+	struct rn_bench_gpu *g;
 	uint8_t *payload;
 	uint8_t *reported;          /* per bulk message: its completions */
 	unsigned int n_reported;
@@ -404,19 +416,97 @@ respond(struct rn_daemon *d, struct bench *b)
 	b->result = 0;
 }
 
-/* A buffer of max_block bytes, registered with every worker. */
+/* A transfer buffer: host memory, or GPU memory and its dma-buf. */
+struct xbuf {
+	uint8_t *p;              /* host memory, or the GPU's address */
+	int fd;                  /* the dma-buf; -1: host memory */
+	struct rn_transfer_region *region;
+};
+
 static int
-transfer_buffer(struct rn_daemon *d, struct bench *b, uint8_t **buf,
-		struct rn_transfer_region **region)
+buffer_fill(struct bench *b, struct xbuf *x, uint8_t byte)
 {
-	*buf = aligned_alloc(4096, b->max_block);
-	if (*buf == NULL)
+	if (b->g != NULL)
+		return rn_bench_gpu_fill(b->g, (uintptr_t)x->p, byte,
+					 b->max_block);
+	memset(x->p, byte, b->max_block);
+	return 0;
+}
+
+/* Whether every byte of x is byte (GPU memory: copied to the host
+ * first). 0, or -EILSEQ with the first that is not on stderr. */
+static int
+buffer_check(struct bench *b, struct xbuf *x, uint8_t byte, const char *what)
+{
+	uint8_t *host = x->p;
+	int rc = 0;
+
+	if (b->g != NULL) {
+		host = malloc(b->max_block);
+		if (host == NULL)
+			return -ENOMEM;
+		rc = rn_bench_gpu_read(b->g, host, (uintptr_t)x->p,
+				       b->max_block);
+	}
+	for (uint64_t i = 0; rc == 0 && i < b->max_block; i++)
+		if (host[i] != byte) {
+			fprintf(stderr, "rnotify-bench: %s: byte %lu is 0x%02x, "
+				"not 0x%02x\n", what, (unsigned long)i, host[i],
+				byte);
+			rc = -EILSEQ;
+		}
+	if (host != x->p)
+		free(host);
+	return rc;
+}
+
+/* A buffer of max_block bytes, each byte, registered with every worker. */
+static int
+transfer_buffer(struct rn_daemon *d, struct bench *b, uint8_t byte,
+		struct xbuf *x)
+{
+	const uint32_t access = RN_TRANSFER_LOCAL_WRITE |
+				RN_TRANSFER_REMOTE_WRITE |
+				RN_TRANSFER_REMOTE_READ;
+	char err[256];
+	uint64_t addr;
+	int rc;
+
+	*x = (struct xbuf){ .fd = -1 };
+	if (b->g == NULL) {
+		x->p = aligned_alloc(4096, b->max_block);
+		if (x->p == NULL)
+			return -ENOMEM;
+	} else if (rn_bench_gpu_alloc(b->g, b->max_block, &addr, &x->fd, err,
+				      sizeof(err)) != 0) {
+		fprintf(stderr, "rnotify-bench: %s\n", err);
 		return -ENOMEM;
-	memset(*buf, 0x5a, b->max_block);
-	return rn_transfer_reg(d->transfer, *buf, b->max_block,
-			       RN_TRANSFER_LOCAL_WRITE |
-			       RN_TRANSFER_REMOTE_WRITE |
-			       RN_TRANSFER_REMOTE_READ, region);
+	} else {
+		x->p = (uint8_t *)(uintptr_t)addr;
+	}
+	rc = buffer_fill(b, x, byte);
+	if (rc == 0 && b->g == NULL)
+		rc = rn_transfer_reg(d->transfer, x->p, b->max_block, access,
+				     &x->region);
+	else if (rc == 0)
+		rc = rn_transfer_reg_dmabuf(d->transfer, x->fd, 0,
+					    b->max_block, x->p, access,
+					    &x->region);
+	if (rc != 0)
+		x->region = NULL;
+	return rc;
+}
+
+static void
+buffer_free(struct rn_daemon *d, struct bench *b, struct xbuf *x)
+{
+	if (x->region != NULL)
+		rn_transfer_dereg(d->transfer, x->region);
+	if (b->g != NULL)
+		rn_bench_gpu_free(b->g, (uintptr_t)x->p, x->fd);
+	else
+		free(x->p);
+	*x = (struct xbuf){ .fd = -1 };
 }
 
 /* The responder of --transfer: its descriptor on request, the transfers'
@@ -426,19 +516,18 @@ respond_transfer(struct rn_daemon *d, struct bench *b)
 {
 	struct rn_notification got[RN_NOTIFY_POLL_MAX];
 	uint8_t desc[RN_TRANSFER_DESC_SIZE];
-	struct rn_transfer_region *region = NULL;
-	uint8_t *buf = NULL;
+	struct xbuf x;
 	bool quit = false;
-	int rc = transfer_buffer(d, b, &buf, &region);
+	int rc = transfer_buffer(d, b, RESPONDER_BYTE, &x);
 
 	if (rc == 0)
-		rc = rn_transfer_export(d->transfer, region, desc,
+		rc = rn_transfer_export(d->transfer, x.region, desc,
 					sizeof(desc)) < 0 ? -ENOSPC : 0;
 	if (rc != 0) {
 		fprintf(stderr, "rnotify-bench: transfer buffer: %s\n",
 			strerror(-rc));
 		b->result = 1;
-		free(buf);
+		buffer_free(d, b, &x);
 		return;
 	}
 	while (!quit && !rn_daemon_stopping(d)) {
@@ -456,8 +545,7 @@ respond_transfer(struct rn_daemon *d, struct bench *b)
 		if (n == 0)
 			usleep(20);   /* see wait_for() */
 	}
-	rn_transfer_dereg(d->transfer, region);
-	free(buf);
+	buffer_free(d, b, &x);
 	b->result = 0;
 }
 
@@ -529,22 +617,42 @@ measure_transfer(struct rn_daemon *d, struct bench *b, FILE *csv,
 	return rc;
 }
 
-/* The initiator of --transfer: the peer's descriptor, then the table. */
+/* One kind's rows: blocks of 4 KiB doubling to max_block, each without
+ * and with a notification. */
+static int
+sweep(struct rn_daemon *d, struct bench *b, FILE *csv,
+      enum rn_transfer_kind kind, struct rn_transfer_entry e)
+{
+	int rc = 0;
+
+	for (uint64_t size = 4096; size <= b->max_block && rc == 0; size *= 2)
+		for (int notify = 0; notify < 2 && rc == 0; notify++) {
+			e.length = size;
+			rc = measure_transfer(d, b, csv, kind, notify, &e);
+		}
+	return rc;
+}
+
+/*
+ * The initiator of --transfer: the peer's descriptor, then the table.
+ * Content is checked around the sweeps, over the whole buffer: after the
+ * READs (the last one of all of it) it holds the responder's bytes; then
+ * it WRITEs WRITE_BYTE, is cleared, and READs it back.
+ */
 static void
 initiate_transfer(struct rn_daemon *d, struct bench *b)
 {
-	static const enum rn_transfer_kind kinds[] = { RN_TRANSFER_READ,
-						       RN_TRANSFER_WRITE };
-	struct rn_transfer_region *region = NULL;
 	struct rn_transfer_remote *rem = NULL;
 	char desc[RN_TRANSFER_DESC_SIZE + 1];
-	uint8_t *buf = NULL;
+	struct rn_transfer_entry e = { 0 };
+	struct xbuf x = { .fd = -1 };
 	FILE *csv = NULL;
+	uint64_t ns;
 	bool native;
 	int rc = reach_peer(d, b);
 
 	if (rc == 0)
-		rc = transfer_buffer(d, b, &buf, &region);
+		rc = transfer_buffer(d, b, INITIATOR_BYTE, &x);
 	if (rc == 0)
 		rc = send_all(d, b, "desc?", "", 0, 0, 0);
 	if (rc == 0 && wait_for(d, "desc", desc, sizeof(desc), &native) !=
@@ -561,22 +669,36 @@ initiate_transfer(struct rn_daemon *d, struct bench *b)
 			fprintf(csv, "op,block,notify,iterations,avg_us,p50_us,"
 				"p99_us,gb_s\n");
 	}
+	/* Above the table: the rows that callers append stay its own. */
+	if (b->g != NULL)
+		printf("Buffers in GPU memory (%s), registered by dma-buf.\n",
+		       rn_bench_gpu_name(b->g));
+	printf("Content is checked after the sweeps, all %lu bytes: after "
+	       "the READs, and after the WRITEs (read back)%s; the run fails "
+	       "otherwise.\n\n", (unsigned long)b->max_block,
+	       b->g != NULL ? ", GPU memory copied to the host "
+			      "(cuMemcpyDtoH)" : "");
 	printf("| op | block (bytes) | notify | iterations | avg (us) | "
 	       "p50 (us) | p99 (us) | GB/s |\n| --- | ---: | --- | ---: | "
 	       "---: | ---: | ---: | ---: |\n");
-	for (unsigned int k = 0; k < 2 && rc == 0; k++)
-		for (uint64_t size = 4096; size <= b->max_block && rc == 0;
-		     size *= 2)
-			for (int notify = 0; notify < 2 && rc == 0; notify++) {
-				struct rn_transfer_entry e = {
-					.local = buf, .remote = 0,
-					.length = size, .rem = rem };
-
-				/* The peer's buffer: its own address. */
-				memcpy(&e.remote, desc + 48, 8);
-				rc = measure_transfer(d, b, csv, kinds[k],
-						      notify, &e);
-			}
+	/* The peer's buffer: its own address. */
+	e = (struct rn_transfer_entry){ .local = x.p, .rem = rem };
+	memcpy(&e.remote, desc + 48, 8);
+	if (rc == 0)
+		rc = sweep(d, b, csv, RN_TRANSFER_READ, e);
+	if (rc == 0)
+		rc = buffer_check(b, &x, RESPONDER_BYTE, "READ");
+	if (rc == 0)
+		rc = buffer_fill(b, &x, WRITE_BYTE);
+	if (rc == 0)
+		rc = sweep(d, b, csv, RN_TRANSFER_WRITE, e);
+	if (rc == 0)
+		rc = buffer_fill(b, &x, 0);
+	e.length = b->max_block;
+	if (rc == 0)
+		rc = one_transfer(d, RN_TRANSFER_READ, &e, false, &ns);
+	if (rc == 0)
+		rc = buffer_check(b, &x, WRITE_BYTE, "WRITE, read back");
 	if (csv != NULL)
 		fclose(csv);
 	if (rc == 0)
@@ -585,9 +707,7 @@ initiate_transfer(struct rn_daemon *d, struct bench *b)
 		fprintf(stderr, "rnotify-bench: transfer: %s\n", strerror(-rc));
 	if (rem != NULL)
 		rn_transfer_forget(d->transfer, rem);
-	if (region != NULL)
-		rn_transfer_dereg(d->transfer, region);
-	free(buf);
+	buffer_free(d, b, &x);
 	b->result = rc == 0 ? 0 : 1;
 }
 
@@ -631,6 +751,23 @@ parse_sizes(const char *text, struct bench *b)
 	return b->n_sizes > 0 ? 0 : -EINVAL;
 }
 
+/* --gpu-check[=N]: whether --gpu=N would find its GPU; one line. */
+static int
+gpu_check(int ordinal)
+{
+	struct rn_bench_gpu *g;
+	char err[256];
+
+	if (rn_bench_gpu_open(ordinal, &g, err, sizeof(err)) != 0) {
+		fprintf(stderr, "rnotify-bench: %s\n", err);
+		return 1;
+	}
+	printf("rnotify-bench: %s, dma-buf export supported\n",
+	       rn_bench_gpu_name(g));
+	rn_bench_gpu_close(g);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -649,11 +786,12 @@ main(int argc, char **argv)
 		{ "max-block", required_argument, NULL, 'M' },
 		{ "iterations", required_argument, NULL, 'i' },
 		{ "csv", required_argument, NULL, 'C' },
+		{ "gpu", optional_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct bench b = { .messages = 20000, .round_trips = 2000,
 				  .burst = 1, .max_block = 64u << 20,
-				  .iterations = 1000,
+				  .iterations = 1000, .gpu = -1,
 				  .label = "native", .n_sizes = 4,
 				  .sizes = { 16, 256, 4096, 65528 } };
 	struct rn_config_error err;
@@ -664,6 +802,10 @@ main(int argc, char **argv)
 		if (strcmp(argv[i], "--clients") == 0 ||
 		    strncmp(argv[i], "--clients=", 10) == 0)
 			return rn_bench_clients(argc, argv);
+		else if (strcmp(argv[i], "--gpu-check") == 0 ||
+			 strncmp(argv[i], "--gpu-check=", 12) == 0)
+			return gpu_check(argv[i][11] == '=' ?
+					 atoi(argv[i] + 12) : 0);
 	while ((opt = getopt_long(argc, argv, "c:", options, NULL)) != -1) {
 		switch (opt) {
 		case 'c': path = optarg; break;
@@ -679,6 +821,7 @@ main(int argc, char **argv)
 		case 'M': b.max_block = strtoull(optarg, NULL, 0); break;
 		case 'i': b.iterations = (unsigned int)atoi(optarg); break;
 		case 'C': b.csv = optarg; break;
+		case 'G': b.gpu = optarg != NULL ? atoi(optarg) : 0; break;
 		case 's':
 			if (parse_sizes(optarg, &b) != 0) {
 				fprintf(stderr, "rnotify-bench: --sizes %s: allowed "
@@ -693,18 +836,30 @@ main(int argc, char **argv)
 	}
 	if (path == NULL || b.peer == NULL || b.messages == 0 ||
 	    b.round_trips == 0 || b.burst == 0 || b.burst > MAX_BURST ||
-	    b.max_block < 4096 || b.iterations == 0) {
+	    b.max_block < 4096 || b.iterations == 0 ||
+	    (b.gpu >= 0 && !b.transfer)) {
 		fprintf(stderr, "usage: rnotify-bench -c FILE --peer NAME "
 			"[--respond [--stall-ms N]] [--sizes LIST] "
 			"[--messages N] [--round-trips N] [--label TEXT] "
 			"[--completions K] [--burst 1..%u] | --transfer "
-			"[--max-block BYTES] [--iterations N] [--csv FILE]\n",
+			"[--max-block BYTES] [--iterations N] [--csv FILE] "
+			"[--gpu[=N]]\n       rnotify-bench --gpu-check[=N]\n",
 			MAX_BURST);
 		return 2;
 	}
 	if (rn_config_load(path, &daemon_state.cfg, &err) != 0) {
 		fprintf(stderr, "rnotify-bench: %s\n", err.text);
 		return 2;
+	}
+	if (b.gpu >= 0) {
+		char err[256];
+
+		/* Before the daemon starts: a host without a GPU says so in
+		 * one line, at once. */
+		if (rn_bench_gpu_open(b.gpu, &b.g, err, sizeof(err)) != 0) {
+			fprintf(stderr, "rnotify-bench: %s\n", err);
+			return 1;
+		}
 	}
 	b.payload = malloc(RN_NOTIFY_MAX_PAYLOAD);
 	if (b.payload == NULL)
@@ -719,5 +874,6 @@ main(int argc, char **argv)
 	b.result = 1;
 	rc = rn_daemon_run(&daemon_state, argv[0]);
 	free(b.payload);
+	rn_bench_gpu_close(b.g);
 	return rc != 0 ? rc : b.result;
 }

@@ -101,6 +101,26 @@ int rn_transfer_reg(struct rn_transfer *t, void *addr, size_t length,
 		    uint32_t access, struct rn_transfer_region **out);
 
 /*
+ * Register device memory (GPU) exported as a dma-buf: length bytes at
+ * offset of the dma-buf fd (e.g. CUDA's cuMemGetHandleForAddressRange
+ * with CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD), known by addr, the memory's
+ * address in this process (the GPU virtual address): the devices take it
+ * as the region's iova, so triples name its bytes by pointer as they do
+ * host memory's, and its descriptor carries it. mlx5: ibv_reg_dmabuf_mr.
+ * The fd is the caller's: the devices hold the dma-buf itself once this
+ * returns, and the fd may be closed. Export, publish, submit and dereg as
+ * for rn_transfer_reg(). Returns what rn_transfer_reg() returns (-EINVAL
+ * also when offset + length wraps), and:
+ *   -EBADF       fd is negative, or not a dma-buf the device takes
+ *   -EOPNOTSUPP  the device has no dma-buf registration (the sim: no
+ *                device memory behind a software NIC; a kernel without
+ *                it); nothing is left registered
+ */
+int rn_transfer_reg_dmabuf(struct rn_transfer *t, int fd, uint64_t offset,
+			   size_t length, void *addr, uint32_t access,
+			   struct rn_transfer_region **out);
+
+/*
  * Deregister region once no batch uses it: new batches on it are refused
  * at once (-EINVAL), and this waits for those submitted (a batch stops
  * using its regions when its status is final). rn_transfer_dereg_try()

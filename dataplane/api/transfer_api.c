@@ -41,6 +41,9 @@ struct rn_transfer_region {
 	uintptr_t addr;
 	size_t length;
 	uint32_t access;
+	bool dmabuf;             /* device memory: fd, offset (while REG) */
+	int fd;
+	uint64_t offset;
 	uint32_t users;          /* triples of batches not final */
 	bool dying;              /* being deregistered: no new batch */
 	char name[RN_TRANSFER_NAME_MAX + 1]; /* published as; "": not */
@@ -164,14 +167,17 @@ reg_on(struct rn_lcore *lc, uint32_t type, struct rn_transfer_region *r,
 {
 	struct rn_xfer_reg op = { .op.type = type, .addr = (void *)r->addr,
 				  .length = r->length, .access = r->access,
-				  .mr = mr };
+				  .mr = mr, .dmabuf = r->dmabuf, .fd = r->fd,
+				  .offset = r->offset };
 
 	return op_run(lc, &op.op);
 }
 
-int
-rn_transfer_reg(struct rn_transfer *t, void *addr, size_t length,
-		uint32_t access, struct rn_transfer_region **out)
+/* A region of host memory (dmabuf false) or of a dma-buf, registered
+ * with every worker's device. */
+static int
+reg(struct rn_transfer *t, void *addr, size_t length, uint32_t access,
+    bool dmabuf, int fd, uint64_t offset, struct rn_transfer_region **out)
 {
 	struct rn_transfer_region *r;
 	uintptr_t a = (uintptr_t)addr;
@@ -180,13 +186,17 @@ rn_transfer_reg(struct rn_transfer *t, void *addr, size_t length,
 
 	if (length == 0 || (access & ~(uint32_t)RN_ACCESS_ALL) != 0 ||
 	    ((access & RN_ACCESS_REMOTE_WRITE) &&
-	     !(access & RN_ACCESS_LOCAL_WRITE)) || a + length < a)
+	     !(access & RN_ACCESS_LOCAL_WRITE)) || a + length < a ||
+	    offset + length < offset)
 		return -EINVAL;
+	if (dmabuf && fd < 0)
+		return -EBADF;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return -ENOMEM;
 	*r = (struct rn_transfer_region){ .addr = a, .length = length,
-					  .access = access };
+					  .access = access, .dmabuf = dmabuf,
+					  .fd = fd, .offset = offset };
 	pthread_mutex_lock(&t->lock);
 	for (const struct rn_transfer_region *o = t->regions; o != NULL;
 	     o = o->next)
@@ -203,11 +213,27 @@ rn_transfer_reg(struct rn_transfer *t, void *addr, size_t length,
 		free(r);
 		return rc;
 	}
+	r->fd = -1;   /* the devices hold the dma-buf now, not the fd */
 	r->next = t->regions;
 	t->regions = r;
 	pthread_mutex_unlock(&t->lock);
 	*out = r;
 	return 0;
+}
+
+int
+rn_transfer_reg(struct rn_transfer *t, void *addr, size_t length,
+		uint32_t access, struct rn_transfer_region **out)
+{
+	return reg(t, addr, length, access, false, -1, 0, out);
+}
+
+int
+rn_transfer_reg_dmabuf(struct rn_transfer *t, int fd, uint64_t offset,
+		       size_t length, void *addr, uint32_t access,
+		       struct rn_transfer_region **out)
+{
+	return reg(t, addr, length, access, true, fd, offset, out);
 }
 
 static int

@@ -291,8 +291,12 @@ take_op(struct rn_lcore *lc, struct rn_xfer_op *op)
 
 	switch (op->type) {
 	case RN_XFER_OP_REG:
-		answer(op, rn_nic_mr_reg(lc->nic, r->addr, r->length,
-					 r->access, r->mr));
+		answer(op, r->dmabuf ?
+		       rn_nic_mr_reg_dmabuf(lc->nic, r->offset, r->length,
+					    (uintptr_t)r->addr, r->fd,
+					    r->access, r->mr) :
+		       rn_nic_mr_reg(lc->nic, r->addr, r->length, r->access,
+				     r->mr));
 		return;
 	case RN_XFER_OP_DEREG:
 		answer(op, rn_nic_mr_dereg(lc->nic, r->mr));

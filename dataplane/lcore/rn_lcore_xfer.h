@@ -51,10 +51,17 @@ struct rn_xfer_op {
 
 struct rn_xfer_reg {
 	struct rn_xfer_op op;
-	void *addr;
+	void *addr;               /* host memory; with dmabuf, the iova */
 	uint64_t length;
 	uint32_t access;          /* enum rn_access */
 	struct rn_mr *mr;         /* REG fills it, DEREG takes it */
+	/* REG of device memory (GPU): length bytes at offset of the dma-buf
+	 * fd, known by addr as iova (rn_nic_mr_reg_dmabuf()). The fd is
+	 * the caller's; the device holds its own reference once
+	 * registered. */
+	bool dmabuf;
+	int fd;
+	uint64_t offset;
 };
 
 /* One (local, remote, length) triple, resolved by the application side. */

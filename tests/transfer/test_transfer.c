@@ -9,6 +9,7 @@
  * Nothing in the engine is faked; the sim NIC moves the bytes over TCP.
  */
 #include <inttypes.h>
+#include <sys/mman.h>
 
 #include "rn_lcore_xfer.h"
 #include "rn_notify_engine.h"
@@ -732,6 +733,57 @@ test_registration(void **state)
 }
 
 /*
+ * Registration of a dma-buf (GPU memory), on the sim: the fd reaches the
+ * device's dma-buf path (a host registration of the address would
+ * succeed: the sim takes any host range), which the sim refuses
+ * (-EOPNOTSUPP) leaving nothing registered; a negative fd is -EBADF;
+ * overlaps and bad arguments are refused as for host memory, before any
+ * device sees them.
+ */
+static void
+test_dmabuf_registration(void **state)
+{
+	/* Not mapped here: what a GPU's virtual address is to the host. */
+	uint8_t *gpu = (uint8_t *)(uintptr_t)0x7e0000000000ull;
+	struct rn_transfer_remote *rem = import_of(&B, &A);
+	struct rn_transfer_entry e = { .local = gpu, .remote =
+				       (uintptr_t)B.buf, .length = 4096,
+				       .rem = rem };
+	struct rn_transfer_region *r = NULL, *host = NULL;
+	struct rn_transfer_batch *b;
+	int fd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 1 << 20), 0);
+	assert_int_equal(rn_transfer_reg_dmabuf(A.t, fd, 0, 1 << 20, gpu,
+						RN_ACCESS_ALL, &r),
+			 -EOPNOTSUPP);
+	assert_null(r);
+	assert_int_equal(rn_transfer_reg_dmabuf(A.t, -1, 0, 1 << 20, gpu,
+						RN_ACCESS_ALL, &r), -EBADF);
+	assert_int_equal(rn_transfer_reg_dmabuf(A.t, fd, 0, 4096,
+						A.buf + 8192, RN_ACCESS_ALL,
+						&r), -EEXIST);
+	assert_int_equal(rn_transfer_reg_dmabuf(A.t, fd, 0, 0, gpu,
+						RN_ACCESS_ALL, &r), -EINVAL);
+	assert_int_equal(rn_transfer_reg_dmabuf(A.t, fd, 0, 4096, gpu,
+						RN_ACCESS_REMOTE_WRITE, &r),
+			 -EINVAL);
+	assert_int_equal(rn_transfer_reg_dmabuf(A.t, fd, UINT64_MAX, 4096,
+						gpu, RN_ACCESS_ALL, &r),
+			 -EINVAL);
+	assert_null(r);
+	/* Nothing left: no batch names the range, and the range is free. */
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "", &b), -EINVAL);
+	assert_int_equal(rn_transfer_reg(A.t, gpu, 1 << 20,
+					 RN_ACCESS_LOCAL_WRITE, &host), 0);
+	assert_int_equal(rn_transfer_dereg(A.t, host), 0);
+	close(fd);
+	rn_transfer_forget(A.t, rem);
+}
+
+/*
  * Published descriptors: the one a name gives is the export, byte for
  * byte, and a WRITE through it lands; names are unique per node,
  * withdrawn by NULL and by deregistration; a fetched descriptor must be
@@ -826,6 +878,7 @@ main(int argc, char **argv)
 		T(test_cancel),
 		T(test_more_than_the_queues_take),
 		T(test_registration),
+		T(test_dmabuf_registration),
 		T(test_published_descriptor),
 		T(test_peer_lost),
 	};
