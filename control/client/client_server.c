@@ -407,16 +407,8 @@ send_reply(struct rn_client_conn *c, uint16_t type, int status,
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len != 0 ? 2 : 1 };
 
 	if (n_fds != 0) {
-		struct cmsghdr *cm;
-
 		memset(&ctl, 0, sizeof(ctl));
-		msg.msg_control = ctl.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
+		rn_client_msg_put_fds(&msg, ctl.buf, fds, n_fds);
 	}
 	if (sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		return -errno;

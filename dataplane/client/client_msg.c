@@ -41,16 +41,8 @@ send_request(struct rn_client *c, const uint8_t *buf, size_t len,
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (n_fds != 0) {
-		struct cmsghdr *cm;
-
 		memset(&ctl, 0, sizeof(ctl));
-		msg.msg_control = ctl.b;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
+		rn_client_msg_put_fds(&msg, ctl.b, fds, n_fds);
 	}
 	if (sendmsg(c->sock, &msg, MSG_NOSIGNAL) >= 0)
 		return 0;

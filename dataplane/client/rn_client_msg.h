@@ -13,6 +13,8 @@
  */
 
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #include "rn_client.h"
 
@@ -115,5 +117,23 @@ _Static_assert(sizeof(struct rn_client_msg_hdr) +
 	       sizeof(struct rn_client_msg_hdr) +
 	       sizeof(struct rn_client_registered) <= RN_CLIENT_MSG_MAX,
 	       "a message");
+
+/* Put n_fds descriptors into msg as one SCM_RIGHTS message, in ctl: a
+ * buffer of CMSG_SPACE(sizeof(int) * n_fds) bytes at least, aligned for
+ * struct cmsghdr. Both ends send descriptors so (ATTACH's reply, REG). */
+static inline void
+rn_client_msg_put_fds(struct msghdr *msg, void *ctl, const int *fds,
+		      unsigned int n_fds)
+{
+	struct cmsghdr *cm;
+
+	msg->msg_control = ctl;
+	msg->msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+	cm = CMSG_FIRSTHDR(msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
+}
 
 #endif /* RN_CLIENT_MSG_H */

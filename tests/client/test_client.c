@@ -115,17 +115,8 @@ reply(int fd, uint16_t type, int32_t status, const void *body, uint32_t len,
 	memcpy(buf, &hdr, sizeof(hdr));
 	if (len != 0)
 		memcpy(buf + sizeof(hdr), body, len);
-	if (n_fds != 0) {
-		struct cmsghdr *cm;
-
-		msg.msg_control = ctl.b;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
-	}
+	if (n_fds != 0)
+		rn_client_msg_put_fds(&msg, ctl.b, fds, n_fds);
 	if (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0)
 		fprintf(stderr, "fake daemon: sendmsg: %s\n", strerror(errno));
 }
