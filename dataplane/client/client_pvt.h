@@ -312,6 +312,16 @@ rn_client_wake_lcore(const struct rn_client *c, uint32_t lcore)
 
 /* client_wait.c */
 
+/* CLOCK_MONOTONIC in nanoseconds: the waits' clock. */
+uint64_t rn_client_now_ns(void);
+/* Read the eventfd's count: the writes it adds up are no longer owed. */
+void rn_client_drain(struct rn_client *c);
+/* Block on rn_client_fd() until the deadline (UINT64_MAX: for ever; one
+ * passed: at once), with *woken the descriptors that became readable.
+ * Returns 0, rn_client_alive()'s error when the daemon closed the socket,
+ * -EINTR, or epoll_wait()'s -errno. */
+int rn_client_block(struct rn_client *c, uint64_t deadline, int *woken);
+
 /* Arm for sleeping when nothing waits: drain the eventfd (when a producer
  * or we wrote it), armed = 1, full fence, then look once more. Returns
  * whether something came meanwhile (the caller takes it). */

@@ -24,8 +24,8 @@
 
 #include "client_pvt.h"
 
-static uint64_t
-now_ns(void)
+uint64_t
+rn_client_now_ns(void)
 {
 	struct timespec ts;
 
@@ -33,9 +33,8 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Read the eventfd's count: the writes it adds up are no longer owed. */
-static void
-drain(struct rn_client *c)
+void
+rn_client_drain(struct rn_client *c)
 {
 	uint64_t count;
 
@@ -66,7 +65,7 @@ rn_client_arm(struct rn_client *c)
 	/* Drain what is owed; a write not there yet stays owed, and is
 	 * drained by the next arm. */
 	if (c->owed != 0)
-		drain(c);
+		rn_client_drain(c);
 	/* Pairs with rn_client_link_wake(): our store of armed before our
 	 * last look, its enqueue before its load of armed. */
 	__atomic_store_n(&c->region->armed, 1, __ATOMIC_SEQ_CST);
@@ -90,16 +89,44 @@ ready(struct rn_client *c)
 }
 
 int
+rn_client_block(struct rn_client *c, uint64_t deadline, int *woken)
+{
+	struct epoll_event ev[2];
+	uint64_t t = rn_client_now_ns();
+	int ms, n, rc;
+
+	*woken = 0;
+	if (deadline == UINT64_MAX)
+		ms = -1;
+	else if (t >= deadline)
+		return 0;
+	else
+		ms = (deadline - t) / 1000000 >= INT32_MAX ? INT32_MAX :
+		     (int)((deadline - t + 999999) / 1000000);
+	n = epoll_wait(c->epfd, ev, 2, ms);
+	if (n < 0)
+		return errno == EINTR ? -EINTR : -errno;
+	*woken = n;
+	/* The socket readable: the daemon closed it (it sends nothing
+	 * unasked). Looked at only then: a syscall. */
+	for (int i = 0; i < n; i++)
+		if (ev[i].data.fd == c->sock &&
+		    (rc = rn_client_alive(c, true)) != 0)
+			return rc;
+	return 0;
+}
+
+int
 rn_client_wait(struct rn_client *c, int timeout_ms)
 {
-	uint64_t start = now_ns(), spin_end = start + c->spin_us * 1000ull;
+	uint64_t start = rn_client_now_ns();
+	uint64_t spin_end = start + c->spin_us * 1000ull;
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
 			    start + (uint64_t)timeout_ms * 1000000ull;
-	struct epoll_event ev[2];
 	int rc;
 
 	while ((rc = ready(c)) == 0) {
-		uint64_t t = now_ns();
+		uint64_t t = rn_client_now_ns();
 
 		if (t >= spin_end || t >= deadline)
 			break;
@@ -108,31 +135,21 @@ rn_client_wait(struct rn_client *c, int timeout_ms)
 	if (rc != 0)
 		return rc;
 	for (;;) {
-		uint64_t t = now_ns();
-		int ms, n;
+		int woken;
 
 		if (rn_client_arm(c))
 			return 1;
-		if (t >= deadline)
+		if (rn_client_now_ns() >= deadline)
 			return 0;
-		ms = deadline == UINT64_MAX ? -1 :
-		     (deadline - t) / 1000000 >= INT32_MAX ? INT32_MAX :
-		     (int)((deadline - t + 999999) / 1000000);
-		n = epoll_wait(c->epfd, ev, 2, ms);
-		if (n < 0)
-			return errno == EINTR ? -EINTR : -errno;
-		/* The socket readable: the daemon closed it (it sends
-		 * nothing unasked). Looked at only then: a syscall. */
-		for (int i = 0; i < n; i++)
-			if (ev[i].data.fd == c->sock &&
-			    (rc = rn_client_alive(c, true)) != 0)
-				return rc;
+		rc = rn_client_block(c, deadline, &woken);
+		if (rc != 0)
+			return rc;
 		if (rn_client_pending(c))
 			return 1;
 		/* Woken for nothing (a late write we drained around, or one
 		 * we did not expect): drain, arm again, wait for the rest of
 		 * the time. */
-		if (n > 0)
-			drain(c);
+		if (woken > 0)
+			rn_client_drain(c);
 	}
 }

@@ -13,12 +13,8 @@
  * rn_client_completions(). No syscall unless the lcore sleeps.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <rte_pause.h>
 
@@ -449,15 +445,6 @@ rn_client_batch_release(struct rn_client *c, struct rn_client_batch *b)
 	return 0;
 }
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Arm for a batch's wake-up whatever else waits: as rn_client_arm()
  * (client_wait.c), but the eventfd is drained even when deliveries or
@@ -469,44 +456,14 @@ now_ns(void)
 static void
 arm_for_batch(struct rn_client *c)
 {
-	uint64_t count;
-
 	if (__atomic_load_n(&c->region->armed, __ATOMIC_ACQUIRE) == 0)
 		c->owed++;   /* a producer took it: its write comes */
-	if (c->owed != 0 && read(c->efd, &count, sizeof(count)) ==
-	    sizeof(count))
-		c->owed = count >= c->owed ? 0 : c->owed - (uint32_t)count;
+	if (c->owed != 0)
+		rn_client_drain(c);
 	/* Pairs with rn_client_link_wake(): our store of armed before our
 	 * look at the slot, its store of the slot before its load of armed. */
 	__atomic_store_n(&c->region->armed, 1, __ATOMIC_SEQ_CST);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-}
-
-/* Block on rn_client_fd() up to the deadline (UINT64_MAX: for ever).
- * Returns 0, or -ENOTCONN, -errno of epoll_wait(). */
-static int
-block(struct rn_client *c, uint64_t deadline)
-{
-	struct epoll_event ev[2];
-	uint64_t t = now_ns();
-	int ms, n;
-
-	if (deadline == UINT64_MAX)
-		ms = -1;
-	else if (t >= deadline)
-		return 0;
-	else
-		ms = (deadline - t) / 1000000ull >= INT_MAX ? INT_MAX :
-		     (int)((deadline - t + 999999) / 1000000ull);
-	n = epoll_wait(c->epfd, ev, 2, ms);
-	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
-	/* The socket readable: the daemon closed it (it sends nothing
-	 * unasked). */
-	for (int i = 0; i < n; i++)
-		if (ev[i].data.fd == c->sock && rn_client_alive(c, true) != 0)
-			return -ENOTCONN;
-	return 0;
 }
 
 /* Spin for the client's spin time, then block until the lcore's wake-up
@@ -515,11 +472,12 @@ int
 rn_client_batch_wait(struct rn_client *c, struct rn_client_batch *b,
 		     int timeout_ms)
 {
-	uint64_t start = now_ns(), spin_end = start + c->spin_us * 1000ull;
+	uint64_t start = rn_client_now_ns();
+	uint64_t spin_end = start + c->spin_us * 1000ull;
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
 			    start + (uint64_t)timeout_ms * 1000000ull;
 	bool armed = false;
-	int rc;
+	int rc, woken;
 
 	for (;;) {
 		uint64_t t;
@@ -527,7 +485,7 @@ rn_client_batch_wait(struct rn_client *c, struct rn_client_batch *b,
 		rc = rn_client_batch_status(b, NULL, NULL);
 		if (rc != -EINPROGRESS)
 			break;
-		t = now_ns();
+		t = rn_client_now_ns();
 		if (t >= deadline) {
 			rc = -ETIMEDOUT;
 			break;
@@ -541,7 +499,10 @@ rn_client_batch_wait(struct rn_client *c, struct rn_client_batch *b,
 		rc = rn_client_batch_status(b, NULL, NULL);
 		if (rc != -EINPROGRESS)
 			break;
-		rc = block(c, deadline);
+		/* EINTR: look again; the daemon gone: -ENOTCONN. */
+		rc = rn_client_block(c, deadline, &woken);
+		if (rc == -EINTR)
+			continue;
 		if (rc != 0)
 			break;
 	}
