@@ -100,6 +100,10 @@ PyObject *rn_py_client_read(struct rn_py_client *self, PyObject *args,
 			    PyObject *kwds);
 PyObject *rn_py_client_xfer_max(struct rn_py_client *self, PyObject *args,
 				PyObject *kwds);
+/* Method tables take PyCFunction; the cast through void (*)(void) says
+ * that the signature is the one METH_* names. */
+#define METHOD(fn) ((PyCFunction)(void (*)(void))(fn))
+
 /* Kind of a completion, as Completion.kind: "send", "write", "read". */
 PyObject *rn_py_kind_name(uint32_t kind);
 

@@ -937,9 +937,6 @@ client_repr(struct rn_py_client *self)
 				    self->c == NULL ? ", detached" : "");
 }
 
-/* Method tables take PyCFunction; the cast through void (*)(void) says
- * that the signature is the one METH_* names. */
-#define METHOD(fn) ((PyCFunction)(void (*)(void))(fn))
 
 static PyMethodDef client_methods[] = {
 	{ "detach", METHOD(client_detach), METH_NOARGS,

@@ -316,8 +316,6 @@ static PyMappingMethods buffer_as_mapping = {
 	.mp_length = (lenfunc)buffer_length,
 };
 
-#define METHOD(fn) ((PyCFunction)(void (*)(void))(fn))
-
 static PyMethodDef buffer_methods[] = {
 	{ "free", METHOD(buffer_free), METH_NOARGS,
 	  "free()\n--\n\nUnmap the memory now (else when the Buffer is "
