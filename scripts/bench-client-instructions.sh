@@ -10,7 +10,7 @@
 #   client  a client process's submit ring: client_sends() from the peek
 #           of the ring to the doorbell (the SEND checked, its agent frame
 #           written, posted, the entry finished), the same completions,
-#           and received(): from the CQE to the DELIVERY enqueued in the
+#           and received_send(): from the CQE to the DELIVERY enqueued in the
 #           destination client's deliver ring, with the one copy into its
 #           receive buffer and the slot's repost
 # The agents' names are AGENT_LEN bytes (36: NIXL's UUIDs). Not counted,
@@ -50,7 +50,7 @@ read -r node_n node_recv < <(count "$work/node.cg" received)
 read -r _ node_repost < <(count "$work/node.cg" repost)
 read -r _ client_send < <(count "$work/client.cg" client_sends)
 read -r _ client_cqe < <(count "$work/client.cg" rn_lcore_notify_completion)
-read -r client_n client_recv < <(count "$work/client.cg" received)
+read -r client_n client_recv < <(count "$work/client.cg" received_send)
 read -r polls client_poll < <(count "$work/client.cg" rn_lcore_client_poll)
 [[ "$node_n" == "$count" && "$client_n" == "$count" ]] ||
   { echo "bench: $node_n and $client_n receives, want $count each" >&2; exit 1; }

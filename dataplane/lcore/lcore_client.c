@@ -445,33 +445,107 @@ refuse(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	rn_lcore_count(&lc->stats.refusals_dropped, 1);
 }
 
-int
-rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-			 const uint8_t *frame, uint32_t index, uint32_t len)
+/* What is not the common case of a frame received: a refusal, an agent
+ * not attached here (c NULL), a frame too large for c's buffers, or c's
+ * deliver ring full or frames held before it. */
+static __rte_noinline __rte_cold void
+received_other(struct rn_lcore *lc, struct lcore_client *c,
+	       struct rn_lcore_ep *ep, const struct rn_notify_agent_view *v,
+	       uint32_t index, uint32_t len)
 {
-	struct rn_notify_agent_view v;
-	struct lcore_client *c = NULL;
-
-	if (rn_notify_agent_frame_read(frame, len, &v) != 0)
-		return -EBADMSG;
-	if (lc->clients != NULL)
-		c = agent_lookup(lc->clients, v.dst, v.dst_len);
-	if (unlikely(c == NULL || !fits(c, &v))) {
+	if (unlikely(c == NULL || !fits(c, v))) {
 		/* A refusal for an agent gone is dropped; an agent frame
 		 * too large for the client's buffers is, like a malformed
 		 * one, rejected (the sending lcore checks it against this
 		 * node's slot size, which is the buffers' size). */
 		if (c != NULL)
 			rn_lcore_count(&lc->stats.notify_rejected, 1);
-		else if (v.kind == RN_NOTIFY_KIND_AGENT)
-			refuse(lc, ep, &v);
+		else if (v->kind == RN_NOTIFY_KIND_AGENT)
+			refuse(lc, ep, v);
 		rn_lcore_notify_repost(lc, ep, index, false);
-		return 0;
+		return;
 	}
-	if (likely(c->held_head == HELD_NONE) && hand_over(lc, c, ep, &v))
+	if (c->held_head == HELD_NONE && hand_over(lc, c, ep, v))
 		rn_lcore_notify_repost(lc, ep, index, false);
 	else
 		hold(lc, c, ep, index, len);
+}
+
+/*
+ * The common case of an agent frame of len bytes at frame (at least its
+ * header), for a client that holds nothing, with room in its deliver ring
+ * and its buffer: the frame read by hand, with the checks of
+ * rn_notify_agent_frame_read() for an AGENT (whose view the compiler kept
+ * on the stack), and written into the client's receive buffer. Returns
+ * the client, whose entry is still to be enqueued, or NULL: anything
+ * else is received_other()'s, after the full reader.
+ */
+static __rte_always_inline struct lcore_client *
+deliver_fast(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
+	     const uint8_t *frame, uint32_t len)
+{
+	struct rn_notify_agent_hdr h;
+	struct rn_client_recv_hdr *r;
+	struct lcore_client *c;
+	uint64_t body;
+	uint8_t *buf;
+
+	memcpy(&h, frame, sizeof(h));
+	/* In 64 bits: two lengths from the wire cannot wrap the sum. */
+	body = (uint64_t)rte_le_to_cpu_32(h.name_len) +
+	       rte_le_to_cpu_32(h.msg_len);
+	if (unlikely(h.kind != rte_cpu_to_le_32(RN_NOTIFY_KIND_AGENT) ||
+		     h.zero != 0 || (uint8_t)(h.dst_len - 1) >=
+		     RN_NOTIFY_AGENT_MAX || (uint8_t)(h.src_len - 1) >=
+		     RN_NOTIFY_AGENT_MAX ||
+		     sizeof(h) + h.dst_len + h.src_len + body != len ||
+		     lc->clients == NULL))
+		return NULL;
+	c = agent_lookup(lc->clients, frame + sizeof(h), h.dst_len);
+	if (unlikely(c == NULL || c->held_head != HELD_NONE ||
+		     sizeof(*r) + h.src_len + body > c->buf_size))
+		return NULL;
+	buf = deliver_start(c);
+	if (unlikely(buf == NULL))
+		return NULL;
+	r = (struct rn_client_recv_hdr *)buf;
+	memcpy(r->node, ep->req->remote.name, sizeof(r->node));
+	r->name_len = rte_le_to_cpu_32(h.name_len);
+	r->msg_len = rte_le_to_cpu_32(h.msg_len);
+	r->agent_len = h.src_len;
+	memset(r->pad, 0, sizeof(r->pad));
+	/* Agent, name and msg lie one after the other in both. */
+	rn_notify_copy(buf + sizeof(*r), frame + sizeof(h) + h.dst_len,
+		       h.src_len + (uint32_t)body);
+	return c;
+}
+
+int
+rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			 const uint8_t *frame, uint32_t index, uint32_t len)
+{
+	struct rn_notify_agent_view v;
+	struct lcore_client *c;
+
+	if (likely(len >= sizeof(struct rn_notify_agent_hdr))) {
+		c = deliver_fast(lc, ep, frame, len);
+		if (likely(c != NULL)) {
+			struct rn_client_entry e = {
+				.type = RN_CLIENT_ENTRY_DELIVERY,
+				.ep_index = (uint16_t)ep->req->ep_index,
+			};
+
+			deliver_finish(lc->clients, c, &e);
+			rn_lcore_count(&lc->stats.client_delivered, 1);
+			rn_lcore_notify_repost(lc, ep, index, false);
+			return 0;
+		}
+	}
+	if (rn_notify_agent_frame_read(frame, len, &v) != 0)
+		return -EBADMSG;
+	received_other(lc, lc->clients != NULL ?
+		       agent_lookup(lc->clients, v.dst, v.dst_len) : NULL,
+		       ep, &v, index, len);
 	return 0;
 }
 

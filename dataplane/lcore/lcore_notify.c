@@ -213,6 +213,17 @@ frame_write(uint8_t *dst, const struct rn_notify_out *o,
 }
 
 /*
+ * A node-level frame goes as a SEND_IMM, whose immediate orders it against
+ * TCP; an agent frame (or refusal) as a plain SEND, so that the receiver
+ * tells the kinds apart by the completion's opcode before it reads a byte.
+ */
+static __rte_always_inline enum rn_wr_opcode
+frame_opcode(const struct rn_lcore_agent_out *a)
+{
+	return a == NULL ? RN_WR_SEND_IMM : RN_WR_SEND;
+}
+
+/*
  * The window entry of the SEND just posted: o's report (want), or the
  * client a's SEND is for, whose fate is reported to it in any case.
  */
@@ -273,7 +284,7 @@ post_from_buf(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	int rc;
 
 	frame_write(buf, o, a);
-	rc = rn_sq_post_send_sge(&n->qp->sq, &sge, RN_WR_SEND_IMM, imm, h.flags,
+	rc = rn_sq_post_send_sge(&n->qp->sq, &sge, frame_opcode(a), imm, h.flags,
 				 h.wr_id);
 	if (rc != 0)
 		return rc == -EAGAIN ? -EAGAIN : -EPIPE;
@@ -355,7 +366,7 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o,
 	frame_write(at.data, o, a);
 	h = next_send(n, want);
 	rn_sq_post_send_inline_placed(&n->qp->sq, &at, (uint32_t)len,
-				      RN_WR_SEND_IMM, imm,
+				      frame_opcode(a), imm,
 				      h.flags | RN_WR_PACED, h.wr_id);
 	push(n, o, a, h.want);
 	return true;
@@ -613,12 +624,50 @@ rejected(struct rn_lcore *lc, const struct rn_lcore_ep *ep, uint32_t len)
 	lc->rejected_unlogged = 0;
 }
 
+/* The delivery of the frame of wc, next in send order. */
+static __rte_always_inline struct rn_notify_delivery
+delivery_of(const struct rn_lcore_ep *ep, struct ep_notify *n,
+	    const struct rn_wc *wc)
+{
+	return (struct rn_notify_delivery){
+		.owner = (struct rn_lcore_ep *)(uintptr_t)ep,
+		.len = wc->byte_len, .ep_index = (uint16_t)ep->req->ep_index,
+		.index = (uint16_t)RN_EP_WR_INDEX(wc->wr_id),
+		/* Ours are all SEND_IMMs. */
+		.seq = wc->opcode == RN_WC_RECV_IMM ?
+		       rn_notify_imm_count(wc->imm) : 0,
+		.pos = n->native_received++, .generation = generation(ep),
+	};
+}
+
+/*
+ * A frame that neither reader takes: rejected, and delivered all the same
+ * to the poll, which never delivers it (its frame does not read) but
+ * counts its place in send order; a TCP notification sent after it would
+ * otherwise wait for it (dataplane/api/notify_order_pvt.h). Its slot is
+ * reposted when the poll releases it, as any other.
+ */
+static __rte_noinline __rte_cold void
+malformed(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+	  struct rn_notify_delivery *d)
+{
+	rejected(lc, ep, d->len);
+	rte_ring_sp_enqueue_elem(lc->notify_deliveries, d, sizeof(*d));
+	ep->n.held++;
+}
+
+/*
+ * Out of line, as send_one() is, for the instruction bench. A frame the
+ * node-level reader refuses is another kind (rn_notify_frame.h): a
+ * client's, which lcore_client.c takes, off the embedded API's ring and
+ * out of its send order; or a malformed one.
+ */
 /*
  * A frame the node-level reader refused, d its delivery: another kind
  * (rn_notify_frame.h), a client's, which lcore_client.c takes, off the
- * embedded API's ring and out of its send order; or a malformed one,
- * rejected and delivered all the same, as received() says. received()
- * ends in this call, so that its common path keeps no more registers.
+ * embedded API's ring and out of its send order; or a malformed one.
+ * received() ends in this call, so that its common path keeps no more
+ * registers.
  */
 static __rte_noinline __rte_cold void
 not_node_level(struct rn_lcore *lc, struct rn_lcore_ep *ep,
@@ -631,9 +680,7 @@ not_node_level(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		ep->n.native_received--;
 		return;
 	}
-	rejected(lc, ep, d->len);
-	rte_ring_sp_enqueue_elem(lc->notify_deliveries, d, sizeof(*d));
-	ep->n.held++;
+	malformed(lc, ep, d);
 }
 
 /* Out of line, as send_one() is, for the instruction bench. */
@@ -643,14 +690,7 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 	struct ep_notify *n = &ep->n;
 	uint32_t index = RN_EP_WR_INDEX(wc->wr_id);
 	uint8_t *frame = n->recv_slots + (size_t)index * lc->notify.slot_size;
-	struct rn_notify_delivery d = { .owner = ep, .len = wc->byte_len,
-					.ep_index = (uint16_t)ep->req->ep_index,
-					.index = (uint16_t)index,
-					/* Ours are all SEND_IMMs. */
-					.seq = wc->opcode == RN_WC_RECV_IMM ?
-					       rn_notify_imm_count(wc->imm) : 0,
-					.pos = n->native_received++,
-					.generation = generation(ep) };
+	struct rn_notify_delivery d = delivery_of(ep, n, wc);
 	struct rn_notify_view v;
 
 	if (unlikely(rn_notify_frame_read(frame, wc->byte_len, &v) != 0)) {
@@ -661,6 +701,24 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 	/* The ring holds every receive slot of the lcore: never full. */
 	rte_ring_sp_enqueue_elem(lc->notify_deliveries, &d, sizeof(d));
 	n->held++;
+}
+
+/*
+ * A plain SEND: an agent frame or refusal (frame_opcode()), which
+ * lcore_client.c takes, off the embedded API's ring and out of its send
+ * order; anything else the node-level path judges as if it came as a
+ * SEND_IMM (a peer of protocol version 5 sent its agent frames so).
+ */
+static __rte_noinline void
+received_send(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+	      const struct rn_wc *wc)
+{
+	uint32_t index = RN_EP_WR_INDEX(wc->wr_id);
+	const uint8_t *frame = ep->n.recv_slots +
+			       (size_t)index * lc->notify.slot_size;
+
+	if (rn_lcore_client_received(lc, ep, frame, index, wc->byte_len) != 0)
+		received(lc, ep, wc);
 }
 
 /* A SEND completed, which made room in the SQ: a credit WRITE that found
@@ -701,7 +759,10 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		return;
 	}
 	if (kind == RN_EP_WR_RECV) {
-		received(lc, ep, wc);
+		if (likely(wc->opcode == RN_WC_RECV_IMM))
+			received(lc, ep, wc);
+		else
+			received_send(lc, ep, wc);
 	} else if (kind == RN_EP_WR_SEND) {
 		/* It and every unsignalled SEND before it completed. */
 		uint32_t entry = RN_EP_WR_INDEX(wc->wr_id);

@@ -304,6 +304,16 @@ unsigned int rn_lcore_notify_poll(struct rn_lcore *lc);
 
 /* An agent frame, or a refusal, for the native channel (lcore_client.c
  * fills it, lcore_notify.c posts it). */
+/* Agents of up to this many bytes each go inline in an agent frame (a
+ * NIXL agent is a 36-byte UUID): the notify QP's inline size is
+ * lc->max_inline plus their room and the agent frame's header, within
+ * RN_LCORE_INLINE_MAX ([notify] max_inline's own bound, plus 8). */
+#define RN_LCORE_AGENT_INLINE 64u
+#define RN_LCORE_AGENT_FRAME_EXTRA \
+	(sizeof(struct rn_notify_agent_hdr) - RN_NOTIFY_OVERHEAD + \
+	 2 * RN_LCORE_AGENT_INLINE)
+#define RN_LCORE_INLINE_MAX 512u
+
 struct rn_lcore_agent_out {
 	uint32_t kind;            /* enum rn_notify_kind */
 	uint8_t dst_len;

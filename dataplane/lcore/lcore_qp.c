@@ -12,8 +12,13 @@
 #include "rn_lcore_xfer.h"
 
 /*
- * The notify QP carries frames of up to lc->max_inline bytes inline (at
- * least the 8 bytes of an empty one), and the 4-byte credit word.
+ * The notify QP carries node-level frames of up to lc->max_inline bytes
+ * inline (at least the 8 bytes of an empty one), agent frames of the same
+ * name and msg with agents of up to RN_LCORE_AGENT_INLINE bytes each on
+ * top, and the 4-byte credit word. Inline, a client's SEND is written
+ * straight into its WQE as an embedded one is: from a send buffer it
+ * cost the lcore some fifty instructions more (docs/performance.md). The
+ * price is SQ room: a window entry keeps room for the largest.
  */
 struct rn_qp_caps
 rn_lcore_qp_caps(const struct rn_lcore *lc, const struct rn_ep_request *req,
@@ -23,7 +28,10 @@ rn_lcore_qp_caps(const struct rn_lcore *lc, const struct rn_ep_request *req,
 		return (struct rn_qp_caps){ .max_send_wr = req->notify_depth,
 					    .max_recv_wr = req->notify_depth,
 					    .max_send_sge = 2, .max_recv_sge = 1,
-					    .max_inline = lc->max_inline };
+					    .max_inline = RTE_MIN(
+						lc->max_inline +
+						RN_LCORE_AGENT_FRAME_EXTRA,
+						RN_LCORE_INLINE_MAX) };
 	return (struct rn_qp_caps){ .max_send_wr = 64, .max_recv_wr = 1,
 				    .max_send_sge = 4, .max_recv_sge = 1,
 				    .max_inline = 64 };

@@ -10,11 +10,11 @@
  * node-level frame, of the embedded API (rn_notify.h).
  *
  * Client processes' notifications travel natively only, as agent frames
- * (protocol version 5), which a first word of RN_NOTIFY_KIND_MIN or more
- * tells apart: a node-level frame's first word is its name_len, less than
- * a slot. The node-level reader rejects such a frame by its lengths, so the
- * receiver looks for another kind only once that reader refused: the
- * node-level frame pays nothing for them (docs/notifications.md).
+ * in plain SENDs (protocol version 7), which a first word of
+ * RN_NOTIFY_KIND_MIN or more tells apart: a node-level frame's first word
+ * is its name_len, less than a slot, and the node-level reader rejects
+ * such a frame by its lengths. The receiver sends plain SENDs to the
+ * client path by the completion's opcode (docs/notifications.md).
  *   AGENT    u32 kind | u8 dst_len | u8 src_len | u16 0 | u32 name_len |
  *            u32 msg_len | u64 cookie | dst | src | name | msg
  *            from agent src (the sending lcore writes it from the client's

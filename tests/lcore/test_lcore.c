@@ -31,6 +31,7 @@
 #include "rn_lcore_client.h"
 #include "rn_notify_engine.h"
 #include "rn_cq.h"
+#include "rn_sq.h"
 #include "rn_test_seed.h"
 
 #define SLOTS 8                  /* receive slots: credits and window */
@@ -1150,6 +1151,54 @@ test_client_delivery_is_exact(void **state)
 	assert_int_equal(B.lc->stats.notify_received, 1);
 }
 
+/* Post frame as one inline SEND of opcode on s's notify QP, past its
+ * send path: unsignalled, no window entry, as a peer's lcore might. */
+static void
+post_raw(struct side *s, const void *frame, uint32_t len,
+	 enum rn_wr_opcode opcode)
+{
+	struct rn_sq *sq = &ep_of(s)->n.qp->sq;
+
+	assert_int_equal(rn_sq_post_send_inline(sq, frame, len, opcode, 0, 0,
+						RN_EP_WR_ID(s->req.local.generation,
+							    RN_EP_WR_CREDIT,
+							    0)), 0);
+	rn_sq_ring_doorbell(sq);
+}
+
+/* The receiver tells agent frames (plain SENDs) from node-level ones
+ * (SEND_IMMs) by the completion's opcode, and a frame that comes by the
+ * other opcode is still read as its first word says: an agent frame in a
+ * SEND_IMM reaches its client, a node-level frame in a SEND the embedded
+ * API, neither rejected. */
+static void
+test_client_frames_by_either_opcode(void **state)
+{
+	struct rn_notify_agent_hdr h = { .kind = RN_NOTIFY_KIND_AGENT,
+					 .dst_len = 4, .src_len = 5,
+					 .name_len = 2, .msg_len = 3 };
+	uint8_t frame[64];
+	struct rn_notify_delivery d[1];
+	char msgs[1][16] = { "plain" };
+	struct tclient *beta;
+	struct taken k;
+
+	(void)state;
+	open_pair(true, true);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	memcpy(frame, &h, sizeof(h));
+	memcpy(frame + sizeof(h), "betaalphanmmsg", 14);
+	post_raw(&A, frame, sizeof(h) + 14, RN_WR_SEND_IMM);
+	client_wait(beta, &k, 1);
+	assert_delivery(&k, "a", "alpha", "nm", 2, "msg", 3);
+	rn_notify_frame_write(frame, "t", 1, msgs[0], 5);
+	post_raw(&A, frame, (uint32_t)rn_notify_frame_size(1, 5), RN_WR_SEND);
+	receive_notes(&B, d, 1, msgs);
+	assert_int_equal(B.lc->stats.notify_rejected, 0);
+	assert_int_equal(B.lc->stats.client_delivered, 1);
+	client_none(beta);
+}
+
 /* The deterministic content of notification i of a run seeded seed. */
 static uint32_t
 mix(uint32_t x)
@@ -1729,6 +1778,7 @@ main(int argc, char **argv)
 		T(test_window_entries_wait_for_completions),
 		T(test_completion_reports),
 		T(test_client_delivery_is_exact),
+		T(test_client_frames_by_either_opcode),
 		T(test_client_order_per_sender),
 		T(test_client_cannot_forge_its_agent),
 		T(test_client_send_errors_are_reported),

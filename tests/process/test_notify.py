@@ -389,10 +389,10 @@ def test_cq_too_small_for_a_native_channel_is_said_at_start():
         "endpoints_per_lcore = 1\n", slot_size=256, slots=4096)))
     try:
         d.wait_running()
-        # Data QPs 2 x 129, notify QP 4096 x 2 BBs + 4096 receives.
-        assert "needs 12546 CQEs, more than a CQ of [nic] cq_size = 8192 " \
+        # Data QPs 2 x 129, notify QP 4096 x 4 BBs + 4096 receives.
+        assert "needs 20738 CQEs, more than a CQ of [nic] cq_size = 8192 " \
                "holds (8192): its endpoints get none; raise cq_size to " \
-               "12546" in d.stderr(), d.stderr()
+               "20738" in d.stderr(), d.stderr()
     finally:
         assert d.stop() == 0, d.stderr()
 
@@ -961,9 +961,10 @@ def test_local_notify_fault_leaves_data_qps_working():
 
 
 def hub_text(name, cqs):
-    # One data QP (129 CQEs) and a notify QP of 16 slots (48 CQEs) per
-    # endpoint: a 1024-entry CQ holds five such endpoints (885), then one
-    # more without its notify QP (1014), then none.
+    # One data QP (129 CQEs) and a notify QP of 16 slots (80 CQEs: 16 x 4
+    # BBs, room for an agent frame inline, and 16 receives) per endpoint:
+    # a 1024-entry CQ holds four such endpoints (836), then one more
+    # without its notify QP (965), then none.
     return node_text(name, 0, [], nic=SLOW_QPS + "data_qps = 1\n"
                      f"cq_size = 1024\ncqs_per_lcore = {cqs}\n",
                      notify=notify_cfg("endpoints_per_lcore = 16\n"),
@@ -1096,7 +1097,7 @@ def test_self_gets_a_native_channel_when_a_bay_frees():
 
 
 def test_cq_capacity_growth_and_failure():
-    # Without growth: the sixth endpoint has no native channel, the next
+    # Without growth: the fifth endpoint has no native channel, the next
     # ones cannot open at all, and the ones already open never notice.
     hub = unique("cq1")
     d = Daemon(hub, text=hub_text(hub, 1))
@@ -1109,23 +1110,23 @@ def test_cq_capacity_growth_and_failure():
             s, c = call(port, f"f{i}")
             held.append(s)
             caps.append(c)
-        assert caps[:5] == [7] * 5, caps
-        assert caps[5] == 6, caps          # data QP only: TCP fallback
-        assert caps[6:] == [None] * 2, caps   # no room even for that
+        assert caps[:4] == [7] * 4, caps
+        assert caps[4] == 6, caps          # data QP only: TCP fallback
+        assert caps[5:] == [None] * 3, caps   # no room even for that
         s = status(hub)
         assert s["cqs"][0] == 1 and s["no_cq_room"][0] >= 3, s
-        for i in range(6):
+        for i in range(5):
             assert endpoint(hub, f"f{i}")["state"] == "connected", i
         # A closed endpoint's reservation comes back once it drained, and
-        # the hub offers it to f5, which connected without a native
-        # channel; f5 refuses (no buffers on its side), and the room goes
+        # the hub offers it to f4, which connected without a native
+        # channel; f4 refuses (no buffers on its side), and the room goes
         # to the next caller.
         held[0].sendall(rnproto.close())
-        ftype, body = rnproto.read_frame_skipping_heartbeats(held[5])
+        ftype, body = rnproto.read_frame_skipping_heartbeats(held[4])
         assert ftype == rnproto.NOTIFY_QP, ftype
         gen, step, _, offer = rnproto.notify_qp_fields(body)
         assert step == rnproto.QP_OFFER and len(body) == 8 + 24, body
-        held[5].sendall(rnproto.notify_qp(1, rnproto.QP_REFUSE,
+        held[4].sendall(rnproto.notify_qp(1, rnproto.QP_REFUSE,
                                           rnproto.QP_NO_ROOM, offer))
         wait_until("offer dropped", lambda: "no buffers free" in d.stderr())
 
