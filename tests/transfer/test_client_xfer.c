@@ -45,7 +45,7 @@ struct tclient {
 	bool added;
 };
 
-static struct tclient alpha, beta;
+static struct tclient alpha, beta, gamma;
 
 static void
 fill(uint8_t *p, size_t n)
@@ -214,11 +214,13 @@ batch_add(struct tbatch *b, uint64_t loff, uint64_t roff, uint64_t len)
 		.local = VA + loff, .remote = VA + roff, .length = len };
 }
 
-/* Write b into alpha's slot and enqueue its XFER entry with cookie. */
+/* Write b into t's slot and enqueue its XFER entry with cookie (t is at
+ * A). */
 static void
-batch_submit(const struct tbatch *b, uint32_t slot, uint64_t cookie)
+batch_submit_by(struct tclient *t, const struct tbatch *b, uint32_t slot,
+		uint64_t cookie)
 {
-	struct rte_ring *r = rn_client_submit_ring(alpha.r, 0);
+	struct rte_ring *r = rn_client_submit_ring(t->r, 0);
 	struct rn_client_entry e = { .type = RN_CLIENT_ENTRY_XFER,
 				     .ep_index = b->ep_index, .slot = slot,
 				     .cookie = cookie };
@@ -227,7 +229,7 @@ batch_submit(const struct tbatch *b, uint32_t slot, uint64_t cookie)
 	uint32_t ml = b->msg != NULL ? (uint32_t)strlen(b->msg) : 0;
 
 	if (slot < XSLOTS) {
-		struct rn_client_xfer_slot *s = xslot(&alpha, slot);
+		struct rn_client_xfer_slot *s = xslot(t, slot);
 		uint8_t *p = (uint8_t *)(&s->req + 1);
 		uint64_t need = sizeof(*s) + b->n_remotes * RN_XFER_DESC_SIZE +
 				b->n * sizeof(b->t[0]) + al + nl + ml;
@@ -256,11 +258,17 @@ batch_submit(const struct tbatch *b, uint32_t slot, uint64_t cookie)
 	for (uint64_t until = now_ms() + WAIT_MS;
 	     rte_ring_enqueue_elem(r, &e, sizeof(e)) != 0;) {
 		if (now_ms() > until)
-			fail_msg("alpha's submit ring stays full");
+			fail_msg("%s's submit ring stays full", t->link.agent);
 		rn_lcore_wake(A.lc);
 		nap_us(50);
 	}
 	rn_lcore_wake(A.lc);
+}
+
+static void
+batch_submit(const struct tbatch *b, uint32_t slot, uint64_t cookie)
+{
+	batch_submit_by(&alpha, b, slot, cookie);
 }
 
 /* What a client took from its deliver ring. */
@@ -422,6 +430,8 @@ teardown(void **state)
 	(void)state;
 	while (take(&alpha, &k) || take(&beta, &k))
 		;
+	if (gamma.added)
+		client_down(&gamma);
 	client_down(&alpha);
 	client_down(&beta);
 	ep_down();
@@ -1251,6 +1261,190 @@ test_client_many_regions(void **state)
 	regions_land(&b, 5001);
 }
 
+/* t's deliver ring filled with the XFER_DONEs of batches in slots out of
+ * range, cookies from cookie on; returns how many it holds. */
+static uint32_t
+fill_deliver(struct tclient *t, uint64_t cookie)
+{
+	struct rte_ring *r = rn_client_deliver_ring(t->r, 0);
+	uint32_t full = rte_ring_get_capacity(r);
+	uint64_t until = now_ms() + WAIT_MS;
+	static struct tbatch b;
+
+	batch_init(&b, RN_CLIENT_WRITE, NULL);
+	batch_add(&b, 0, 0, 4096);
+	for (uint32_t i = 0; i < full; i++)
+		batch_submit_by(t, &b, XSLOTS + i, cookie + i);
+	while (rte_ring_count(r) < full && now_ms() < until)
+		nap_us(100);
+	assert_int_equal(rte_ring_count(r), full);
+	return full;
+}
+
+/* t waits for a batch as rn_client_batch_wait() does: its eventfd
+ * drained, armed, asleep. */
+static void
+sleep_armed(struct tclient *t)
+{
+	uint64_t ev;
+
+	while (read(t->link.efd, &ev, sizeof(ev)) == sizeof(ev))
+		;
+	__atomic_store_n(&t->r->armed, 1, __ATOMIC_SEQ_CST);
+}
+
+/* t's slot says want (no byte done, notify_status note), and t, asleep,
+ * was woken: without an XFER_DONE it learns of the batch all the same. */
+static void
+expect_told(struct tclient *t, uint32_t slot, int want, int note,
+	    const char *what)
+{
+	struct rn_client_xfer_slot *s = xslot(t, slot);
+	uint64_t until = now_ms() + WAIT_MS, ev;
+	int64_t st;
+
+	while ((st = __atomic_load_n(&s->status, __ATOMIC_ACQUIRE)) ==
+	       RN_CLIENT_XFER_PENDING && now_ms() < until)
+		nap_us(100);
+	if (st != want)
+		fail_msg("%s: the slot says %" PRId64 ", want %d", what, st,
+			 want);
+	assert_int_equal(s->bytes_done, 0);
+	assert_int_equal(s->notify_status, note);
+	while (read(t->link.efd, &ev, sizeof(ev)) != sizeof(ev)) {
+		if (now_ms() > until)
+			fail_msg("%s without room for XFER_DONE: its client "
+				 "was not woken", what);
+		nap_us(100);
+	}
+}
+
+/* t's XFER_DONEs of fill_deliver(t, cookie), each with want; then
+ * nothing. */
+static void
+drain_filled(struct tclient *t, uint32_t full, uint64_t cookie, int want)
+{
+	struct taken k;
+
+	for (uint32_t i = 0; i < full; i++) {
+		wait_take(t, &k);
+		if (k.type != RN_CLIENT_ENTRY_XFER_DONE ||
+		    k.ep_index != XSLOTS + i || k.cookie != cookie + i ||
+		    k.status != want)
+			fail_msg("entry type %u slot %u cookie %" PRIu64
+				 " status %d; want XFER_DONE of slot %u cookie "
+				 "%" PRIu64 " status %d", k.type, k.ep_index,
+				 k.cookie, k.status, XSLOTS + i, cookie + i,
+				 want);
+	}
+	assert_false(take(t, &k));
+}
+
+/* Every block of A's heap (the EAL's) taken, or given back. */
+static void *hog[256];
+static uint32_t n_hog;
+
+static void
+heap_exhaust(void)
+{
+	void *p;
+
+	for (size_t size = 64u << 20; size >= 64; size /= 2)
+		while (n_hog < RTE_DIM(hog) &&
+		       (p = rte_malloc("test_hog", size, 0)) != NULL)
+			hog[n_hog++] = p;
+	p = rte_malloc("test_hog", 64, 0);
+	if (p != NULL) {
+		rte_free(p);
+		skip();   /* a heap that grows: no "no memory" to be had */
+	}
+}
+
+static void
+heap_return(void)
+{
+	while (n_hog > 0)
+		rte_free(hog[--n_hog]);
+}
+
+/*
+ * Refusals with the client's deliver ring full, which drops their
+ * XFER_DONE: the client must learn of them from the slot, and be woken,
+ * or it waits for the batch for good. A refusal by the request's checks;
+ * one before the lcore has any record of the client (no memory for it):
+ * each writes the slot and wakes. A batch submitted again in a slot
+ * whose batch still runs is refused by XFER_DONE alone: the slot is not
+ * the client's, and its batch's result still comes there.
+ */
+static void
+test_client_refusals_without_room_for_done(void **state)
+{
+	static struct tbatch b;
+	uint64_t dropped = __atomic_load_n(&A.lc->stats.reports_dropped,
+					   __ATOMIC_RELAXED);
+	uint64_t before, bytes = 0;
+	uint32_t full;
+	struct taken k;
+
+	(void)state;
+	rng = rn_test_seed("client transfer refusals, ring full", 1811);
+	/* A request refused by its checks (an unknown kind). */
+	full = fill_deliver(&alpha, 700);
+	batch_init(&b, 3, "x");
+	batch_add(&b, 0, 0, 4096);
+	sleep_armed(&alpha);
+	batch_submit(&b, 1, 800);
+	expect_told(&alpha, 1, -EINVAL, -EINVAL, "a refusal by a check");
+	drain_filled(&alpha, full, 700, -EINVAL);
+
+	/* No memory for the record of a client new to A: gamma, attached
+	 * there, with no region yet. */
+	client_region(&gamma, "gamma");
+	gamma.on = &A;
+	command_to(&A, RN_LCORE_CMD_CLIENT_ADD, &gamma.link);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_ADDED, &gamma.link),
+			 0);
+	gamma.added = true;
+	heap_exhaust();
+	full = fill_deliver(&gamma, 900);
+	batch_init(&b, RN_CLIENT_WRITE, "y");
+	batch_add(&b, 0, 0, 4096);
+	sleep_armed(&gamma);
+	batch_submit_by(&gamma, &b, 2, 1000);
+	expect_told(&gamma, 2, -ENOMEM, -ENOMEM, "a refusal without memory");
+	heap_return();
+	drain_filled(&gamma, full, 900, -ENOMEM);
+	/* With memory again, gamma's batches are looked at: it has no
+	 * region, so its triple is in none. */
+	batch_submit_by(&gamma, &b, 2, 1001);
+	wait_take(&gamma, &k);
+	assert_int_equal(k.type, RN_CLIENT_ENTRY_XFER_DONE);
+	assert_int_equal(k.cookie, 1001);
+	assert_int_equal(k.status, -EINVAL);
+	assert_int_equal(__atomic_load_n(&A.lc->stats.reports_dropped,
+					 __ATOMIC_RELAXED), dropped + 2);
+
+	/* A slot whose batch runs: -EBUSY by XFER_DONE, the slot untouched;
+	 * the batch's own result comes there later. */
+	big_batch(&b, NULL);
+	hold_all(true);
+	before = wqes();
+	batch_submit(&b, 4, 1100);
+	wait_posted(before, DATA_QPS);
+	batch_submit(&b, 4, 1101);
+	wait_take(&alpha, &k);
+	assert_int_equal(k.type, RN_CLIENT_ENTRY_XFER_DONE);
+	assert_int_equal(k.cookie, 1101);
+	assert_int_equal(k.status, -EBUSY);
+	assert_int_equal(__atomic_load_n(&xslot(&alpha, 4)->status,
+					 __ATOMIC_ACQUIRE),
+			 RN_CLIENT_XFER_PENDING);
+	hold_all(false);
+	assert_int_equal(wait_done(4, 1100, &bytes, NULL), 0);
+	assert_int_equal(bytes, total_of(&b));
+	assert_true(landed(&b));
+}
+
 /*
  * Many small batches, every slot in use, each reused as its XFER_DONE
  * comes: each lands, each notification comes. RN_CXFER_BATCHES sets how many (400); callgrind counts the
@@ -1322,6 +1516,7 @@ main(int argc, char **argv)
 		T(test_client_remove_with_batches_in_flight),
 		T(test_client_failed_batch_tells_the_target),
 		T(test_client_result_without_room_for_done),
+		T(test_client_refusals_without_room_for_done),
 		T(test_client_many_small_batches),
 		T(test_client_many_regions),
 	};
