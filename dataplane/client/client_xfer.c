@@ -151,8 +151,9 @@ rn_client_xfer_collect(struct rn_client *c)
 }
 
 /*
- * The slot is the truth, but an lcore that cannot reach a slot (it has no
- * memory for the client) refuses its batch with XFER_DONE alone. Such an
+ * The slot is the truth, but an lcore refuses with XFER_DONE alone a batch
+ * whose slot it may not write (out of range, or its batch runs still:
+ * this library submits neither). Such an
  * entry is taken as the final status only when it cannot be an older
  * batch's of the same slot: no other XFER_DONE of the slot is due (one
  * is due per submission; a dropped one stays due for good, and turns
