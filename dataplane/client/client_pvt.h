@@ -314,6 +314,10 @@ rn_client_wake_lcore(const struct rn_client *c, uint32_t lcore)
 
 /* CLOCK_MONOTONIC in nanoseconds: the waits' clock. */
 uint64_t rn_client_now_ns(void);
+/* One step of a wait's spin: false once spin_end or deadline (both
+ * rn_client_now_ns()) is reached; else gives the CPU away (sched_yield())
+ * and returns true, for the caller to look again. Every wait spins so. */
+bool rn_client_spin(uint64_t spin_end, uint64_t deadline);
 /* Read the eventfd's count: the writes it adds up are no longer owed. */
 void rn_client_drain(struct rn_client *c);
 /* Block on rn_client_fd() until the deadline (UINT64_MAX: for ever; one

@@ -7,14 +7,15 @@
  * when they find nothing at all to take, so the fd stays readable while
  * anything waits.
  *
- * The spin before the block yields the CPU between its looks
- * (sched_yield()), as an idle lcore's polls do: where there are fewer
- * cores than busy threads (two daemons and their clients on two cores) the
- * thread that will answer may need this CPU, and a spin that kept it would
- * make that thread wait for a time slice; where a core is spare the yield
- * returns at once and the spin stays a spin. Spinning at all saves the
- * wake-up of a blocked thread, the dearest step of a hop on a VM (an idle
- * vCPU woken by an IPI: tens of microseconds).
+ * The spin before the block (rn_client_spin(), for every wait of the
+ * library: rn_client_wait(), rn_client_batch_wait()) yields the CPU
+ * between its looks (sched_yield()), as an idle lcore's polls do: where
+ * there are fewer cores than busy threads (two daemons and their clients
+ * on two cores) the thread that will answer may need this CPU, and a spin
+ * that kept it would make that thread wait for a time slice; where a core
+ * is spare the yield returns at once and the spin stays a spin. Spinning
+ * at all saves the wake-up of a blocked thread, the dearest step of a hop
+ * on a VM (an idle vCPU woken by an IPI: tens of microseconds).
  */
 #include <errno.h>
 #include <sched.h>
@@ -77,6 +78,17 @@ rn_client_arm(struct rn_client *c)
 	return true;
 }
 
+bool
+rn_client_spin(uint64_t spin_end, uint64_t deadline)
+{
+	uint64_t t = rn_client_now_ns();
+
+	if (t >= spin_end || t >= deadline)
+		return false;
+	sched_yield();
+	return true;
+}
+
 /* Something to take, or the daemon gone (-ENOTCONN): 1 / -ENOTCONN / 0. */
 static int
 ready(struct rn_client *c)
@@ -125,13 +137,8 @@ rn_client_wait(struct rn_client *c, int timeout_ms)
 			    start + (uint64_t)timeout_ms * 1000000ull;
 	int rc;
 
-	while ((rc = ready(c)) == 0) {
-		uint64_t t = rn_client_now_ns();
-
-		if (t >= spin_end || t >= deadline)
-			break;
-		sched_yield();
-	}
+	while ((rc = ready(c)) == 0 && rn_client_spin(spin_end, deadline))
+		;
 	if (rc != 0)
 		return rc;
 	for (;;) {

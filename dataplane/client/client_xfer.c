@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rte_pause.h>
-
 #include "client_pvt.h"
 
 /* The smallest slot that holds a request of one descriptor and one
@@ -153,8 +151,9 @@ rn_client_xfer_collect(struct rn_client *c)
 }
 
 /*
- * The slot is the truth, but an lcore that cannot reach a slot (it has no
- * memory for the client) refuses its batch with XFER_DONE alone. Such an
+ * The slot is the truth, but an lcore refuses with XFER_DONE alone a batch
+ * whose slot it may not write (out of range, or its batch runs still:
+ * this library submits neither). Such an
  * entry is taken as the final status only when it cannot be an older
  * batch's of the same slot: no other XFER_DONE of the slot is due (one
  * is due per submission; a dropped one stays due for good, and turns
@@ -466,7 +465,9 @@ arm_for_batch(struct rn_client *c)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-/* Spin for the client's spin time, then block until the lcore's wake-up
+/* Spin for the client's spin time as rn_client_wait() does (yielding the
+ * CPU between looks: on two cores a pure spin would hold the one the
+ * daemon needs to finish the batch), then block until the lcore's wake-up
  * at the final status (or another's: then look and block again). */
 int
 rn_client_batch_wait(struct rn_client *c, struct rn_client_batch *b,
@@ -480,19 +481,14 @@ rn_client_batch_wait(struct rn_client *c, struct rn_client_batch *b,
 	int rc, woken;
 
 	for (;;) {
-		uint64_t t;
-
 		rc = rn_client_batch_status(b, NULL, NULL);
 		if (rc != -EINPROGRESS)
 			break;
-		t = rn_client_now_ns();
-		if (t >= deadline) {
+		if (rn_client_spin(spin_end, deadline))
+			continue;
+		if (rn_client_now_ns() >= deadline) {
 			rc = -ETIMEDOUT;
 			break;
-		}
-		if (t < spin_end) {
-			rte_pause();
-			continue;
 		}
 		arm_for_batch(c);
 		armed = true;

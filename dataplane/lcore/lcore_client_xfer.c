@@ -27,7 +27,11 @@
  * registered by RN_LCORE_CMD_CLIENT_REG with this lcore's device and
  * known by the client's addresses (iova), each counting the triples of
  * batches not final that use it; CLIENT_DEREG marks one dying (new
- * batches: -EINVAL) and deregisters it once no batch uses it.
+ * batches: -EINVAL) and deregisters it once no batch uses it. A triple's
+ * region is found in O(1) when it is the previous triple's, else by a
+ * binary search of the live regions sorted by address (regions never
+ * overlap): a slot of 4 MiB holds 131,072 triples, and a scan of 64
+ * regions for each would hold the lcore for milliseconds.
  * CLIENT_REMOVE cancels the client's batches and is answered once they
  * are all final and its regions deregistered here.
  */
@@ -104,8 +108,15 @@ struct cx_client {
 				   * it is removed */
 	struct cx_region *last;   /* found last */
 	struct cx_batch **batches;   /* n_slots, each made at first use */
+	/* The live regions by address: n_sorted of them, the first bytes
+	 * (iova) in by_iova, ascending, their ids at the same place in
+	 * by_id. Apart from the regions, so that a search reads 8 lines. */
+	uint32_t n_sorted;
+	uint64_t by_iova[RN_CLIENT_MAX_REGIONS];
+	uint8_t by_id[RN_CLIENT_MAX_REGIONS];
 	struct cx_region regions[RN_CLIENT_MAX_REGIONS];
 };
+_Static_assert(RN_CLIENT_MAX_REGIONS <= UINT8_MAX + 1, "ids in by_id");
 
 struct rn_lcore_cxfer {
 	struct cx_client *head;
@@ -114,11 +125,19 @@ struct rn_lcore_cxfer {
 
 /* ---- clients ---- */
 
-/* The shape of this lcore's batch slots in link's region, read once. */
-static void
-read_shape(struct rn_lcore *lc, struct cx_client *cl)
+/* Where this lcore's batch slots of a client lie in its region. */
+struct cx_shape {
+	uint8_t *xfer;
+	uint32_t n_slots;
+	uint32_t slot_size;
+};
+
+/* The shape of this lcore's batch slots in link's region, read once and
+ * checked against the region's size: false when it has none. */
+static bool
+shape_read(const struct rn_lcore *lc, const struct rn_client_link *link,
+	   struct cx_shape *out)
 {
-	const struct rn_client_link *link = cl->link;
 	struct rn_client_region r;
 	uint32_t i = lc->client_index;
 	uint64_t off, end;
@@ -128,19 +147,34 @@ read_shape(struct rn_lcore *lc, struct cx_client *cl)
 	    r.xfer_slots == 0 || r.xfer_slots > SLOTS_MAX ||
 	    r.xfer_slot_size < SLOT_SIZE_MIN ||
 	    r.xfer_slot_size > SLOT_SIZE_MAX || r.xfer_slot_size % 64 != 0)
-		return;
+		return false;
 	off = r.xfer_off[i];
 	end = off + (uint64_t)r.xfer_slots * r.xfer_slot_size;
 	if (off % 64 != 0 || off < sizeof(r) || end < off ||
 	    end > link->region_size)
+		return false;
+	out->xfer = rn_client_region_at(link->region, off);
+	out->n_slots = r.xfer_slots;
+	out->slot_size = r.xfer_slot_size;
+	return true;
+}
+
+/* cl's batch slots of this lcore, when its region has them and there is
+ * memory for their batches: cl->xfer set, else left NULL. */
+static void
+read_shape(struct rn_lcore *lc, struct cx_client *cl)
+{
+	struct cx_shape sh;
+
+	if (!shape_read(lc, cl->link, &sh))
 		return;
 	cl->batches = rte_zmalloc("rn_cxfer_slots",
-				  r.xfer_slots * sizeof(cl->batches[0]), 0);
+				  sh.n_slots * sizeof(cl->batches[0]), 0);
 	if (cl->batches == NULL)
 		return;
-	cl->xfer = rn_client_region_at(link->region, off);
-	cl->n_slots = r.xfer_slots;
-	cl->slot_size = r.xfer_slot_size;
+	cl->xfer = sh.xfer;
+	cl->n_slots = sh.n_slots;
+	cl->slot_size = sh.slot_size;
 }
 
 /* link's record; made when create (NULL: out of memory, or none). */
@@ -180,24 +214,80 @@ client_of(struct rn_lcore *lc, const struct rn_client_link *link,
 	return cl;
 }
 
-/* The region of cl holding [addr, addr + len) with access, live. */
+/* Whether r holds [addr, addr + len), len not 0. */
+static inline bool
+region_holds(const struct cx_region *r, uint64_t addr, uint64_t len)
+{
+	return addr >= r->iova && len <= r->length &&
+	       addr - r->iova <= r->length - len;
+}
+
+/* Where iova goes in cl's sorted regions: how many start at or below it.
+ * O(log n). */
+static inline uint32_t
+sorted_rank(const struct cx_client *cl, uint64_t iova)
+{
+	uint32_t lo = 0, hi = cl->n_sorted;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (cl->by_iova[mid] <= iova)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The region of cl holding [addr, addr + len) with access, live, not
+ * dying. O(1) when it is the last one found (consecutive triples mostly
+ * are in one region), else O(log n): only the last region starting at or
+ * below addr can hold it, since regions do not overlap.
+ */
 static struct cx_region *
 region_of(struct cx_client *cl, uint64_t addr, uint64_t len, uint32_t access)
 {
 	struct cx_region *r = cl->last;
 
-	if (r != NULL && addr >= r->iova && len <= r->length &&
-	    addr - r->iova <= r->length - len)
-		goto found;
-	for (r = cl->regions; r < cl->regions + RN_CLIENT_MAX_REGIONS; r++)
-		if (r->live && addr >= r->iova && len <= r->length &&
-		    addr - r->iova <= r->length - len)
-			goto found;
-	return NULL;
-found:
-	cl->last = r;
-	return r->live && !r->dying && (r->access & access) == access ? r :
-									 NULL;
+	if (r == NULL || !region_holds(r, addr, len)) {
+		uint32_t k = sorted_rank(cl, addr);
+
+		if (k == 0)
+			return NULL;
+		r = &cl->regions[cl->by_id[k - 1]];
+		if (!region_holds(r, addr, len))
+			return NULL;
+		cl->last = r;
+	}
+	return !r->dying && (r->access & access) == access ? r : NULL;
+}
+
+/* Region id of cl, live now, into the sorted ones. */
+static void
+sorted_insert(struct cx_client *cl, uint32_t id)
+{
+	uint32_t k = sorted_rank(cl, cl->regions[id].iova);
+	uint32_t n = cl->n_sorted - k;
+
+	memmove(&cl->by_iova[k + 1], &cl->by_iova[k], n * sizeof(uint64_t));
+	memmove(&cl->by_id[k + 1], &cl->by_id[k], n);
+	cl->by_iova[k] = cl->regions[id].iova;
+	cl->by_id[k] = (uint8_t)id;
+	cl->n_sorted++;
+}
+
+/* Region id of cl, live still, out of the sorted ones. */
+static void
+sorted_remove(struct cx_client *cl, uint32_t id)
+{
+	uint32_t k = sorted_rank(cl, cl->regions[id].iova) - 1;
+	uint32_t n = cl->n_sorted - k - 1;
+
+	memmove(&cl->by_iova[k], &cl->by_iova[k + 1], n * sizeof(uint64_t));
+	memmove(&cl->by_id[k], &cl->by_id[k + 1], n);
+	cl->n_sorted--;
 }
 
 /* ---- regions ---- */
@@ -248,6 +338,7 @@ region_reg(struct rn_lcore *lc, struct rn_client_reg_op *op)
 	r->length = op->length;
 	r->access = op->access;
 	r->live = true;
+	sorted_insert(cl, op->region);
 	op->rkey[lc->client_index] = r->mr.rkey;
 	return 0;
 }
@@ -264,6 +355,7 @@ region_drop(struct rn_lcore *lc, struct cx_client *cl, struct cx_region *r)
 		cl->n_dying--;
 	if (cl->last == r)
 		cl->last = NULL;
+	sorted_remove(cl, (uint32_t)(r - cl->regions));
 	memset(r, 0, sizeof(*r));
 	if (op != NULL && !cl->removing)
 		answer_reg(lc, RN_LCORE_EVENT_CLIENT_DEREGISTERED, rc, op);
@@ -324,6 +416,17 @@ slot_at(const struct cx_client *cl, uint32_t slot)
 					      (uint64_t)slot * cl->slot_size);
 }
 
+/* A batch's result into its slot s: status last (release), the slot the
+ * client's again from then on. */
+static void
+slot_result(struct rn_client_xfer_slot *s, int status, uint64_t bytes,
+	    int notify_status)
+{
+	s->bytes_done = bytes;
+	s->notify_status = notify_status;
+	__atomic_store_n(&s->status, status, __ATOMIC_RELEASE);
+}
+
 /* The final status of the batch in slot of cl, for its client: the slot's
  * result (status last), and XFER_DONE. */
 static void
@@ -334,13 +437,8 @@ report(struct rn_lcore *lc, struct cx_client *cl, uint32_t slot,
 				     .ep_index = (uint16_t)slot,
 				     .status = status, .cookie = cookie };
 
-	if (slot < cl->n_slots) {
-		struct rn_client_xfer_slot *s = slot_at(cl, slot);
-
-		s->bytes_done = bytes;
-		s->notify_status = notify_status;
-		__atomic_store_n(&s->status, status, __ATOMIC_RELEASE);
-	}
+	if (slot < cl->n_slots)
+		slot_result(slot_at(cl, slot), status, bytes, notify_status);
 	/* Without room for XFER_DONE the client still learns it from the
 	 * slot, but only if woken: it may sleep in rn_client_batch_wait(). */
 	if (!cl->removing &&
@@ -586,6 +684,42 @@ batch_build(struct rn_lcore *lc, struct cx_client *cl,
 	return 0;
 }
 
+/*
+ * The batch of e refused before this lcore has a record or a slot table
+ * of link's client to report it by (no memory), or before it is looked
+ * at (a slot out of range, or one whose batch runs still): XFER_DONE.
+ * When the slot is one of link's on this lcore and no batch runs in it
+ * (slot_free), the slot gets the result first and, if XFER_DONE finds the
+ * deliver ring full, the client a wake-up, as report() does: a client
+ * that waits for the batch learns of it either way. A slot out of range,
+ * or busy, has no result to write: XFER_DONE alone says so (the library
+ * never submits either).
+ */
+static void
+refuse_early(struct rn_lcore *lc, const struct rn_client_link *link,
+	     uint32_t cslot, uint32_t id, const struct rn_client_entry *e,
+	     int status, bool slot_free)
+{
+	struct rn_client_entry done = { .type = RN_CLIENT_ENTRY_XFER_DONE,
+					.ep_index = (uint16_t)e->slot,
+					.status = status, .cookie = e->cookie };
+	struct cx_shape sh;
+	bool wrote = false;
+
+	if (slot_free && shape_read(lc, link, &sh) && e->slot < sh.n_slots) {
+		struct rn_client_xfer_slot *s = (struct rn_client_xfer_slot *)
+			(sh.xfer + (uint64_t)e->slot * sh.slot_size);
+		uint8_t note = __atomic_load_n(&s->req.note_agent_len,
+					       __ATOMIC_RELAXED);
+
+		/* Its notification was not sent, for this reason. */
+		slot_result(s, status, 0, note != 0 ? status : 0);
+		wrote = true;
+	}
+	if (!rn_lcore_client_xfer_done(lc, cslot, id, &done) && wrote)
+		rn_client_link_wake(link);
+}
+
 void
 rn_lcore_client_xfer(struct rn_lcore *lc, const struct rn_client_link *link,
 		     uint32_t cslot, uint32_t id, const struct rn_client_entry *e)
@@ -595,30 +729,31 @@ rn_lcore_client_xfer(struct rn_lcore *lc, const struct rn_client_link *link,
 	bool has_note = false;
 	int rc;
 
+	/* No record: no batch of the client runs here. */
 	if (unlikely(cl == NULL)) {
-		struct rn_client_entry done = {
-			.type = RN_CLIENT_ENTRY_XFER_DONE,
-			.ep_index = (uint16_t)e->slot, .status = -ENOMEM,
-			.cookie = e->cookie };
-
-		rn_lcore_client_xfer_done(lc, cslot, id, &done);
+		refuse_early(lc, link, cslot, id, e, -ENOMEM, true);
 		return;
 	}
 	cl->cslot = cslot;
 	cl->id = id;
-	/* A slot out of range, or one whose batch runs still, has no
-	 * result to write: XFER_DONE alone says so. */
-	if (unlikely(cl->xfer == NULL || e->slot >= cl->n_slots ||
+	if (unlikely(cl->xfer == NULL)) {
+		struct cx_shape sh;
+
+		/* Again: the memory for its slot table may be there now.
+		 * Without the table no batch of the client runs here. */
+		read_shape(lc, cl);
+		if (cl->xfer == NULL) {
+			refuse_early(lc, link, cslot, id, e,
+				     shape_read(lc, link, &sh) ? -ENOMEM :
+				     -ENOTSUP, true);
+			return;
+		}
+	}
+	if (unlikely(e->slot >= cl->n_slots ||
 		     (cl->batches[e->slot] != NULL &&
 		      cl->batches[e->slot]->busy))) {
-		struct rn_client_entry done = {
-			.type = RN_CLIENT_ENTRY_XFER_DONE,
-			.ep_index = (uint16_t)e->slot,
-			.status = cl->xfer == NULL ? -ENOTSUP :
-				  e->slot >= cl->n_slots ? -EINVAL : -EBUSY,
-			.cookie = e->cookie };
-
-		rn_lcore_client_xfer_done(lc, cslot, id, &done);
+		refuse_early(lc, link, cslot, id, e,
+			     e->slot >= cl->n_slots ? -EINVAL : -EBUSY, false);
 		return;
 	}
 	rc = batch_build(lc, cl, e, &cb, &has_note);

@@ -29,6 +29,7 @@
 #include <linux/magic.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -2253,6 +2254,70 @@ test_batch_wait(void **state)
 	rn_client_forget(c, rem);
 }
 
+/* Every sched_yield() of the process, the library's included (this
+ * definition comes first in the lookup), counted; then the real one. */
+static unsigned long yields;
+
+int
+sched_yield(void)
+{
+	__atomic_fetch_add(&yields, 1, __ATOMIC_RELAXED);
+	return (int)syscall(SYS_sched_yield);
+}
+
+/* As setup(), with a spin of 100 ms: longer than the waits below. */
+static int
+setup_long_spin(void **state)
+{
+	int rc;
+
+	setenv("RNOTIFY_SPIN_US", "100000", 1);
+	rc = setup(state);
+	unsetenv("RNOTIFY_SPIN_US");
+	return rc;
+}
+
+/*
+ * The spin of every wait gives the CPU away between its looks: on two
+ * cores a spin that kept it would starve the daemon it waits for. Both
+ * rn_client_wait() and rn_client_batch_wait(), timing out inside their
+ * spin, have called sched_yield(); a batch made final during the spin
+ * ends it with its status.
+ */
+static void
+test_waits_yield_while_they_spin(void **state)
+{
+	struct rn_client *c = *state;
+	struct rn_client_mr *r;
+	uint8_t *loc = local_mem(c, 4096, &r);
+	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
+	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
+					  rem };
+	struct rn_client_batch *b;
+	struct later l = { .cookie = 5, .status = 0, .done = true };
+	struct played p;
+	unsigned long before;
+	pthread_t t;
+
+	before = __atomic_load_n(&yields, __ATOMIC_RELAXED);
+	assert_int_equal(rn_client_wait(c, 20), 0);
+	if (__atomic_load_n(&yields, __ATOMIC_RELAXED) == before)
+		fail_msg("rn_client_wait() spun 20 ms without a yield");
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
+					    5, &b), 0);
+	assert_true(xfer_take(1, &p));
+	before = __atomic_load_n(&yields, __ATOMIC_RELAXED);
+	assert_int_equal(rn_client_batch_wait(c, b, 20), -ETIMEDOUT);
+	if (__atomic_load_n(&yields, __ATOMIC_RELAXED) == before)
+		fail_msg("rn_client_batch_wait() spun 20 ms without a yield");
+	l.slot = p.e.slot;
+	assert_int_equal(pthread_create(&t, NULL, final_later, &l), 0);
+	assert_int_equal(rn_client_batch_wait(c, b, 5000), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(rn_client_batch_release(c, b), 0);
+	rn_client_forget(c, rem);
+}
+
 /* The submit ring full of sends: -EAGAIN, and no slot is lost. */
 static void
 test_submit_ring_full(void **state)
@@ -2362,6 +2427,9 @@ main(void)
 		T(test_done_without_slot_result),
 		T(test_batches_random_mix),
 		T(test_batch_wait),
+		cmocka_unit_test_setup_teardown(
+			test_waits_yield_while_they_spin, setup_long_spin,
+			teardown),
 		T(test_submit_ring_full),
 		T(test_daemon_gone_with_batches),
 #undef T

@@ -45,7 +45,7 @@ struct tclient {
 	bool added;
 };
 
-static struct tclient alpha, beta;
+static struct tclient alpha, beta, gamma;
 
 static void
 fill(uint8_t *p, size_t n)
@@ -92,20 +92,26 @@ client_region(struct tclient *t, const char *agent)
 	memcpy(t->link.agent, agent, t->link.agent_len);
 }
 
-/* Register [off, off + len) of t's memory as its region id, on its lcore. */
+/* Register [off, off + len) of t's memory as its region id, on its lcore,
+ * by op. */
 static int
-client_reg(struct tclient *t, unsigned int id, uint64_t off, uint64_t len,
-	   uint32_t access)
+reg_op(struct tclient *t, struct rn_client_reg_op *op, unsigned int id,
+       uint64_t off, uint64_t len, uint32_t access)
 {
-	struct rn_client_reg_op *op = &t->reg[id];
-	int rc;
-
 	*op = (struct rn_client_reg_op){
 		.link = &t->link, .region = id, .access = access,
 		.iova = VA + off, .length = len,
 		.addr = t->mem + off, .dmabuf_fd = -1 };
 	command_to(t->on, RN_LCORE_CMD_CLIENT_REG, op);
-	rc = wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, op);
+	return wait_event(RN_LCORE_EVENT_CLIENT_REGISTERED, op);
+}
+
+static int
+client_reg(struct tclient *t, unsigned int id, uint64_t off, uint64_t len,
+	   uint32_t access)
+{
+	int rc = reg_op(t, &t->reg[id], id, off, len, access);
+
 	t->reg_live[id] = rc == 0;
 	return rc;
 }
@@ -169,7 +175,7 @@ struct tbatch {
 	uint32_t n_remotes;
 	uint8_t desc[2][RN_XFER_DESC_SIZE];
 	uint32_t n;
-	struct rn_client_xfer_triple t[2048];
+	struct rn_client_xfer_triple t[4000];
 	const char *agent, *name, *msg;
 	uint16_t ep_index;
 	uint32_t ep_tag;
@@ -208,11 +214,13 @@ batch_add(struct tbatch *b, uint64_t loff, uint64_t roff, uint64_t len)
 		.local = VA + loff, .remote = VA + roff, .length = len };
 }
 
-/* Write b into alpha's slot and enqueue its XFER entry with cookie. */
+/* Write b into t's slot and enqueue its XFER entry with cookie (t is at
+ * A). */
 static void
-batch_submit(const struct tbatch *b, uint32_t slot, uint64_t cookie)
+batch_submit_by(struct tclient *t, const struct tbatch *b, uint32_t slot,
+		uint64_t cookie)
 {
-	struct rte_ring *r = rn_client_submit_ring(alpha.r, 0);
+	struct rte_ring *r = rn_client_submit_ring(t->r, 0);
 	struct rn_client_entry e = { .type = RN_CLIENT_ENTRY_XFER,
 				     .ep_index = b->ep_index, .slot = slot,
 				     .cookie = cookie };
@@ -221,7 +229,7 @@ batch_submit(const struct tbatch *b, uint32_t slot, uint64_t cookie)
 	uint32_t ml = b->msg != NULL ? (uint32_t)strlen(b->msg) : 0;
 
 	if (slot < XSLOTS) {
-		struct rn_client_xfer_slot *s = xslot(&alpha, slot);
+		struct rn_client_xfer_slot *s = xslot(t, slot);
 		uint8_t *p = (uint8_t *)(&s->req + 1);
 		uint64_t need = sizeof(*s) + b->n_remotes * RN_XFER_DESC_SIZE +
 				b->n * sizeof(b->t[0]) + al + nl + ml;
@@ -250,11 +258,17 @@ batch_submit(const struct tbatch *b, uint32_t slot, uint64_t cookie)
 	for (uint64_t until = now_ms() + WAIT_MS;
 	     rte_ring_enqueue_elem(r, &e, sizeof(e)) != 0;) {
 		if (now_ms() > until)
-			fail_msg("alpha's submit ring stays full");
+			fail_msg("%s's submit ring stays full", t->link.agent);
 		rn_lcore_wake(A.lc);
 		nap_us(50);
 	}
 	rn_lcore_wake(A.lc);
+}
+
+static void
+batch_submit(const struct tbatch *b, uint32_t slot, uint64_t cookie)
+{
+	batch_submit_by(&alpha, b, slot, cookie);
 }
 
 /* What a client took from its deliver ring. */
@@ -416,6 +430,8 @@ teardown(void **state)
 	(void)state;
 	while (take(&alpha, &k) || take(&beta, &k))
 		;
+	if (gamma.added)
+		client_down(&gamma);
 	client_down(&alpha);
 	client_down(&beta);
 	ep_down();
@@ -1030,6 +1046,405 @@ test_client_result_without_room_for_done(void **state)
 	assert_false(take(&alpha, &k));
 }
 
+/* ---- many regions ---- */
+
+#define NREG RN_CLIENT_MAX_REGIONS
+#define RLEN (128u << 10)         /* ids 1.. of the many-regions test */
+
+/* alpha's regions in test_client_many_regions: by id, where each lies in
+ * alpha's memory; by_addr lists the ids in address order. */
+static struct rn_client_reg_op many[NREG];
+static uint64_t many_off[NREG], many_len[NREG];
+static bool many_live[NREG];
+static uint32_t by_addr[NREG];
+
+/*
+ * Region 0 is alpha's first half (client_up()). Ids 1..63, in a seeded
+ * order, follow it in its second half, RLEN each: two of every three
+ * right after the one before (adjacent edges, the first of them at
+ * region 0's end), every third after a gap of 4 KiB. So address order is
+ * not id order, and a lookup by id order, or one that takes the region
+ * before or after the right one, resolves some triple wrongly.
+ */
+static void
+many_regions_up(void)
+{
+	uint64_t off = MEM / 2;
+
+	memset(many_live, 0, sizeof(many_live));
+	many_len[0] = MEM / 2;
+	many_live[0] = true;
+	by_addr[0] = 0;
+	for (uint32_t i = 1; i < NREG; i++)
+		by_addr[i] = i;
+	for (uint32_t i = NREG - 1; i > 1; i--) {
+		uint32_t j = 1 + (uint32_t)(rnd() % i), x = by_addr[i];
+
+		by_addr[i] = by_addr[j];
+		by_addr[j] = x;
+	}
+	for (uint32_t k = 1; k < NREG; k++) {
+		uint32_t id = by_addr[k];
+
+		if (k % 3 == 0)
+			off += 4096;
+		assert_int_equal(reg_op(&alpha, &many[id], id, off, RLEN,
+					RN_ACCESS_ALL), 0);
+		many_off[id] = off;
+		many_len[id] = RLEN;
+		many_live[id] = true;
+		off += RLEN;
+	}
+	assert_true(off <= MEM);
+}
+
+/* A triple of [off, off + len) of region id (offsets into it; len may
+ * run past it), to beta at *roff, which moves on. */
+static void
+region_add(struct tbatch *b, uint32_t id, uint64_t off, uint64_t len,
+	   uint64_t *roff)
+{
+	batch_add(b, many_off[id] + off, *roff, len);
+	*roff += len;
+	assert_true(*roff <= MEM / 2);
+}
+
+/* A live region, at random. */
+static uint32_t
+live_region(void)
+{
+	uint32_t id;
+
+	do
+		id = (uint32_t)(rnd() % NREG);
+	while (!many_live[id]);
+	return id;
+}
+
+/* A WRITE to beta over every live region: its first byte, its last,
+ * from its start, to its end, in its middle; then triples at random
+ * regions (each a new one, mostly) until n. */
+static void
+regions_batch(struct tbatch *b, uint32_t n, const char *note)
+{
+	uint64_t roff = 0;
+
+	batch_init(b, RN_CLIENT_WRITE, note);
+	for (uint32_t k = 0; k < NREG; k++) {
+		uint32_t id = by_addr[k];
+		uint64_t len = many_len[id], l = 1 + rnd() % 4096;
+
+		if (!many_live[id])
+			continue;
+		region_add(b, id, 0, 1, &roff);
+		region_add(b, id, len - 1, 1, &roff);
+		region_add(b, id, 0, l, &roff);
+		region_add(b, id, len - l, l, &roff);
+		region_add(b, id, rnd() % (len - l), l, &roff);
+	}
+	while (b->n < n) {
+		uint32_t id = live_region();
+		uint64_t l = 1 + rnd() % 2048;
+
+		region_add(b, id, rnd() % (many_len[id] - l + 1), l, &roff);
+	}
+}
+
+/* A batch of good triples with one bad one, of [off, off + len) from
+ * region id's start (off may be negative), at a random place: -EINVAL. */
+static void
+refuse_one(uint32_t id, int64_t off, uint64_t len, uint32_t slot,
+	   const char *what)
+{
+	static struct tbatch b;
+	uint32_t at;
+	char msg[128];
+
+	regions_batch(&b, 64 * 5 + 100, "x");
+	at = (uint32_t)(rnd() % b.n);
+	b.t[at].local = VA + many_off[id] + (uint64_t)off;
+	b.t[at].length = len;
+	snprintf(msg, sizeof(msg), "%s of region %u (triple %u of %u)", what,
+		 id, at, b.n);
+	expect_refused(&b, slot, -EINVAL, msg);
+}
+
+/* Submit b in slot 0; it lands, every byte, with its notification. */
+static void
+regions_land(struct tbatch *b, uint64_t cookie)
+{
+	struct taken k;
+	uint64_t bytes = 0;
+	int rc;
+
+	prepare(b);
+	batch_submit(b, 0, cookie);
+	rc = wait_done(0, cookie, &bytes, NULL);
+	if (rc != 0)
+		fail_msg("a batch of %u triples over %u regions: %d", b->n,
+			 NREG, rc);
+	assert_int_equal(bytes, total_of(b));
+	wait_note(&k);
+	assert_string_equal(k.name, b->name);
+	assert_true(landed(b));
+}
+
+/*
+ * 64 regions of one client on one lcore, registered out of address order,
+ * some adjacent, some with gaps: a batch whose triples hit all of them,
+ * at their first and last bytes, and at random (mostly another region
+ * than the triple before), resolves every triple to its own region (a
+ * wrong one's lkey fails at the device, -EFAULT; none, -EINVAL). A triple
+ * one byte past a region's end or before its start (into a gap, or over
+ * the edge into its neighbour), or in no region, is refused. Regions
+ * deregistered in the middle are no longer found; registered again under
+ * other ids, they are. RN_CXFER_REGION_BATCHES sets how many batches of
+ * 4,000 triples go first (1); callgrind counts the lookup with it
+ * (docs/transfers.md).
+ */
+static void
+test_client_many_regions(void **state)
+{
+	static struct tbatch b;
+	const char *env = getenv("RN_CXFER_REGION_BATCHES");
+	uint32_t rounds = env != NULL ? (uint32_t)atoi(env) : 1, gone[3];
+	uint64_t offs[3];
+	uint32_t last;
+
+	(void)state;
+	rng = rn_test_seed("client transfer many regions", 1810);
+	many_regions_up();
+	last = by_addr[NREG - 1];
+	for (uint32_t i = 0; i < rounds; i++) {
+		regions_batch(&b, RTE_DIM(b.t), "regions");
+		regions_land(&b, 4000 + i);
+	}
+	printf("# %u batches of %u triples over %u regions\n", rounds,
+	       (uint32_t)RTE_DIM(b.t), NREG);
+	for (uint32_t k = 0; k < NREG; k++) {
+		uint32_t id = by_addr[k];
+		uint64_t l = 1 + rnd() % 4096;
+
+		refuse_one(id, (int64_t)(many_len[id] - l + 1), l,
+			   1 + k % (XSLOTS - 1), "one byte past the end");
+		refuse_one(id, -1, l, 1 + k % (XSLOTS - 1),
+			   "one byte before the start");
+	}
+	refuse_one(last, (int64_t)many_len[last], 1, 1, "after the last");
+	refuse_one(by_addr[3], -4096, 4096, 2, "a gap");
+	/* Three regions in the middle deregistered: not found. */
+	for (uint32_t i = 0; i < 3; i++) {
+		gone[i] = by_addr[10 + 20 * i];
+		command_to(&A, RN_LCORE_CMD_CLIENT_DEREG, &many[gone[i]]);
+		assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_DEREGISTERED,
+					    &many[gone[i]]), 0);
+		many_live[gone[i]] = false;
+	}
+	for (uint32_t i = 0; i < 3; i++)
+		refuse_one(gone[i], (int64_t)(rnd() % RLEN), 1, 3,
+			   "a deregistered region");
+	regions_batch(&b, 2000, "without three");
+	regions_land(&b, 5000);
+	/* Registered again, each at the next one's id. */
+	for (uint32_t i = 0; i < 3; i++)
+		offs[i] = many_off[gone[i]];
+	for (uint32_t i = 0; i < 3; i++) {
+		uint32_t id = gone[(i + 1) % 3];
+
+		assert_int_equal(reg_op(&alpha, &many[id], id, offs[i], RLEN,
+					RN_ACCESS_ALL), 0);
+		many_off[id] = offs[i];
+		many_live[id] = true;
+		by_addr[10 + 20 * i] = id;
+	}
+	regions_batch(&b, 3000, "again");
+	regions_land(&b, 5001);
+}
+
+/* t's deliver ring filled with the XFER_DONEs of batches in slots out of
+ * range, cookies from cookie on; returns how many it holds. */
+static uint32_t
+fill_deliver(struct tclient *t, uint64_t cookie)
+{
+	struct rte_ring *r = rn_client_deliver_ring(t->r, 0);
+	uint32_t full = rte_ring_get_capacity(r);
+	uint64_t until = now_ms() + WAIT_MS;
+	static struct tbatch b;
+
+	batch_init(&b, RN_CLIENT_WRITE, NULL);
+	batch_add(&b, 0, 0, 4096);
+	for (uint32_t i = 0; i < full; i++)
+		batch_submit_by(t, &b, XSLOTS + i, cookie + i);
+	while (rte_ring_count(r) < full && now_ms() < until)
+		nap_us(100);
+	assert_int_equal(rte_ring_count(r), full);
+	return full;
+}
+
+/* t waits for a batch as rn_client_batch_wait() does: its eventfd
+ * drained, armed, asleep. */
+static void
+sleep_armed(struct tclient *t)
+{
+	uint64_t ev;
+
+	while (read(t->link.efd, &ev, sizeof(ev)) == sizeof(ev))
+		;
+	__atomic_store_n(&t->r->armed, 1, __ATOMIC_SEQ_CST);
+}
+
+/* t's slot says want (no byte done, notify_status note), and t, asleep,
+ * was woken: without an XFER_DONE it learns of the batch all the same. */
+static void
+expect_told(struct tclient *t, uint32_t slot, int want, int note,
+	    const char *what)
+{
+	struct rn_client_xfer_slot *s = xslot(t, slot);
+	uint64_t until = now_ms() + WAIT_MS, ev;
+	int64_t st;
+
+	while ((st = __atomic_load_n(&s->status, __ATOMIC_ACQUIRE)) ==
+	       RN_CLIENT_XFER_PENDING && now_ms() < until)
+		nap_us(100);
+	if (st != want)
+		fail_msg("%s: the slot says %" PRId64 ", want %d", what, st,
+			 want);
+	assert_int_equal(s->bytes_done, 0);
+	assert_int_equal(s->notify_status, note);
+	while (read(t->link.efd, &ev, sizeof(ev)) != sizeof(ev)) {
+		if (now_ms() > until)
+			fail_msg("%s without room for XFER_DONE: its client "
+				 "was not woken", what);
+		nap_us(100);
+	}
+}
+
+/* t's XFER_DONEs of fill_deliver(t, cookie), each with want; then
+ * nothing. */
+static void
+drain_filled(struct tclient *t, uint32_t full, uint64_t cookie, int want)
+{
+	struct taken k;
+
+	for (uint32_t i = 0; i < full; i++) {
+		wait_take(t, &k);
+		if (k.type != RN_CLIENT_ENTRY_XFER_DONE ||
+		    k.ep_index != XSLOTS + i || k.cookie != cookie + i ||
+		    k.status != want)
+			fail_msg("entry type %u slot %u cookie %" PRIu64
+				 " status %d; want XFER_DONE of slot %u cookie "
+				 "%" PRIu64 " status %d", k.type, k.ep_index,
+				 k.cookie, k.status, XSLOTS + i, cookie + i,
+				 want);
+	}
+	assert_false(take(t, &k));
+}
+
+/* Every block of A's heap (the EAL's) taken, or given back. */
+static void *hog[256];
+static uint32_t n_hog;
+
+static void
+heap_exhaust(void)
+{
+	void *p;
+
+	for (size_t size = 64u << 20; size >= 64; size /= 2)
+		while (n_hog < RTE_DIM(hog) &&
+		       (p = rte_malloc("test_hog", size, 0)) != NULL)
+			hog[n_hog++] = p;
+	p = rte_malloc("test_hog", 64, 0);
+	if (p != NULL) {
+		rte_free(p);
+		skip();   /* a heap that grows: no "no memory" to be had */
+	}
+}
+
+static void
+heap_return(void)
+{
+	while (n_hog > 0)
+		rte_free(hog[--n_hog]);
+}
+
+/*
+ * Refusals with the client's deliver ring full, which drops their
+ * XFER_DONE: the client must learn of them from the slot, and be woken,
+ * or it waits for the batch for good. A refusal by the request's checks;
+ * one before the lcore has any record of the client (no memory for it):
+ * each writes the slot and wakes. A batch submitted again in a slot
+ * whose batch still runs is refused by XFER_DONE alone: the slot is not
+ * the client's, and its batch's result still comes there.
+ */
+static void
+test_client_refusals_without_room_for_done(void **state)
+{
+	static struct tbatch b;
+	uint64_t dropped = __atomic_load_n(&A.lc->stats.reports_dropped,
+					   __ATOMIC_RELAXED);
+	uint64_t before, bytes = 0;
+	uint32_t full;
+	struct taken k;
+
+	(void)state;
+	rng = rn_test_seed("client transfer refusals, ring full", 1811);
+	/* A request refused by its checks (an unknown kind). */
+	full = fill_deliver(&alpha, 700);
+	batch_init(&b, 3, "x");
+	batch_add(&b, 0, 0, 4096);
+	sleep_armed(&alpha);
+	batch_submit(&b, 1, 800);
+	expect_told(&alpha, 1, -EINVAL, -EINVAL, "a refusal by a check");
+	drain_filled(&alpha, full, 700, -EINVAL);
+
+	/* No memory for the record of a client new to A: gamma, attached
+	 * there, with no region yet. */
+	client_region(&gamma, "gamma");
+	gamma.on = &A;
+	command_to(&A, RN_LCORE_CMD_CLIENT_ADD, &gamma.link);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_CLIENT_ADDED, &gamma.link),
+			 0);
+	gamma.added = true;
+	heap_exhaust();
+	full = fill_deliver(&gamma, 900);
+	batch_init(&b, RN_CLIENT_WRITE, "y");
+	batch_add(&b, 0, 0, 4096);
+	sleep_armed(&gamma);
+	batch_submit_by(&gamma, &b, 2, 1000);
+	expect_told(&gamma, 2, -ENOMEM, -ENOMEM, "a refusal without memory");
+	heap_return();
+	drain_filled(&gamma, full, 900, -ENOMEM);
+	/* With memory again, gamma's batches are looked at: it has no
+	 * region, so its triple is in none. */
+	batch_submit_by(&gamma, &b, 2, 1001);
+	wait_take(&gamma, &k);
+	assert_int_equal(k.type, RN_CLIENT_ENTRY_XFER_DONE);
+	assert_int_equal(k.cookie, 1001);
+	assert_int_equal(k.status, -EINVAL);
+	assert_int_equal(__atomic_load_n(&A.lc->stats.reports_dropped,
+					 __ATOMIC_RELAXED), dropped + 2);
+
+	/* A slot whose batch runs: -EBUSY by XFER_DONE, the slot untouched;
+	 * the batch's own result comes there later. */
+	big_batch(&b, NULL);
+	hold_all(true);
+	before = wqes();
+	batch_submit(&b, 4, 1100);
+	wait_posted(before, DATA_QPS);
+	batch_submit(&b, 4, 1101);
+	wait_take(&alpha, &k);
+	assert_int_equal(k.type, RN_CLIENT_ENTRY_XFER_DONE);
+	assert_int_equal(k.cookie, 1101);
+	assert_int_equal(k.status, -EBUSY);
+	assert_int_equal(__atomic_load_n(&xslot(&alpha, 4)->status,
+					 __ATOMIC_ACQUIRE),
+			 RN_CLIENT_XFER_PENDING);
+	hold_all(false);
+	assert_int_equal(wait_done(4, 1100, &bytes, NULL), 0);
+	assert_int_equal(bytes, total_of(&b));
+	assert_true(landed(&b));
+}
+
 /*
  * Many small batches, every slot in use, each reused as its XFER_DONE
  * comes: each lands, each notification comes. RN_CXFER_BATCHES sets how many (400); callgrind counts the
@@ -1101,7 +1516,9 @@ main(int argc, char **argv)
 		T(test_client_remove_with_batches_in_flight),
 		T(test_client_failed_batch_tells_the_target),
 		T(test_client_result_without_room_for_done),
+		T(test_client_refusals_without_room_for_done),
 		T(test_client_many_small_batches),
+		T(test_client_many_regions),
 	};
 	int rc;
 
