@@ -6,7 +6,7 @@
 # hand, one notification per turn, BYTES of name ("bulk") + msg each:
 #   node    the embedded API: send_one() for each request, the send
 #           completions (rn_lcore_notify_completion, less the receives it
-#           dispatches), received() and repost() at the other end
+#           dispatches), received() and rn_lcore_repost() at the other end
 #   client  a client process's submit ring: client_sends() from the peek
 #           of the ring to the doorbell (the SEND checked, its agent frame
 #           written, posted, the entry finished), the same completions,
@@ -47,7 +47,7 @@ count() {   # callgrind file, function: prints "calls inclusive"
 read -r _ node_send < <(count "$work/node.cg" send_one)
 read -r _ node_cqe < <(count "$work/node.cg" rn_lcore_notify_completion)
 read -r node_n node_recv < <(count "$work/node.cg" received)
-read -r _ node_repost < <(count "$work/node.cg" repost)
+read -r _ node_repost < <(count "$work/node.cg" rn_lcore_repost)
 read -r _ client_send < <(count "$work/client.cg" client_sends)
 read -r _ client_cqe < <(count "$work/client.cg" rn_lcore_notify_completion)
 read -r client_n client_recv < <(count "$work/client.cg" received_send)

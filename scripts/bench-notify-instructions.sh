@@ -12,7 +12,7 @@
 #                signalled and its CQE frees every entry before it, so
 #                their cost is divided by the SENDs, not by the CQEs
 #   receive side received(): frame checks, delivery to the application's
-#                ring; plus repost() when the application gives the slot
+#                ring; plus rn_lcore_repost() when the application gives the slot
 #                back
 # Each figure is instructions per notification. The four functions are
 # kept out of line in the lcore so that callgrind records each as a call.
@@ -81,7 +81,7 @@ read -r cqes cqe_ir < <(count "$work/send.cg" rn_lcore_notify_completion)
 read -r echoes echo_ir < <(count "$work/send.cg" received)
 read -r recvs recv_ir < <(count "$work/receive.cg" received)
 sends=$recvs
-read -r reposts repost_ir < <(count "$work/receive.cg" repost)
+read -r reposts repost_ir < <(count "$work/receive.cg" rn_lcore_repost)
 awk -v rq="$requests" -v sn="$sends" -v si="$send_ir" -v cn="$cqes" -v ci="$cqe_ir" \
     -v en="$echoes" -v ei="$echo_ir" -v rn="$recvs" -v ri="$recv_ir" \
     -v pn="$reposts" -v pi="$repost_ir" 'BEGIN {

@@ -555,8 +555,8 @@ write_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep)
  * per slot cost less than one per burst of releases (docs/performance.md).
  * Out of line, as send_one() is, for the instruction bench.
  */
-static __rte_noinline void
-repost(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t index)
+__rte_noinline void
+rn_lcore_repost(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t index)
 {
 	struct ep_notify *n = &ep->n;
 	struct rn_sge sge = {
@@ -576,16 +576,6 @@ struct rn_lcore *
 rn_lcore_ep_lcore(const struct rn_lcore_ep *ep)
 {
 	return ep->lc;
-}
-
-void
-rn_lcore_notify_repost(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-		       uint32_t index, bool held)
-{
-	if (held)
-		ep->n.held--;
-	if (!ep->closing && !ep->failed && ep->n.state != RN_CHANNEL_DRAINING)
-		repost(lc, ep, index);
 }
 
 const uint8_t *
@@ -824,7 +814,7 @@ rn_lcore_notify_poll(struct rn_lcore *lc)
 			ep->n.held--;
 			if (!ep->closing && !ep->failed &&
 			    ep->n.state != RN_CHANNEL_DRAINING)
-				repost(lc, ep, d[i].index);
+				rn_lcore_repost(lc, ep, d[i].index);
 		}
 		work += n;
 	} while (n == RN_LCORE_BURST);

@@ -339,10 +339,21 @@ int rn_lcore_notify_post_agent(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			       uint64_t len);
 /* Ring ep's SQ doorbell for what was posted. */
 void rn_lcore_notify_ring(struct rn_lcore_ep *ep);
+/* Put receive slot index of ep back on its RQ, counted as a credit. Out
+ * of line, for the instruction benches' count. */
+void rn_lcore_repost(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+		     uint32_t index);
 /* Receive slot index of ep is free again: reposted if its channel still
  * receives. For a slot held by lcore_client.c, held is counted down. */
-void rn_lcore_notify_repost(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-			    uint32_t index, bool held);
+static inline void
+rn_lcore_notify_repost(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+		       uint32_t index, bool held)
+{
+	if (held)
+		ep->n.held--;
+	if (!ep->closing && !ep->failed && ep->n.state != RN_CHANNEL_DRAINING)
+		rn_lcore_repost(lc, ep, index);
+}
 
 /*
  * Client processes (lcore_client.c, rn_lcore_client.h). The commands;
