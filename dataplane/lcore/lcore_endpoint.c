@@ -246,11 +246,16 @@ probe_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	return 0;
 }
 
+static void unfail(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+
 static void
 close_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 {
 	struct rn_lcore_ep *ep = req->ep;
 
+	/* Closed while failing (the peer closed, say): EP_FAILED is news to
+	 * nobody now. */
+	unfail(lc, ep);
 	unlist(lc, ep);
 	ep->closing = true;
 	/* ERR flushes every outstanding WQE: their CQEs drain below. */
@@ -414,18 +419,144 @@ probe_result(const struct rn_lcore_ep *ep)
 	return 0;
 }
 
-/* A QP of ep completed in error: tell the control thread, once. */
+/*
+ * Failing: how EP_FAILED waits for the failure notices.
+ *
+ * A batch that fails sends the target its failure notice on the notify QP
+ * as it ends (lcore_transfer.c). When a data QP's error is what failed
+ * it, the endpoint fails too, and the control thread, told, closes it at
+ * once: its notify QP goes to ERR and a SEND not yet acknowledged is
+ * flushed, notice and all. So a data QP's error makes the endpoint
+ * failing rather than telling the control thread: it takes nothing more
+ * (unlisted, as failed), its data QPs go to ERR (their chunks flush, each
+ * batch ends and posts its notice), and its notify QP lives on. EP_FAILED
+ * goes once no batch of it is left in the engine and every SEND posted on
+ * its channel completed: a signalled credit WRITE after them (the fence)
+ * completed, the peer's ACK of it covering them all. The peer placed a
+ * SEND (its receive CQE made) before it acknowledged it, so the notice is
+ * the peer's before the plane closes anything.
+ *
+ * Bounded: at most the longer of one ACK timeout of the notify QP and
+ * RN_LCORE_DRAIN_MAX_S. A live peer acknowledges within one timeout; a
+ * peer that died since it answered holds EP_FAILED back that long, not
+ * for the QP's retries. An error that says the peer cannot be reached
+ * (retries exceeded), an error of the notify QP, and an endpoint without
+ * a working native channel fail it at once: no notice could go.
+ */
+
+/* Whether syndrome says that nothing sent to the peer would arrive. */
+static bool
+peer_unreachable(uint8_t syndrome)
+{
+	return syndrome == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR ||
+	       syndrome == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR;
+}
+
+/* How long a failing endpoint may wait for its notices, in TSC cycles. */
+static uint64_t
+fail_grace(const struct rn_lcore *lc, const struct rn_lcore_ep *ep)
+{
+	/* The ACK timeout: 4.096 us << qp_timeout (IB's local ACK timeout). */
+	uint64_t ack_us = (UINT64_C(4096) << RTE_MIN(ep->req->qp_timeout, 31))
+			  / 1000;
+	uint64_t grace_us = RTE_MAX(ack_us,
+				    (uint64_t)RN_LCORE_DRAIN_MAX_S * 1000000);
+
+	return grace_us * (lc->tsc_hz / 1000000);
+}
+
 static void
-ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t syndrome)
+start_failing(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t syndrome)
+{
+	ep->fail_syndrome = syndrome;
+	ep->fence_posted = false;
+	ep->fail_deadline = rte_get_tsc_cycles() + fail_grace(lc, ep);
+	/* Their chunks flush now, not when the endpoint closes. */
+	for (uint32_t i = 0; i < ep->n_qps; i++)
+		if (&ep->qps[i] != ep->n.qp)
+			rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_ERR, NULL);
+	ep->next_failing = lc->failing;
+	lc->failing = ep;
+}
+
+/* Take ep off lc->failing, if it is there. */
+static void
+unfail(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	for (struct rn_lcore_ep **link = &lc->failing; *link != NULL;
+	     link = &(*link)->next_failing) {
+		if (*link == ep) {
+			*link = ep->next_failing;
+			ep->next_failing = NULL;
+			return;
+		}
+	}
+}
+
+/* Whether failing ep's notices are the peer's (or can never be). */
+static bool
+notices_gone(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	const struct rn_sq *sq;
+
+	if (rn_lcore_xfer_ep_busy(lc, ep))
+		return false;
+	/* A channel that failed too has failed its SENDs; one whose last
+	 * SEND was signalled and completed has nothing in flight. */
+	if (ep->n.state != RN_CHANNEL_NATIVE ||
+	    rn_send_window_used(&ep->n.sends) == 0)
+		return true;
+	sq = &ep->n.qp->sq;
+	if (!ep->fence_posted) {
+		if (rn_lcore_notify_fence(lc, ep) == 0) {
+			ep->fence_posted = true;
+			ep->fence_end = sq->pi;
+		}
+		return false;
+	}
+	/* Completed up to the fence: ci moves on with each CQE. */
+	return (int32_t)(sq->ci - ep->fence_end) >= 0;
+}
+
+/* Tell the control thread of the failing endpoints whose notices went,
+ * or whose grace is over. */
+static void
+settle_failing(struct rn_lcore *lc)
+{
+	uint64_t now = rte_get_tsc_cycles();
+	struct rn_lcore_ep **link = &lc->failing;
+
+	while (*link != NULL) {
+		struct rn_lcore_ep *ep = *link;
+
+		if (!notices_gone(lc, ep) && now < ep->fail_deadline) {
+			link = &ep->next_failing;
+			continue;
+		}
+		*link = ep->next_failing;
+		ep->next_failing = NULL;
+		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_FAILED,
+				 ep->fail_syndrome, ep->req);
+	}
+}
+
+/* A QP of ep completed in error: the control thread is told, once; at
+ * once, or when failing ends. */
+static void
+ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 {
 	/* The first error of a live endpoint is news; flushes of one that is
 	 * closing, or already failed, are not. */
-	if (!ep->closing && !ep->failed) {
-		ep->failed = true;
-		unlist(lc, ep);
-		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_FAILED, syndrome,
+	if (ep->closing || ep->failed)
+		return;
+	ep->failed = true;
+	unlist(lc, ep);
+	if (wc->qp != ep->n.qp && ep->n.state == RN_CHANNEL_NATIVE &&
+	    !peer_unreachable(wc->status))
+		start_failing(lc, ep, wc->status);
+	else
+		rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_FAILED, wc->status,
 				 ep->req);
-	}
 }
 
 void
@@ -437,13 +568,13 @@ rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc)
 		if (likely(wc->status == 0))
 			rn_lcore_notify_completion(lc, ep, wc);
 		else if (rn_lcore_channel_error(lc, ep, wc))
-			ep_failed(lc, ep, wc->status);
+			ep_failed(lc, ep, wc);
 		return;
 	}
 	if (RN_EP_WR_KIND(wc->wr_id) == RN_EP_WR_XFER)
 		rn_lcore_xfer_completion(lc, ep, wc);
 	if (wc->status != 0) {
-		ep_failed(lc, ep, wc->status);
+		ep_failed(lc, ep, wc);
 		return;
 	}
 	if (wc->opcode == RN_WC_READ && RN_EP_WR_KIND(wc->wr_id) == RN_EP_WR_PROBE) {
@@ -472,6 +603,8 @@ rn_lcore_ep_reap(struct rn_lcore *lc)
 	struct rn_lcore_ep **link = &lc->closing;
 	bool room_back = false;
 
+	if (lc->failing != NULL)
+		settle_failing(lc);
 	while (*link != NULL) {
 		struct rn_lcore_ep *ep = *link;
 		struct rn_ep_request *req = ep->req;
@@ -507,5 +640,6 @@ rn_lcore_ep_free_all(struct rn_lcore *lc)
 		free_ep(lc, ep);
 	}
 	lc->closing = NULL;
+	lc->failing = NULL;
 	lc->n_parked = 0;   /* their requests are the control thread's */
 }

@@ -7,7 +7,8 @@
  *      then take the application's notifications to send and the receive
  *      slots it released, then the client processes' submit rings
  *      (lcore_client.c) and the transfer batches (lcore_transfer.c),
- *   4. reap endpoints whose QPs finished draining, and failed native
+ *   4. reap endpoints whose QPs finished draining, tell the control
+ *      thread of failed ones whose notices went, and retire failed native
  *      channels (rarely any),
  *   5. apply the idle policy when the iteration found nothing to do.
  *
@@ -145,7 +146,7 @@ rn_lcore_run(void *arg)
 		if (lc->n_clients != 0)
 			work += rn_lcore_client_poll(lc);
 		work += rn_lcore_xfer_poll(lc);
-		if (unlikely(lc->closing != NULL))
+		if (unlikely(lc->closing != NULL || lc->failing != NULL))
 			rn_lcore_ep_reap(lc);
 		if (unlikely(lc->channels_failed != 0))
 			rn_lcore_channel_reap(lc);

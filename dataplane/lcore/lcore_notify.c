@@ -549,6 +549,24 @@ write_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	 * completion, which makes room, tries again. */
 }
 
+int
+rn_lcore_notify_fence(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	struct ep_notify *n = &ep->n;
+	uint32_t count = rn_credit_count(&n->rx);
+
+	/* The count is what write_credits() would tell: never wrong. */
+	if (rn_sq_post_write_word(&n->qp->sq, count, n->credit_raddr,
+				  n->credit_rkey, RN_WR_SIGNALED,
+				  RN_EP_WR_ID(generation(ep), RN_EP_WR_CREDIT,
+					      0)) != 0)
+		return -EAGAIN;
+	rn_sq_ring_doorbell(&n->qp->sq);
+	rn_credit_told(&n->rx, count);
+	rn_lcore_count(&lc->stats.credit_writes, 1);
+	return 0;
+}
+
 /*
  * Put released receive slot index back on ep's RQ and count it as a
  * credit. The RQ doorbell is a store to the doorbell record, no MMIO: one

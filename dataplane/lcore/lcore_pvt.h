@@ -136,10 +136,21 @@ struct rn_lcore_ep {
 	uint32_t cq_reserved;       /* CQEs it holds there */
 	struct ep_notify n;         /* the native notification channel */
 	struct rn_lcore *lc;
-	bool failed;                /* EP_FAILED sent: once per incarnation */
+	bool failed;                /* a QP failed: it takes nothing more;
+				     * EP_FAILED sent once per incarnation,
+				     * when failing ends */
 	bool closing;
 	bool probing;
 	uint64_t drain_deadline;    /* TSC: closing, or its channel failed */
+	/* Failing (on lc->failing): failed, EP_FAILED held back until every
+	 * SEND of its channel completed, so that its batches' failure
+	 * notices reach the peer before the plane closes it; at most until
+	 * fail_deadline (TSC). lcore_endpoint.c. */
+	uint8_t fail_syndrome;      /* the first error's, for EP_FAILED */
+	bool fence_posted;          /* rn_lcore_notify_fence() went */
+	uint32_t fence_end;         /* the notify SQ's pi after the fence */
+	uint64_t fail_deadline;
+	struct rn_lcore_ep *next_failing;
 	/* What the native channels it had before this one did, as the
 	 * receiver orders notifications per incarnation
 	 * (dataplane/api/notify_order_pvt.h). */
@@ -204,6 +215,8 @@ rn_lcore_ep_post(struct rn_lcore *lc, uint16_t type, int32_t arg,
 /* Endpoint commands, completions and teardown (lcore_endpoint.c). */
 void rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd);
 void rn_lcore_ep_completion(struct rn_lcore *lc, const struct rn_wc *wc);
+/* Free the closing endpoints that drained, and tell the control thread
+ * of the failing ones whose notices went (or whose grace is over). */
 void rn_lcore_ep_reap(struct rn_lcore *lc);
 /* At exit: destroy every endpoint still open, without events. */
 void rn_lcore_ep_free_all(struct rn_lcore *lc);
@@ -292,6 +305,11 @@ void rn_lcore_notify_attach(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 void rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 /* At stop: no frame fits any more. */
 void rn_lcore_notify_stop(struct rn_lcore_ep *ep);
+/* A signalled credit WRITE after every SEND posted on ep's native
+ * channel: once it completed, each of them did (a QP completes its WQEs
+ * in order). For a failing endpoint (lcore_endpoint.c). Returns 0, or
+ * -EAGAIN when the SQ has no room. */
+int rn_lcore_notify_fence(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 /* Every SEND still in its window failed: reported, never replayed. */
 void rn_lcore_notify_fail_pending(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 /* The window's arrays freed, what was in flight failed. */
@@ -415,6 +433,10 @@ int rn_lcore_notify_post(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 void rn_lcore_xfer_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			      const struct rn_wc *wc);
 void rn_lcore_xfer_ep_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep);
+/* Whether a batch on ep is still in the engine (it owes its notification
+ * or failure notice). O(batches in the engine): for a failing endpoint. */
+bool rn_lcore_xfer_ep_busy(const struct rn_lcore *lc,
+			   const struct rn_lcore_ep *ep);
 
 struct rn_notify_request;
 /*

@@ -488,8 +488,8 @@ notify(struct rn_lcore *lc, struct rn_xfer_batch *b)
 				   .msg = b->note_msg,
 				   .msg_len = b->note_msg_len };
 
-	/* A failed endpoint's notify QP still sends until the control
-	 * thread closes it: the failure notice goes before that. */
+	/* A failed endpoint's notify QP still sends: the control thread
+	 * hears of the failure once the notice went (lcore_endpoint.c). */
 	if (b->ep->closing)
 		return -ENOTCONN;
 	if (b->note_agent != NULL)
@@ -591,6 +591,16 @@ rn_lcore_xfer_poll(struct rn_lcore *lc)
 	if (x->head == NULL)
 		return n;
 	return n + pump(lc);
+}
+
+bool
+rn_lcore_xfer_ep_busy(const struct rn_lcore *lc, const struct rn_lcore_ep *ep)
+{
+	for (const struct rn_xfer_batch *b = lc->xfer != NULL ?
+	     lc->xfer->head : NULL; b != NULL; b = b->next)
+		if (b->ep == ep)
+			return true;
+	return false;
 }
 
 void

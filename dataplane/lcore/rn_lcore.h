@@ -170,6 +170,9 @@ struct rn_lcore {
 	uint32_t n_cqs;                 /* CQs in use, grown on demand */
 	uint32_t channels_failed;       /* native channels yet to retire */
 	struct rn_lcore_ep *closing;    /* draining before destruction */
+	struct rn_lcore_ep *failing;    /* failed, EP_FAILED held back until
+					 * their notices went
+					 * (lcore_endpoint.c) */
 	bool running;
 	bool notify_fallback;
 	enum rn_idle_policy idle;

@@ -22,6 +22,10 @@
 #define REGION (256u << 20)       /* each node's buffer */
 #define MIN_CLASS (4u << 10)
 #define MAX_CLASS (64u << 20)
+/* EP_FAILED held back by a failure notice that never gets through, at
+ * qp_timeout 20: the grace is one ACK timeout, 4.3 s; the notify QP's
+ * retries would run out after 8 x 4.3 s. */
+#define FAIL_GRACE_BOUND_MS 20000
 
 #define SIDE_EXTRA \
 	struct rn_transfer *t; \
@@ -531,6 +535,88 @@ test_deregistered_region(void **state)
 	recover_and_write();
 }
 
+/*
+ * The plane closes a failed endpoint as soon as it hears EP_FAILED, its
+ * notify QP with it, and a failure notice still in flight there is lost.
+ * So EP_FAILED waits until every SEND of the channel completed: with A's
+ * notify QP held back, the notice cannot go, and EP_FAILED does not come
+ * either (for the grace: here one ACK timeout, 4.3 s at qp_timeout 20);
+ * released, the notice reaches B, and only then EP_FAILED comes.
+ */
+static void
+test_failure_notice_before_the_endpoint_fails(void **state)
+{
+	struct rn_qp *notify_qp = A.req.ep->n.qp;
+	struct rn_transfer_remote *rem;
+	struct rn_transfer_entry e;
+	struct rn_transfer_batch *b;
+	struct note got;
+
+	(void)state;
+	assert_non_null(notify_qp);
+	tampered(0x100, 0, &rem);
+	e = (struct rn_transfer_entry){ .local = A.buf, .remote =
+					(uintptr_t)B.buf, .length = 8192,
+					.rem = rem };
+	on_lcore(&A, rn_sim_qp_hold, notify_qp);
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "lost", &b), 0);
+	/* The batch's own status does not wait for its notice. */
+	assert_int_equal(wait_batch(b, NULL), -EACCES);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	nap_us(50000);
+	if (has_event(RN_LCORE_EVENT_EP_FAILED, &A.req))
+		fail_msg("EP_FAILED while the failure notice is held on A's "
+			 "notify QP: the plane would close it, notice and all");
+	assert_false(take_note(&B, &got));
+	on_lcore(&A, rn_sim_qp_release, notify_qp);
+	wait_note(&B, &got);
+	assert_string_equal(got.name, RN_TRANSFER_FAILED_NAME);
+	assert_string_equal(got.msg, "lost");
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_FAILED, &A.req),
+			 MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	rn_transfer_forget(A.t, rem);
+	recover_and_write();
+}
+
+/*
+ * ... but not for ever: a notice that never gets through (the peer gone
+ * just after it refused the WRITE) holds EP_FAILED back for the grace
+ * only (4.3 s here), well before the notify QP's own retries would run
+ * out (8 tries of 4.3 s).
+ */
+static void
+test_failure_notice_never_acked(void **state)
+{
+	struct rn_qp *notify_qp = A.req.ep->n.qp;
+	struct rn_transfer_remote *rem;
+	struct rn_transfer_entry e;
+	struct rn_transfer_batch *b;
+	struct note got;
+	uint64_t t0, took;
+
+	(void)state;
+	tampered(0x100, 0, &rem);
+	e = (struct rn_transfer_entry){ .local = A.buf, .remote =
+					(uintptr_t)B.buf, .length = 8192,
+					.rem = rem };
+	on_lcore(&A, rn_sim_qp_hold, notify_qp);
+	t0 = now_ms();
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "never", &b), 0);
+	assert_int_equal(wait_batch(b, NULL), -EACCES);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_FAILED, &A.req),
+			 MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	took = now_ms() - t0;
+	printf("# EP_FAILED %" PRIu64 " ms after the batch, its notice held\n",
+	       took);
+	assert_true(took < FAIL_GRACE_BOUND_MS);
+	assert_false(take_note(&B, &got));
+	rn_transfer_forget(A.t, rem);
+	/* Closed, the notify QP drops what it held: B never gets it. */
+	recover_and_write();
+	assert_false(take_note(&B, &got));
+}
+
 /* B restarted (another session): A's old descriptor is refused at
  * submission, before any WQE; B's new one works. */
 static void
@@ -874,6 +960,11 @@ main(int argc, char **argv)
 		T(test_bad_rkey),
 		T(test_out_of_bounds),
 		T(test_deregistered_region),
+		cmocka_unit_test_setup_teardown(
+			test_failure_notice_before_the_endpoint_fails,
+			setup_bulk, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_failure_notice_never_acked, setup_bulk, teardown),
 		T(test_stale_incarnation),
 		T(test_cancel),
 		T(test_more_than_the_queues_take),
