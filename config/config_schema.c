@@ -120,6 +120,7 @@ static const struct rn_config_key client_keys[] = {
 	  "64" },
 	{ "ring_size", RN_CFG_POW2, CLIENT(ring_size), 16, 16384, NULL,
 	  "256" },
+	{ "hold_max", RN_CFG_UINT, CLIENT(hold_max), 1, 4096, NULL, "32" },
 	{ "peers_from_clients", RN_CFG_BOOL, CLIENT(peers_from_clients), 0, 0,
 	  NULL, "true" },
 	/* RN_CLIENT_XFER_SLOTS_MAX and _SLOT_SIZE_MIN/MAX (rn_client_region.h);

@@ -152,6 +152,8 @@ struct rn_client_config {
 	struct rn_config_allow allow;    /* besides the daemon's own uid */
 	uint32_t max_clients;
 	uint32_t ring_size;              /* entries of each client ring */
+	uint32_t hold_max;               /* frames an lcore keeps for one
+					  * client whose deliver ring is full */
 	bool peers_from_clients;         /* PEER_ADD / PEER_REMOVE allowed */
 	uint32_t xfer_slots;             /* transfer batch slots per lcore in
 					  * each client's region; 0: no

@@ -52,6 +52,7 @@ static const struct {
 	  offsetof(struct rn_lcore_stats, client_delivered) },
 	{ "client_held", offsetof(struct rn_lcore_stats, client_held) },
 	{ "client_refused", offsetof(struct rn_lcore_stats, client_refused) },
+	{ "client_busy", offsetof(struct rn_lcore_stats, client_busy) },
 	{ "refusals_dropped",
 	  offsetof(struct rn_lcore_stats, refusals_dropped) },
 	{ "device_events", offsetof(struct rn_lcore_stats, device_events) },

@@ -151,9 +151,12 @@ enum rn_client_event_type {
 	RN_CLIENT_EVENT_PEER_RESTARTED, /* connected, a new incarnation of node:
 					 * what it held is gone */
 	RN_CLIENT_EVENT_PEER_REMOVED,   /* node was removed from the daemon */
-	RN_CLIENT_EVENT_REFUSED,        /* node has no agent `agent` attached:
-					 * the notification of `cookie` was
-					 * dropped there (docs/client.md) */
+	RN_CLIENT_EVENT_REFUSED,        /* the notification of `cookie` was
+					 * dropped at node: status -ENOENT, no
+					 * agent `agent` attached there;
+					 * -ENOBUFS, its client holds [client]
+					 * hold_max frames it has not taken
+					 * (docs/client.md) */
 };
 
 struct rn_client_event {
@@ -161,7 +164,7 @@ struct rn_client_event {
 	int32_t status;
 	uint64_t cookie;          /* REFUSED: the send's */
 	char node[RN_CLIENT_NODE_MAX + 1];
-	char agent[RN_CLIENT_AGENT_MAX + 1];   /* REFUSED: the one absent */
+	char agent[RN_CLIENT_AGENT_MAX + 1];   /* REFUSED: the one refused */
 };
 
 /* Take up to max events. Returns how many, or -ENOTCONN. */

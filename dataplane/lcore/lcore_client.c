@@ -7,10 +7,11 @@
  * an entry that cannot go for want of a credit stays at the head. Agent
  * frames received are copied once into the destination client's receive
  * buffer and their slot reposted at once; one whose client's deliver ring
- * is full is held, slot and all, and tried again each turn (the sender's
- * credits throttle it). A frame for an agent not attached here is dropped
- * and refused: a refusal frame goes back on the same channel, and comes to
- * the sending client as a REFUSED entry.
+ * is full is held, slot and all, and tried again each turn, up to [client]
+ * hold_max for that client, past which it is refused as busy. A frame for
+ * an agent not attached here is dropped and refused: a refusal frame, with
+ * why, goes back on the same channel, and comes to the sending client as
+ * a REFUSED entry.
  *
  * Nothing in a region is trusted (docs/security.md): the region's shape is
  * read once, at CLIENT_ADD, into the lcore's own copy; each send buffer's
@@ -68,6 +69,7 @@ struct lcore_client {
 	uint32_t id;                   /* new at each CLIENT_ADD here; not 0 */
 	uint32_t hash;                 /* of its agent name */
 	uint32_t held_head, held_tail; /* its held frames, oldest first */
+	uint32_t n_held;               /* how many: at most lc's hold_max */
 	uint8_t slot;                  /* its place in c[] */
 	uint8_t agent_len;
 	const uint8_t *agent;          /* the link's: the daemon's memory */
@@ -337,14 +339,17 @@ deliver_refusal(struct rn_lcore *lc, struct lcore_client *c,
 	struct rn_client_entry e = { .type = RN_CLIENT_ENTRY_REFUSED,
 				     .ep_index = (uint16_t)ep->req->ep_index,
 				     .cookie = v->cookie };
-	struct rn_client_event ev = { .type = RN_CLIENT_EVENT_REFUSED,
-				      .cookie = v->cookie };
+	struct rn_client_event ev = {
+		.type = RN_CLIENT_EVENT_REFUSED, .cookie = v->cookie,
+		.status = v->reason == RN_NOTIFY_REFUSED_BUSY ? -ENOBUFS :
+								-ENOENT,
+	};
 	uint8_t *buf = deliver_start(c);
 
 	if (buf == NULL)
 		return false;
 	memcpy(ev.node, ep->req->remote.name, sizeof(ev.node));
-	memcpy(ev.agent, v->src, v->src_len);   /* the absent agent */
+	memcpy(ev.agent, v->src, v->src_len);   /* the agent refused */
 	memcpy(buf, &ev, sizeof(ev));
 	deliver_finish(lc->clients, c, &e);
 	return true;
@@ -397,6 +402,7 @@ hold(struct rn_lcore *lc, struct lcore_client *c, struct rn_lcore_ep *ep,
 		cs->held[c->held_tail].next = i;
 	}
 	c->held_tail = i;
+	c->n_held++;
 	ep->n.held++;
 	rn_lcore_count(&lc->stats.client_held, 1);
 }
@@ -410,6 +416,7 @@ unhold(struct rn_lcore *lc, struct lcore_client *c)
 	struct lcore_held *h = &cs->held[i];
 
 	c->held_head = h->next;
+	c->n_held--;
 	if (c->held_head == HELD_NONE)
 		cs->n_holding--;
 	rn_lcore_notify_repost(lc, h->ep, h->index, true);
@@ -440,21 +447,23 @@ retry_held(struct rn_lcore *lc, struct lcore_client *c)
 	return n;
 }
 
-/* The agent dst of v is not attached here: refuse it on ep's channel,
- * while its agents are still in the slot. */
+/* Refuse the agent frame v on ep's channel, while its agents are still
+ * in the slot: its agent dst is not attached here (ABSENT), or holds
+ * hold_max frames it has not taken (BUSY). */
 static __rte_cold void
 refuse(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-       const struct rn_notify_agent_view *v)
+       const struct rn_notify_agent_view *v, enum rn_notify_refusal reason)
 {
 	struct rn_lcore_agent_out a = {
-		.kind = RN_NOTIFY_KIND_REFUSAL, .cookie = v->cookie,
-		.inline_max = ep->n.agent_inline,
+		.kind = RN_NOTIFY_KIND_REFUSAL, .reason = (uint16_t)reason,
+		.cookie = v->cookie, .inline_max = ep->n.agent_inline,
 		.dst = v->src, .dst_len = v->src_len,   /* to the sender */
-		.src = v->dst, .src_len = v->dst_len,   /* the absent one */
+		.src = v->dst, .src_len = v->dst_len,   /* the one refused */
 	};
 	uint64_t len = rn_notify_agent_frame_size(a.dst_len, a.src_len, 0, 0);
 
-	rn_lcore_count(&lc->stats.client_refused, 1);
+	rn_lcore_count(reason == RN_NOTIFY_REFUSED_BUSY ?
+		       &lc->stats.client_busy : &lc->stats.client_refused, 1);
 	if (ep->n.state == RN_CHANNEL_NATIVE && len <= ep->n.max_frame &&
 	    rn_lcore_notify_post_agent(lc, ep, &a, len) == 0) {
 		rn_lcore_notify_ring(ep);
@@ -480,14 +489,22 @@ received_other(struct rn_lcore *lc, struct lcore_client *c,
 		if (c != NULL)
 			rn_lcore_count(&lc->stats.notify_rejected, 1);
 		else if (v->kind == RN_NOTIFY_KIND_AGENT)
-			refuse(lc, ep, v);
+			refuse(lc, ep, v, RN_NOTIFY_REFUSED_ABSENT);
 		rn_lcore_notify_repost(lc, ep, index, false);
 		return;
 	}
-	if (c->held_head == HELD_NONE && hand_over(lc, c, ep, v))
+	if (c->held_head == HELD_NONE && hand_over(lc, c, ep, v)) {
 		rn_lcore_notify_repost(lc, ep, index, false);
-	else
+	} else if (c->n_held < lc->client_hold_max ||
+		   v->kind != RN_NOTIFY_KIND_AGENT) {
 		hold(lc, c, ep, index, len);
+	} else {
+		/* Its slot would be one more of the node pair's kept for a
+		 * client that does not take them: back to its sender, so
+		 * that the pair's other agents keep theirs. */
+		refuse(lc, ep, v, RN_NOTIFY_REFUSED_BUSY);
+		rn_lcore_notify_repost(lc, ep, index, false);
+	}
 }
 
 /*
@@ -508,13 +525,13 @@ deliver_fast(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
 	struct rn_client_recv_hdr *r;
 	uint8_t dst_len, src_len;
 	struct lcore_client *c;
-	uint16_t zero;
+	uint16_t reason;
 	uint64_t body;
 	uint8_t *buf;
 
 	/* Field by field: a copy of the whole header went to the stack. */
 	memcpy(&kind, &h->kind, 4);
-	memcpy(&zero, &h->zero, 2);
+	memcpy(&reason, &h->reason, 2);
 	memcpy(&name_len, &h->name_len, 4);
 	memcpy(&msg_len, &h->msg_len, 4);
 	dst_len = h->dst_len;
@@ -524,7 +541,7 @@ deliver_fast(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
 	/* In 64 bits: two lengths from the wire cannot wrap the sum. */
 	body = (uint64_t)name_len + msg_len;
 	if (unlikely(kind != rte_cpu_to_le_32(RN_NOTIFY_KIND_AGENT) ||
-		     zero != 0 || (uint8_t)(dst_len - 1) >=
+		     reason != 0 || (uint8_t)(dst_len - 1) >=
 		     RN_NOTIFY_AGENT_MAX || (uint8_t)(src_len - 1) >=
 		     RN_NOTIFY_AGENT_MAX ||
 		     sizeof(*h) + dst_len + src_len + body != len ||

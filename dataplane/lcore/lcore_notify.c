@@ -207,7 +207,8 @@ frame_write(uint8_t *dst, const struct rn_notify_out *o,
 		rn_notify_frame_write(dst, o->name, o->name_len, o->msg,
 				      o->msg_len);
 	else
-		rn_notify_agent_frame_write(dst, a->kind, a->cookie, a->dst,
+		rn_notify_agent_frame_write(dst, a->kind, a->reason, a->cookie,
+					    a->dst,
 					    a->dst_len, a->src, a->src_len,
 					    a->name_len, a->msg_len, a->body);
 }

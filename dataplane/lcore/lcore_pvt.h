@@ -334,6 +334,7 @@ unsigned int rn_lcore_notify_poll(struct rn_lcore *lc);
 
 struct rn_lcore_agent_out {
 	uint32_t kind;            /* enum rn_notify_kind */
+	uint16_t reason;          /* a refusal's: enum rn_notify_refusal */
 	uint8_t dst_len;
 	uint8_t src_len;
 	uint8_t client;           /* the sender's slot in lc->clients */

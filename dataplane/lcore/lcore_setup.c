@@ -182,6 +182,7 @@ rn_lcore_init(struct rn_lcore *lc, unsigned int lcore_id,
 	lc->idle = dp->idle;
 	lc->idle_polls = dp->idle_polls;
 	lc->idle_sleep_us = dp->idle_sleep_us;
+	lc->client_hold_max = cfg->client.hold_max;
 	lc->event_ring = events;
 	lc->control_wake_fd = control_wake_fd;
 	snprintf(name, sizeof(name), "rn_cmd_%u", lcore_id);

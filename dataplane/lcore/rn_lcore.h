@@ -138,6 +138,9 @@ struct rn_lcore_stats {
 				 * deliver ring full: held, retried */
 	uint64_t client_refused;/* agent frames for an agent not attached
 				 * here: dropped, a refusal sent back */
+	uint64_t client_busy;   /* agent frames for a client holding
+				 * [client] hold_max: dropped, a refusal
+				 * sent back */
 	uint64_t refusals_dropped;/* refusals not sent: no credit */
 	uint64_t xfer_wqes;     /* transfer chunks posted */
 	uint64_t xfer_batches;  /* transfer batches finished */
@@ -223,6 +226,7 @@ struct rn_lcore {
 	uint32_t *client_sleeping;  /* the status page's word for this lcore
 				     * (rn_lcore_set_client_sleeping()) */
 	uint32_t client_index;   /* its rings in client regions: submit[i] */
+	uint32_t client_hold_max;/* [client] hold_max */
 	uint64_t tsc_hz;
 	uint32_t cq_size;        /* CQEs asked of the device for each CQ */
 	uint32_t cq_cqes;        /* CQEs each holds (mlx5 rounds up more) */

@@ -20,9 +20,10 @@
  *            from agent src (the sending lcore writes it from the client's
  *            link: a client cannot forge it) to agent dst of the peer;
  *            cookie is the sender's, for a refusal to return.
- *   REFUSAL  the same header, name_len and msg_len 0: dst is the agent
- *            whose AGENT frame was refused, src the agent absent there,
- *            cookie the refused frame's.
+ *   REFUSAL  the same header, its u16 the reason (enum rn_notify_refusal),
+ *            name_len and msg_len 0: dst is the agent whose AGENT frame
+ *            was refused, src the agent refused there, cookie the refused
+ *            frame's.
  * Integers little endian, agents 1 to RN_NOTIFY_AGENT_MAX bytes; accepted
  * only when 24 + dst + src + name + msg is exactly what arrived.
  */
@@ -167,12 +168,19 @@ enum rn_notify_kind {
 };
 #define RN_NOTIFY_AGENT_MAX 128u       /* RN_CLIENT_AGENT_MAX */
 
+/* Why a REFUSAL refused (protocol version 7). */
+enum rn_notify_refusal {
+	RN_NOTIFY_REFUSED_ABSENT = 0,  /* no such agent is attached there */
+	RN_NOTIFY_REFUSED_BUSY = 1,    /* its client holds [client] hold_max
+					* frames it has not taken */
+};
+
 /* The 24 bytes before an agent frame's (or a refusal's) agents. */
 struct rn_notify_agent_hdr {
 	uint32_t kind;            /* enum rn_notify_kind */
 	uint8_t dst_len;
 	uint8_t src_len;
-	uint16_t zero;
+	uint16_t reason;          /* REFUSAL: enum rn_notify_refusal; AGENT 0 */
 	uint32_t name_len;
 	uint32_t msg_len;
 	uint64_t cookie;
@@ -189,13 +197,14 @@ rn_notify_agent_frame_size(uint32_t dst_len, uint32_t src_len,
 }
 
 /*
- * Write an agent frame (or a refusal: kind, body_len 0) into dst, room
- * for rn_notify_agent_frame_size() bytes: the header, the agents, then
- * body_len bytes of name and msg, as they lie one after the other in the
- * sender's buffer.
+ * Write an agent frame (or a refusal: kind, its reason, name_len and
+ * msg_len 0) into dst, room for rn_notify_agent_frame_size() bytes: the
+ * header, the agents, then name and msg, as they lie one after the other
+ * in the sender's buffer.
  */
 static inline void
-rn_notify_agent_frame_write(uint8_t *dst, uint32_t kind, uint64_t cookie,
+rn_notify_agent_frame_write(uint8_t *dst, uint32_t kind, uint16_t reason,
+			    uint64_t cookie,
 			    const void *dst_agent, uint8_t dst_len,
 			    const void *src_agent, uint8_t src_len,
 			    uint32_t name_len, uint32_t msg_len,
@@ -203,7 +212,8 @@ rn_notify_agent_frame_write(uint8_t *dst, uint32_t kind, uint64_t cookie,
 {
 	struct rn_notify_agent_hdr h = {
 		.kind = rte_cpu_to_le_32(kind), .dst_len = dst_len,
-		.src_len = src_len, .name_len = rte_cpu_to_le_32(name_len),
+		.src_len = src_len, .reason = rte_cpu_to_le_16(reason),
+		.name_len = rte_cpu_to_le_32(name_len),
 		.msg_len = rte_cpu_to_le_32(msg_len),
 		.cookie = rte_cpu_to_le_64(cookie),
 	};
@@ -219,6 +229,7 @@ struct rn_notify_agent_view {
 	uint32_t kind;            /* enum rn_notify_kind */
 	uint8_t dst_len;
 	uint8_t src_len;
+	uint16_t reason;          /* REFUSAL: enum rn_notify_refusal */
 	uint32_t name_len;
 	uint32_t msg_len;
 	uint64_t cookie;
@@ -229,9 +240,9 @@ struct rn_notify_agent_view {
 /*
  * Read the agent frame or refusal of len bytes at src (a frame the
  * node-level reader refused). Returns 0, or -EBADMSG when it is of no
- * kind known, its agents' lengths are out of range, a refusal carries a
- * name or msg, or the lengths do not add up to len exactly. Reads no byte
- * past len.
+ * kind known, its agents' lengths are out of range, an agent frame has a
+ * reason, a refusal a reason unknown or a name or msg, or the lengths do
+ * not add up to len exactly. Reads no byte past len.
  */
 static inline int
 rn_notify_agent_frame_read(const uint8_t *src, uint32_t len,
@@ -243,12 +254,13 @@ rn_notify_agent_frame_read(const uint8_t *src, uint32_t len,
 		return -EBADMSG;
 	memcpy(&h, src, sizeof(h));
 	out->kind = rte_le_to_cpu_32(h.kind);
+	out->reason = rte_le_to_cpu_16(h.reason);
 	out->name_len = rte_le_to_cpu_32(h.name_len);
 	out->msg_len = rte_le_to_cpu_32(h.msg_len);
-	if ((out->kind != RN_NOTIFY_KIND_AGENT &&
-	     (out->kind != RN_NOTIFY_KIND_REFUSAL || out->name_len != 0 ||
-	      out->msg_len != 0)) ||
-	    h.zero != 0 || h.dst_len == 0 || h.dst_len > RN_NOTIFY_AGENT_MAX ||
+	if ((out->kind == RN_NOTIFY_KIND_AGENT ? out->reason != 0 :
+	     out->kind != RN_NOTIFY_KIND_REFUSAL || out->name_len != 0 ||
+	     out->msg_len != 0 || out->reason > RN_NOTIFY_REFUSED_BUSY) ||
+	    h.dst_len == 0 || h.dst_len > RN_NOTIFY_AGENT_MAX ||
 	    h.src_len == 0 || h.src_len > RN_NOTIFY_AGENT_MAX ||
 	    rn_notify_agent_frame_size(h.dst_len, h.src_len, out->name_len,
 				       out->msg_len) != len)

@@ -384,6 +384,7 @@ test_defaults_from_empty_file(void **state)
 	assert_int_equal(cfg.client.allow.count, 0);
 	assert_int_equal(cfg.client.max_clients, 64);
 	assert_int_equal(cfg.client.ring_size, 256);
+	assert_int_equal(cfg.client.hold_max, 32);
 	assert_true(cfg.client.peers_from_clients);
 	assert_int_equal(cfg.n_peers, 0);
 }

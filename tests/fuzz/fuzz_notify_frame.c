@@ -35,7 +35,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		again = malloc(size);
 		if (again == NULL)
 			return 0;
-		rn_notify_agent_frame_write(again, a.kind, a.cookie, a.dst,
+		rn_notify_agent_frame_write(again, a.kind, a.reason, a.cookie,
+					    a.dst,
 					    a.dst_len, a.src, a.src_len,
 					    a.name_len, a.msg_len,
 					    a.src + a.src_len);

@@ -1472,6 +1472,7 @@ test_client_refusal_reaches_the_sender(void **state)
 	assert_int_equal(k.ev.cookie, 0xfeed);
 	assert_string_equal(k.ev.node, "b");
 	assert_string_equal(k.ev.agent, "nobody-here");
+	assert_int_equal(k.ev.status, -ENOENT);
 	assert_int_equal(B.lc->stats.client_refused, 1);
 	assert_int_equal(B.lc->stats.refusals_dropped, 0);
 	assert_int_equal(ep_of(&B)->n.held, 0);
@@ -1533,6 +1534,69 @@ test_client_deliver_ring_full_holds(void **state)
 	assert_true(B.lc->stats.client_held >= SLOTS - (RING - 1));
 	assert_int_equal(ep_of(&B)->n.held, 0);
 	assert_false(rn_lcore_client_pending(B.lc));
+}
+
+/* beta's deliver ring full and hold_max frames held for it: what comes
+ * for beta next is refused back to its sender as busy (-ENOBUFS), its
+ * slot reposted, so that delta, another agent of the same node pair, is
+ * still served; once beta takes its ring, it is served again. Without
+ * the bound beta's frames would take every slot of the pair (SLOTS) and
+ * delta would get nothing. */
+static void
+test_client_busy_is_refused_past_hold_max(void **state)
+{
+	enum { RING = 4, HOLD = 2 };         /* RING - 1 entries fit */
+	struct tclient *alpha, *gamma, *beta, *delta;
+	struct taken k[2 * SLOTS];
+	unsigned int busy = 0, n;
+	uint32_t i;
+
+	(void)state;
+	open_pair(true, true);
+	B.lc->client_hold_max = HOLD;
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	gamma = client_up(&A, "gamma", CLIENT_RING);
+	beta = client_up(&B, "beta", RING);
+	delta = client_up(&B, "delta", CLIENT_RING);
+	for (i = 0; i < 2 * SLOTS;)
+		if (client_send(alpha, "beta", "n", 1, &i, 4, i, 0) == 0)
+			i++;
+		else
+			turn_both();
+	for (int t = 0; t < 200; t++)
+		turn_both();
+	/* RING - 1 delivered, HOLD held; every other one refused busy. */
+	assert_int_equal(B.lc->stats.client_delivered, RING - 1);
+	assert_int_equal(ep_of(&B)->n.held, HOLD);
+	assert_int_equal(B.lc->stats.client_busy, 2 * SLOTS - (RING - 1) - HOLD);
+	n = client_take(alpha, k, 2 * SLOTS);
+	for (unsigned int j = 0; j < n; j++) {
+		if (k[j].type != RN_CLIENT_ENTRY_REFUSED)
+			continue;
+		assert_int_equal(k[j].ev.status, -ENOBUFS);
+		assert_string_equal(k[j].ev.agent, "beta");
+		assert_true(k[j].cookie >= RING - 1 + HOLD);
+		busy++;
+	}
+	assert_int_equal(busy, 2 * SLOTS - (RING - 1) - HOLD);
+	/* The pair's other agents are served meanwhile. */
+	for (i = 0; i < SLOTS; i++)
+		assert_int_equal(client_send(gamma, "delta", "d", 1, &i, 4, i,
+					     0), 0);
+	client_wait(delta, k, SLOTS);
+	for (i = 0; i < SLOTS; i++)
+		assert_delivery(&k[i], "a", "gamma", "d", 1, &i, 4);
+	/* beta takes its ring: the held ones come, in order, and beta is
+	 * served again. */
+	client_wait(beta, k, RING - 1 + HOLD);
+	for (i = 0; i < RING - 1 + HOLD; i++)
+		assert_delivery(&k[i], "a", "alpha", "n", 1, &i, 4);
+	assert_int_equal(ep_of(&B)->n.held, 0);
+	assert_int_equal(client_send(alpha, "beta", "n", 1, "again", 5, 99, 0),
+			 0);
+	client_wait(beta, k, 1);
+	assert_delivery(&k[0], "a", "alpha", "n", 1, "again", 5);
+	assert_int_equal(B.lc->stats.client_refused, 0);
 }
 
 /* CLIENT_REMOVE while frames are held for the client and SENDs wait in
@@ -1786,6 +1850,7 @@ main(int argc, char **argv)
 		T(test_client_completions),
 		T(test_client_refusal_reaches_the_sender),
 		T(test_client_deliver_ring_full_holds),
+		T(test_client_busy_is_refused_past_hold_max),
 		T(test_client_remove_with_work_pending),
 		T(test_client_agent_table),
 		T(test_client_worker_index_and_sleeping_word),

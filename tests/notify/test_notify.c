@@ -108,7 +108,7 @@ test_agent_frame_round_trip(void **state)
 
 	(void)state;
 	assert_int_equal(rn_notify_agent_frame_size(4, 5, 2, 3), sizeof(want));
-	rn_notify_agent_frame_write(buf, RN_NOTIFY_KIND_AGENT,
+	rn_notify_agent_frame_write(buf, RN_NOTIFY_KIND_AGENT, 0,
 				    0x0102030405060708ull, "beta", 4, "alpha",
 				    5, 2, 3, "nm\0\xffz");
 	assert_memory_equal(buf, want, sizeof(want));
@@ -122,11 +122,15 @@ test_agent_frame_round_trip(void **state)
 	assert_int_equal(a.src_len, 5);
 	assert_int_equal(a.name_len, 2);
 	assert_int_equal(a.msg_len, 3);
-	/* A refusal: agents only. */
-	rn_notify_agent_frame_write(buf, RN_NOTIFY_KIND_REFUSAL, 9, "alpha", 5,
+	assert_int_equal(a.reason, 0);
+	/* A refusal: agents only, and why (little endian). */
+	rn_notify_agent_frame_write(buf, RN_NOTIFY_KIND_REFUSAL,
+				    RN_NOTIFY_REFUSED_BUSY, 9, "alpha", 5,
 				    "nobody", 6, 0, 0, NULL);
+	assert_memory_equal(buf + 6, "\x01\x00", 2);
 	assert_int_equal(rn_notify_agent_frame_read(buf, 35, &a), 0);
 	assert_int_equal(a.kind, RN_NOTIFY_KIND_REFUSAL);
+	assert_int_equal(a.reason, RN_NOTIFY_REFUSED_BUSY);
 	assert_memory_equal(a.src, "nobody", 6);
 	assert_int_equal(rn_notify_frame_read(buf, 35, &v), -EBADMSG);
 }
@@ -147,7 +151,7 @@ test_agent_frame_refuses_what_does_not_add_up(void **state)
 		{ "dst_len over the maximum", 4, RN_NOTIFY_AGENT_MAX + 1 },
 		{ "src_len 0", 5, 0 },
 		{ "src_len over the maximum", 5, 255 },
-		{ "reserved bytes", 6, 1 },
+		{ "an agent frame with a reason", 6, 1 },
 		{ "name_len one more", 8, 3 },
 		{ "msg_len one less", 12, 2 },
 		{ "msg_len past 4 GiB", 15, 0x80 },
@@ -157,8 +161,8 @@ test_agent_frame_refuses_what_does_not_add_up(void **state)
 	uint32_t len = (uint32_t)rn_notify_agent_frame_size(4, 5, 2, 3);
 
 	(void)state;
-	rn_notify_agent_frame_write(good, RN_NOTIFY_KIND_AGENT, 1, "beta", 4,
-				    "alpha", 5, 2, 3, "nmmsg");
+	rn_notify_agent_frame_write(good, RN_NOTIFY_KIND_AGENT, 0, 1, "beta",
+				    4, "alpha", 5, 2, 3, "nmmsg");
 	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memcpy(buf, good, sizeof(buf));
 		buf[bad[i].offset] = bad[i].value;
@@ -170,9 +174,14 @@ test_agent_frame_refuses_what_does_not_add_up(void **state)
 				 -EBADMSG);
 	assert_int_equal(rn_notify_agent_frame_read(good, len + 1, &a),
 			 -EBADMSG);
-	/* A refusal with a name or msg is none. */
-	rn_notify_agent_frame_write(buf, RN_NOTIFY_KIND_REFUSAL, 1, "beta", 4,
-				    "alpha", 5, 2, 3, "nmmsg");
+	/* A refusal with a name or msg is none, nor one of a reason unknown. */
+	rn_notify_agent_frame_write(buf, RN_NOTIFY_KIND_REFUSAL, 0, 1, "beta",
+				    4, "alpha", 5, 2, 3, "nmmsg");
+	assert_int_equal(rn_notify_agent_frame_read(buf, len, &a), -EBADMSG);
+	len = (uint32_t)rn_notify_agent_frame_size(4, 5, 0, 0);
+	rn_notify_agent_frame_write(buf, RN_NOTIFY_KIND_REFUSAL,
+				    RN_NOTIFY_REFUSED_BUSY + 1, 1, "beta", 4,
+				    "alpha", 5, 0, 0, NULL);
 	assert_int_equal(rn_notify_agent_frame_read(buf, len, &a), -EBADMSG);
 	/* The largest agents are allowed. */
 	memset(buf, 'x', sizeof(buf));
@@ -181,7 +190,7 @@ test_agent_frame_refuses_what_does_not_add_up(void **state)
 		uint8_t agent[RN_NOTIFY_AGENT_MAX];
 
 		memset(agent, 'a', sizeof(agent));
-		rn_notify_agent_frame_write(big, RN_NOTIFY_KIND_REFUSAL, 1,
+		rn_notify_agent_frame_write(big, RN_NOTIFY_KIND_REFUSAL, 0, 1,
 					    agent, RN_NOTIFY_AGENT_MAX, agent,
 					    RN_NOTIFY_AGENT_MAX, 0, 0, NULL);
 		assert_int_equal(rn_notify_agent_frame_read(big, sizeof(big),

@@ -96,10 +96,10 @@ def free_port():
 
 def node_text(name, port, peers, listen="127.0.0.1", nic="",
               dead_after=DEAD_AFTER_MS, notify=NOTIFY, connect_timeout=1000,
-              connect="eager", dataplane="", secret=SECRET_FILE):
+              connect="eager", dataplane="", secret=SECRET_FILE, client=""):
     """A daemon's whole config, with its control plane's timing made short
     for the tests, and the tests' secret (secret=None: none); peers: list
-    of (name, address, port)."""
+    of (name, address, port); client: lines of its [client] section."""
     text = (f"[dataplane]\nname = {name}\nmemory_mb = 32\nidle = adaptive\n"
             f"{dataplane}"
             f"[nic]\n{nic}\n[notify]\n{notify}\n"
@@ -109,6 +109,8 @@ def node_text(name, port, peers, listen="127.0.0.1", nic="",
             f"reconnect_min_ms = 20\nreconnect_max_ms = 200\n")
     if secret is not None:
         text += secret_keys(secret)
+    if client:
+        text += f"[client]\n{client}"
     for peer, address, peer_port in peers:
         text += (f"[peer {peer}]\naddress = {address}\nport = {peer_port}\n"
                  f"connect = {connect}\n")

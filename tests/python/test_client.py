@@ -18,7 +18,7 @@ import pytest
 
 import rntest
 from clienttest import (DEADLINE_S, Nodes, agent_name, connected,
-                        events_until, has, lone_daemon, reaped,
+                        events_until, first_send, has, lone_daemon, reaped,
                         send_retry,
                         take)
 
@@ -112,7 +112,7 @@ def test_refused_for_an_absent_agent(clients):
     send_retry(a, n.b, absent, b"kv", b"to no one", cookie=77)
     events = events_until(a, has("refused"), "refusal")
     assert [(e.type, e.node, e.agent, e.cookie, e.status) for e in events] \
-        == [("refused", n.b, absent, 77, 0)], events
+        == [("refused", n.b, absent, 77, -errno.ENOENT)], events
     # Nothing reached the agent that is there.
     assert b.poll() == []
     # An agent that detached is absent too, once its daemon saw it go: a
@@ -131,6 +131,51 @@ def test_refused_for_an_absent_agent(clients):
     refused = [(e.type, e.agent) for e in events]
     assert refused == [("refused", b.agent)] * len(refused), events
     assert {e.cookie for e in events} <= set(cookies), (events, cookies)
+
+
+def test_busy_agent_is_refused_and_others_served(rnotify):
+    """b never polls: past its deliver ring and [client] hold_max = 2
+    frames kept for it, what comes for b is refused back to a as busy
+    (-ENOBUFS), and c, another agent of b's node, is still served (the
+    node pair's slots are not all kept for b). When b polls it gets
+    exactly what was not refused, in order."""
+    n = Nodes(rnotify, "busy", client="hold_max = 2\nring_size = 16\n")
+    try:
+        a, b = connected(n, "busy")
+        c = n.attach(n.b, agent_name("busy-c"))
+        total = 64
+        for i in range(total):
+            send_retry(a, n.b, b.agent, b"n", b"%d" % i, cookie=i)
+        events = events_until(a, has("refused"), "a busy refusal")
+        # The rest of the refusals (each send was refused or kept).
+        first_send(a, n.b, c.agent, b"c", b"served")
+        assert [(p.agent, p.msg) for p in take(c, c.poll, 1, "c's")] == \
+            [(a.agent, b"served")]
+        events += a.events()
+        refused = [e for e in events if e.type == "refused"]
+        assert all((e.agent, e.status, e.node) ==
+                   (b.agent, -errno.ENOBUFS, n.b) for e in refused), refused
+        # b takes what was kept for it: in order, none of it refused.
+        got = take(b, b.poll, 1, "b's kept ones")
+        while True:
+            b.wait(0.5)
+            more = b.poll()
+            if not more:
+                break
+            got += more
+        refused += [e for e in a.events() if e.type == "refused"]
+        seqs = [int(p.msg) for p in got]
+        assert seqs == sorted(seqs), seqs
+        assert not set(seqs) & {e.cookie for e in refused}, (seqs, refused)
+        # Every frame was kept for b, at most its ring (15) and hold (2),
+        # or refused as busy at b's node (a refusal that found no credit
+        # back to a, which does not take its events while it sends, is
+        # dropped on the way: counted at b's node all the same).
+        assert len(seqs) <= 15 + 2, seqs
+        busy = sum(rntest.status(n.b)["client_busy"])
+        assert busy + len(seqs) == total, (busy, seqs)
+    finally:
+        n.stop()
 
 
 def test_completion_when_asked(clients):

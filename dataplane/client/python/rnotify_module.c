@@ -91,9 +91,12 @@ static PyStructSequence_Field event_fields[] = {
 	{ "type", "'peer_down', 'peer_up', 'peer_restarted', 'peer_removed' "
 		  "or 'refused'" },
 	{ "node", "the peer node the event is about" },
-	{ "agent", "refused: the agent absent at node; else None" },
+	{ "agent", "refused: the agent refused at node; else None" },
 	{ "cookie", "refused: the cookie of the send; else 0" },
-	{ "status", "a negative errno, or 0" },
+	{ "status", "refused: -ENOENT (no such agent attached there) or "
+		    "-ENOBUFS (its client holds [client] hold_max frames it "
+		    "has not taken: send again later); else a negative "
+		    "errno, or 0" },
 	{ NULL, NULL },
 };
 
