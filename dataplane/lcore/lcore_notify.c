@@ -633,50 +633,12 @@ rejected(struct rn_lcore *lc, const struct rn_lcore_ep *ep, uint32_t len)
 	lc->rejected_unlogged = 0;
 }
 
-/* The delivery of the frame of wc, next in send order. */
-static __rte_always_inline struct rn_notify_delivery
-delivery_of(const struct rn_lcore_ep *ep, struct ep_notify *n,
-	    const struct rn_wc *wc)
-{
-	return (struct rn_notify_delivery){
-		.owner = (struct rn_lcore_ep *)(uintptr_t)ep,
-		.len = wc->byte_len, .ep_index = (uint16_t)ep->req->ep_index,
-		.index = (uint16_t)RN_EP_WR_INDEX(wc->wr_id),
-		/* Ours are all SEND_IMMs. */
-		.seq = wc->opcode == RN_WC_RECV_IMM ?
-		       rn_notify_imm_count(wc->imm) : 0,
-		.pos = n->native_received++, .generation = generation(ep),
-	};
-}
-
-/*
- * A frame that neither reader takes: rejected, and delivered all the same
- * to the poll, which never delivers it (its frame does not read) but
- * counts its place in send order; a TCP notification sent after it would
- * otherwise wait for it (dataplane/api/notify_order_pvt.h). Its slot is
- * reposted when the poll releases it, as any other.
- */
-static __rte_noinline __rte_cold void
-malformed(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-	  struct rn_notify_delivery *d)
-{
-	rejected(lc, ep, d->len);
-	rte_ring_sp_enqueue_elem(lc->notify_deliveries, d, sizeof(*d));
-	ep->n.held++;
-}
-
-/*
- * Out of line, as send_one() is, for the instruction bench. A frame the
- * node-level reader refuses is another kind (rn_notify_frame.h): a
- * client's, which lcore_client.c takes, off the embedded API's ring and
- * out of its send order; or a malformed one.
- */
 /*
  * A frame the node-level reader refused, d its delivery: another kind
  * (rn_notify_frame.h), a client's, which lcore_client.c takes, off the
- * embedded API's ring and out of its send order; or a malformed one.
- * received() ends in this call, so that its common path keeps no more
- * registers.
+ * embedded API's ring and out of its send order; or a malformed one,
+ * rejected and delivered all the same, as received() says. received()
+ * ends in this call, so that its common path keeps no more registers.
  */
 static __rte_noinline __rte_cold void
 not_node_level(struct rn_lcore *lc, struct rn_lcore_ep *ep,
@@ -689,7 +651,9 @@ not_node_level(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		ep->n.native_received--;
 		return;
 	}
-	malformed(lc, ep, d);
+	rejected(lc, ep, d->len);
+	rte_ring_sp_enqueue_elem(lc->notify_deliveries, d, sizeof(*d));
+	ep->n.held++;
 }
 
 /* Out of line, as send_one() is, for the instruction bench. */
@@ -699,7 +663,14 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 	struct ep_notify *n = &ep->n;
 	uint32_t index = RN_EP_WR_INDEX(wc->wr_id);
 	uint8_t *frame = n->recv_slots + (size_t)index * lc->notify.slot_size;
-	struct rn_notify_delivery d = delivery_of(ep, n, wc);
+	struct rn_notify_delivery d = { .owner = ep, .len = wc->byte_len,
+					.ep_index = (uint16_t)ep->req->ep_index,
+					.index = (uint16_t)index,
+					/* Ours are all SEND_IMMs. */
+					.seq = wc->opcode == RN_WC_RECV_IMM ?
+					       rn_notify_imm_count(wc->imm) : 0,
+					.pos = n->native_received++,
+					.generation = generation(ep) };
 	struct rn_notify_view v;
 
 	if (unlikely(rn_notify_frame_read(frame, wc->byte_len, &v) != 0)) {
@@ -715,8 +686,8 @@ received(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 /*
  * A plain SEND: an agent frame or refusal (frame_opcode()), which
  * lcore_client.c takes, off the embedded API's ring and out of its send
- * order; anything else the node-level path judges as if it came as a
- * SEND_IMM (a peer of protocol version 5 sent its agent frames so).
+ * order. Anything else goes the node-level path, as if it had come as a
+ * SEND_IMM: the opcode is the peer's to choose, the frame says what it is.
  */
 static __rte_noinline void
 received_send(struct rn_lcore *lc, struct rn_lcore_ep *ep,
