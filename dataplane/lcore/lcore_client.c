@@ -69,7 +69,8 @@ struct lcore_client {
 	uint32_t id;                   /* new at each CLIENT_ADD here; not 0 */
 	uint32_t hash;                 /* of its agent name */
 	uint32_t held_head, held_tail; /* its held frames, oldest first */
-	uint32_t n_held;               /* how many: at most lc's hold_max */
+	uint32_t n_held;               /* how many: agent frames up to
+					 * lc->client_hold_max, refusals on top */
 	uint8_t slot;                  /* its place in c[] */
 	uint8_t agent_len;
 	const uint8_t *agent;          /* the link's: the daemon's memory */
