@@ -51,6 +51,14 @@ static int wake_fd;
 static struct rn_lcore_event seen[256];
 static unsigned int n_seen;
 
+/* The [notify] and [nic] settings of the next lcores (lcore_up()). */
+struct deep_cfg {
+	uint32_t slots, slot_size, max_inline, cq_size;   /* cq_size 0: its
+							    * default */
+};
+#define DEEP_DEFAULT ((struct deep_cfg){ SLOTS, SLOT_SIZE, 64, 0 })
+static struct deep_cfg deep = DEEP_DEFAULT;
+
 static uint64_t
 now_ms(void)
 {
@@ -182,10 +190,12 @@ lcore_up(struct side *s, unsigned int id, bool fallback)
 	snprintf(cfg.control.listen, sizeof(cfg.control.listen), "127.0.0.1");
 	cfg.notify.enabled = true;
 	cfg.notify.oob_fallback = fallback;
-	cfg.notify.slots = SLOTS;
-	cfg.notify.slot_size = SLOT_SIZE;
-	cfg.notify.max_inline = 64;
+	cfg.notify.slots = deep.slots;
+	cfg.notify.slot_size = deep.slot_size;
+	cfg.notify.max_inline = deep.max_inline;
 	cfg.notify.endpoints_per_lcore = 1;
+	if (deep.cq_size != 0)
+		cfg.nic.cq_size = deep.cq_size;
 	s->lc = rte_zmalloc("test_lcore", sizeof(*s->lc), RTE_CACHE_LINE_SIZE);
 	assert_non_null(s->lc);
 	if (rn_lcore_init(s->lc, id, &cfg, events, wake_fd, why,
@@ -199,7 +209,7 @@ lcore_up(struct side *s, unsigned int id, bool fallback)
 	s->lc->notify_completions = s->completions;
 	s->req = (struct rn_ep_request){
 		.ep_index = 3 + id, .n_data_qps = 1, .notify = true,
-		.notify_depth = SLOTS, .notify_slot_size = SLOT_SIZE,
+		.notify_depth = deep.slots, .notify_slot_size = deep.slot_size,
 		.qp_timeout = 14, .qp_retry_cnt = 7,
 		.local = { .session_id = 100 + id, .generation = 1 },
 		.peer_tag = 0x7a60 + id,
@@ -2139,6 +2149,57 @@ test_quiet_lcore_sleeps_longer(void **state)
 	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
 }
 
+/* ---- the notify QP at the edges of its settings ---- */
+
+/* Both lcores with [notify] slots = 4096, slot_size = 512, max_inline =
+ * 400 and a [nic] cq_size that holds such an endpoint: settings within
+ * their bounds, which made a notify QP before its inline size took agent
+ * frames too. */
+static int
+setup_deep(void **state)
+{
+	int rc;
+
+	deep = (struct deep_cfg){ .slots = 4096, .slot_size = 512,
+				  .max_inline = 400, .cq_size = 131072 };
+	rc = setup(state);
+	deep = DEEP_DEFAULT;
+	return rc;
+}
+
+/*
+ * The deepest window with a large max_inline: the notify QP's ring, one
+ * WQE of the largest inline SEND per slot, must stay within what a
+ * device's 16-bit WQE counter allows (32768 BBs: the sim refuses more, as
+ * mlx5 does past its max_qp_wr), or the endpoint has no native channel at
+ * all. Agent frames' room inline is worth less than the channel: the
+ * channel goes native and carries both kinds of frame.
+ */
+static void
+test_deepest_window_keeps_its_channel(void **state)
+{
+	static const uint8_t msg[300] = { 1, 2, 3 };
+	struct rn_notify_delivery d[1];
+	char msgs[1][16] = { "deep" };
+	struct tclient *alpha, *beta;
+	struct taken k;
+
+	(void)state;
+	open_pair(true, true);
+	assert_state(&A, RN_CHANNEL_NATIVE);
+	assert_state(&B, RN_CHANNEL_NATIVE);
+	assert_int_equal(A.lc->stats.no_cq_room, 0);
+	assert_int_equal(send_note(&A, 0, 0, msgs[0]), 1);
+	receive_notes(&B, d, 1, msgs);
+	release(&B, &d[0]);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	assert_int_equal(client_send(alpha, "beta", "nm", 2, msg, 150, 1, 0),
+			 0);
+	client_wait(beta, &k, 1);
+	assert_delivery(&k, "a", "alpha", "nm", 2, msg, 150);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -2178,6 +2239,9 @@ main(int argc, char **argv)
 		T(test_client_agent_table),
 		T(test_client_worker_index_and_sleeping_word),
 		T(test_quiet_lcore_sleeps_longer),
+		cmocka_unit_test_setup_teardown(
+			test_deepest_window_keeps_its_channel, setup_deep,
+			teardown),
 	};
 
 	(void)argc;
