@@ -2200,6 +2200,77 @@ test_deepest_window_keeps_its_channel(void **state)
 	assert_delivery(&k, "a", "alpha", "nm", 2, msg, 150);
 }
 
+/* Both lcores with [notify] max_inline = 0: only empty node-level frames
+ * inline, and agent frames with agents of up to 128 bytes together. */
+static int
+setup_inline_0(void **state)
+{
+	int rc;
+
+	deep = (struct deep_cfg){ .slots = SLOTS, .slot_size = SLOT_SIZE,
+				  .max_inline = 0 };
+	rc = setup(state);
+	deep = DEEP_DEFAULT;
+	return rc;
+}
+
+/* An agent of len bytes, all c: a C string in out. */
+static const char *
+agent_of(char *out, char c, uint32_t len)
+{
+	memset(out, c, len);
+	out[len] = '\0';
+	return out;
+}
+
+/*
+ * With max_inline 0 the notify QP's inline room is an agent frame's
+ * header and 128 bytes of agents: frames of agents of 127, 128 and 129
+ * bytes together (and empty name and msg) go inline, inline to the last
+ * byte, and from a send buffer; with a name or msg, from a buffer. Each
+ * arrives byte for byte; refusals at the same edge come back.
+ */
+static void
+test_agent_frames_at_the_inline_edge(void **state)
+{
+	char s[RN_CLIENT_AGENT_MAX + 1], d[RN_CLIENT_AGENT_MAX + 1];
+	struct tclient *alpha, *to[3];
+	struct taken k;
+
+	(void)state;
+	open_pair(true, true);
+	assert_int_equal(ep_of(&A)->n.agent_inline,
+			 sizeof(struct rn_notify_agent_hdr) +
+			 2 * RN_LCORE_AGENT_INLINE);
+	alpha = client_up(&A, agent_of(s, 'a', 64), CLIENT_RING);
+	for (uint32_t i = 0; i < 3; i++)
+		to[i] = client_up(&B, agent_of(d, (char)('x' + i), 63 + i),
+				  CLIENT_RING);
+	for (uint32_t i = 0; i < 3; i++) {
+		agent_of(d, (char)('x' + i), 63 + i);
+		assert_int_equal(client_send(alpha, d, "", 0, "", 0, i, 0), 0);
+		client_wait(to[i], &k, 1);
+		assert_delivery(&k, "a", s, "", 0, "", 0);
+		assert_int_equal(client_send(alpha, d, "n", 1, "m", 1, i, 0),
+				 0);
+		client_wait(to[i], &k, 1);
+		assert_delivery(&k, "a", s, "n", 1, "m", 1);
+	}
+	/* Refusals of 152 and 153 bytes: inline, then from a buffer. */
+	for (uint32_t len = 64; len <= 65; len++) {
+		agent_of(d, 'q', len);
+		assert_int_equal(client_send(alpha, d, "", 0, "", 0, len, 0),
+				 0);
+		client_wait(alpha, &k, 1);
+		assert_int_equal(k.type, RN_CLIENT_ENTRY_REFUSED);
+		assert_int_equal(k.ev.cookie, len);
+		assert_string_equal(k.ev.agent, d);
+	}
+	assert_int_equal(B.lc->stats.refusals_dropped, 0);
+	assert_int_equal(B.lc->stats.notify_rejected, 0);
+	assert_int_equal(A.lc->stats.notify_rejected, 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -2241,6 +2312,9 @@ main(int argc, char **argv)
 		T(test_quiet_lcore_sleeps_longer),
 		cmocka_unit_test_setup_teardown(
 			test_deepest_window_keeps_its_channel, setup_deep,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_agent_frames_at_the_inline_edge, setup_inline_0,
 			teardown),
 	};
 
