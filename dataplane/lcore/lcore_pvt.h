@@ -331,6 +331,9 @@ unsigned int rn_lcore_notify_poll(struct rn_lcore *lc);
 	(sizeof(struct rn_notify_agent_hdr) - RN_NOTIFY_OVERHEAD + \
 	 2 * RN_LCORE_AGENT_INLINE)
 #define RN_LCORE_INLINE_MAX 512u
+/* BBs a notify QP's send ring may take: a device's 16-bit WQE counter
+ * must not lap (the sim refuses more, mlx5 past its max_qp_wr). */
+#define RN_LCORE_SQ_MAX_BBS 32768u
 
 struct rn_lcore_agent_out {
 	uint32_t kind;            /* enum rn_notify_kind */

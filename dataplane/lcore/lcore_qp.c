@@ -18,20 +18,35 @@
  * top, and the 4-byte credit word. Inline, a client's SEND is written
  * straight into its WQE as an embedded one is: from a send buffer it
  * cost the lcore some fifty instructions more (docs/performance.md). The
- * price is SQ room: a window entry keeps room for the largest.
+ * price is SQ room: a window entry keeps room for the largest. Only as
+ * far as the ring stays within RN_LCORE_SQ_MAX_BBS, though: a deep window
+ * (slots = 4096) with a large max_inline gets less room for agents, down
+ * to none, rather than a notify QP the device refuses.
  */
+static uint32_t
+notify_inline(const struct rn_lcore *lc, uint32_t depth)
+{
+	uint32_t want = RTE_MIN(lc->max_inline + RN_LCORE_AGENT_FRAME_EXTRA,
+				RN_LCORE_INLINE_MAX);
+	/* A window entry's BBs, as rn_qp_cqes() and the device count them
+	 * (ctrl and raddr, then the inline data in 16-byte units): nbb of
+	 * them hold 64 * nbb - 36 bytes inline. */
+	uint32_t nbb = RN_LCORE_SQ_MAX_BBS / RTE_MAX(depth, 1u);
+	uint32_t fits = nbb * 64 > 36 ? nbb * 64 - 36 : 0;
+
+	return RTE_MAX(lc->max_inline, RTE_MIN(want, fits));
+}
+
 struct rn_qp_caps
 rn_lcore_qp_caps(const struct rn_lcore *lc, const struct rn_ep_request *req,
 		 uint8_t kind)
 {
 	if (kind == RN_EP_QP_NOTIFY)
-		return (struct rn_qp_caps){ .max_send_wr = req->notify_depth,
-					    .max_recv_wr = req->notify_depth,
-					    .max_send_sge = 2, .max_recv_sge = 1,
-					    .max_inline = RTE_MIN(
-						lc->max_inline +
-						RN_LCORE_AGENT_FRAME_EXTRA,
-						RN_LCORE_INLINE_MAX) };
+		return (struct rn_qp_caps){
+			.max_send_wr = req->notify_depth,
+			.max_recv_wr = req->notify_depth,
+			.max_send_sge = 2, .max_recv_sge = 1,
+			.max_inline = notify_inline(lc, req->notify_depth) };
 	return (struct rn_qp_caps){ .max_send_wr = 64, .max_recv_wr = 1,
 				    .max_send_sge = 4, .max_recv_sge = 1,
 				    .max_inline = 64 };

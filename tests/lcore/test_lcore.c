@@ -51,6 +51,14 @@ static int wake_fd;
 static struct rn_lcore_event seen[256];
 static unsigned int n_seen;
 
+/* The [notify] and [nic] settings of the next lcores (lcore_up()). */
+struct deep_cfg {
+	uint32_t slots, slot_size, max_inline, cq_size;   /* cq_size 0: its
+							    * default */
+};
+#define DEEP_DEFAULT ((struct deep_cfg){ SLOTS, SLOT_SIZE, 64, 0 })
+static struct deep_cfg deep = DEEP_DEFAULT;
+
 static uint64_t
 now_ms(void)
 {
@@ -182,10 +190,12 @@ lcore_up(struct side *s, unsigned int id, bool fallback)
 	snprintf(cfg.control.listen, sizeof(cfg.control.listen), "127.0.0.1");
 	cfg.notify.enabled = true;
 	cfg.notify.oob_fallback = fallback;
-	cfg.notify.slots = SLOTS;
-	cfg.notify.slot_size = SLOT_SIZE;
-	cfg.notify.max_inline = 64;
+	cfg.notify.slots = deep.slots;
+	cfg.notify.slot_size = deep.slot_size;
+	cfg.notify.max_inline = deep.max_inline;
 	cfg.notify.endpoints_per_lcore = 1;
+	if (deep.cq_size != 0)
+		cfg.nic.cq_size = deep.cq_size;
 	s->lc = rte_zmalloc("test_lcore", sizeof(*s->lc), RTE_CACHE_LINE_SIZE);
 	assert_non_null(s->lc);
 	if (rn_lcore_init(s->lc, id, &cfg, events, wake_fd, why,
@@ -199,7 +209,7 @@ lcore_up(struct side *s, unsigned int id, bool fallback)
 	s->lc->notify_completions = s->completions;
 	s->req = (struct rn_ep_request){
 		.ep_index = 3 + id, .n_data_qps = 1, .notify = true,
-		.notify_depth = SLOTS, .notify_slot_size = SLOT_SIZE,
+		.notify_depth = deep.slots, .notify_slot_size = deep.slot_size,
 		.qp_timeout = 14, .qp_retry_cnt = 7,
 		.local = { .session_id = 100 + id, .generation = 1 },
 		.peer_tag = 0x7a60 + id,
@@ -895,6 +905,7 @@ struct taken {
 	uint64_t cookie;
 	char node[RN_CLIENT_NODE_MAX + 1];
 	char agent[RN_CLIENT_AGENT_MAX + 1];
+	uint8_t agent_len;
 	uint32_t name_len, msg_len;
 	uint8_t name[SLOT_SIZE], msg[SLOT_SIZE];
 	struct rn_client_event ev;
@@ -1040,6 +1051,7 @@ client_take(struct tclient *t, struct taken *out, unsigned int max)
 				    h.msg_len <= SLOT_SIZE);
 			memcpy(k->node, h.node, sizeof(k->node));
 			memcpy(k->agent, buf + sizeof(h), h.agent_len);
+			k->agent_len = h.agent_len;
 			k->name_len = h.name_len;
 			k->msg_len = h.msg_len;
 			memcpy(k->name, buf + sizeof(h) + h.agent_len,
@@ -1197,6 +1209,391 @@ test_client_frames_by_either_opcode(void **state)
 	assert_int_equal(B.lc->stats.notify_rejected, 0);
 	assert_int_equal(B.lc->stats.client_delivered, 1);
 	client_none(beta);
+}
+
+/* ---- frames of a hostile peer, fuzzed ---- */
+
+#define FZ_FRAMES 3000
+#define FZ_PENDING 64             /* entries beta is owed, at most */
+
+/* The fuzz test's own generator (xorshift), apart from rand(). */
+static uint32_t
+fz_next(uint32_t *s)
+{
+	uint32_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return *s = x;
+}
+
+static uint32_t
+fz_pick(uint32_t *s, uint32_t n)
+{
+	return n == 0 ? 0 : fz_next(s) % n;
+}
+
+/* An agent's length: mostly one in range, else one at or past an edge. */
+static uint8_t
+fz_agent_len(uint32_t *s)
+{
+	static const uint8_t edges[] = { 0, 1, 2, 15, 16, 17, 63, 64, 65,
+					 127, 128, 129, 200, 255 };
+
+	if (fz_pick(s, 6) == 0)
+		return edges[fz_pick(s, RTE_DIM(edges))];
+	return (uint8_t)(1 + fz_pick(s, RN_NOTIFY_AGENT_MAX));
+}
+
+static void
+fz_put32(uint8_t *f, uint32_t len, uint32_t off, uint32_t v)
+{
+	v = rte_cpu_to_le_32(v);
+	if (off + 4 <= len)
+		memcpy(f + off, &v, 4);
+}
+
+static uint32_t
+fz_get32(const uint8_t *f, uint32_t len, uint32_t off)
+{
+	uint32_t v = 0;
+
+	if (off + 4 <= len)
+		memcpy(&v, f + off, 4);
+	return rte_le_to_cpu_32(v);
+}
+
+/* Change what the frame of *len bytes at f says at one of its edges. */
+static void
+fz_mutate(uint32_t *s, uint8_t *f, uint32_t *len, uint32_t room)
+{
+	static const uint32_t kinds[] = {
+		RN_NOTIFY_KIND_MIN, RN_NOTIFY_KIND_AGENT,
+		RN_NOTIFY_KIND_REFUSAL, RN_NOTIFY_KIND_REFUSAL + 1,
+		RN_NOTIFY_KIND_AGENT - 1, UINT32_MAX, 0 };
+	uint32_t n = *len, a, b, x;
+
+	switch (fz_pick(s, 11)) {
+	case 0:     /* a bit of the header */
+		if (n != 0)
+			f[fz_pick(s, RTE_MIN(n, 24u))] ^=
+				(uint8_t)(1u << fz_pick(s, 8));
+		break;
+	case 1:
+		if (n > 4)
+			f[4] = fz_agent_len(s);
+		break;
+	case 2:
+		if (n > 5)
+			f[5] = fz_agent_len(s);
+		break;
+	case 3:     /* an agent frame's name_len, or a node-level msg_len */
+		fz_put32(f, n, 8, fz_get32(f, n, 8) + (fz_pick(s, 2) ? 1 : -1));
+		break;
+	case 4:
+		fz_put32(f, n, 12, fz_get32(f, n, 12) +
+			 (fz_pick(s, 2) ? 1 : -1));
+		break;
+	case 5:     /* two lengths whose 32-bit sum is the true one */
+		a = fz_get32(f, n, 8);
+		b = fz_get32(f, n, 12);
+		x = UINT32_MAX - fz_pick(s, 64);
+		fz_put32(f, n, 8, a + x + 1);
+		fz_put32(f, n, 12, b - x - 1);
+		break;
+	case 6:     /* the zero word */
+		if (n > 7)
+			f[6 + fz_pick(s, 2)] = (uint8_t)(1 + fz_pick(s, 255));
+		break;
+	case 7:
+		fz_put32(f, n, 0, kinds[fz_pick(s, RTE_DIM(kinds))]);
+		break;
+	case 8:     /* a few bytes more or fewer than the lengths say */
+		x = 1 + fz_pick(s, 3);
+		*len = fz_pick(s, 2) ? RTE_MIN(n + x, room) : n - RTE_MIN(n, x);
+		break;
+	case 9:     /* cut inside the header */
+		*len = RTE_MIN(n, fz_pick(s, 25));
+		break;
+	default:    /* a node-level frame's name_len, near the length */
+		fz_put32(f, n, 0, n - 8 + fz_pick(s, 5) - 2);
+		break;
+	}
+}
+
+/*
+ * A frame of at most room bytes into f, as a hostile peer might send it:
+ * mostly a well-formed agent frame (to beta, which is attached, or to an
+ * agent that is not), a refusal or a node-level frame, each often changed
+ * at an edge; or bytes. Returns its length.
+ */
+static uint32_t
+fz_frame(uint32_t *s, uint8_t *f, uint32_t room)
+{
+	uint32_t what = fz_pick(s, 16), len;
+
+	for (uint32_t i = 0; i < room; i++)
+		f[i] = (uint8_t)fz_next(s);
+	if (what >= 15)
+		return fz_pick(s, room + 1);
+	if (what >= 12) {
+		uint32_t nl = fz_pick(s, room - 7);
+		uint32_t ml = fz_pick(s, room - 7 - nl);
+
+		fz_put32(f, room, 0, nl);
+		fz_put32(f, room, 4 + nl, ml);
+		len = 8 + nl + ml;
+	} else {
+		bool refusal = what >= 10;
+		uint8_t dl = 4, sl = (uint8_t)(1 + fz_pick(s, 128));
+		uint32_t nl = 0, ml = 0, body;
+		struct rn_notify_agent_hdr h;
+
+		switch (fz_pick(s, 8)) {
+		case 0:
+			dl = (uint8_t)(1 + fz_pick(s, 40));
+			break;
+		case 1:
+			memcpy(f + sizeof(h), "betax", dl = 5);
+			break;
+		case 2:
+			memcpy(f + sizeof(h), "bet", dl = 3);
+			break;
+		case 3:
+			memcpy(f + sizeof(h), "betA", 4);
+			break;
+		default:
+			memcpy(f + sizeof(h), "beta", 4);
+			break;
+		}
+		if (sizeof(h) + dl + sl > room)
+			sl = (uint8_t)(room - sizeof(h) - dl);
+		body = room - (uint32_t)sizeof(h) - dl - sl;
+		if (!refusal) {
+			/* Often right at the edge of beta's buffer. */
+			uint32_t edge = SLOT_SIZE -
+				(uint32_t)sizeof(struct rn_client_recv_hdr) -
+				sl + fz_pick(s, 3) - 1;
+
+			nl = fz_pick(s, body + 1);
+			if (fz_pick(s, 3) == 0 && edge <= body)
+				nl = fz_pick(s, edge + 1), ml = edge - nl;
+			else
+				ml = fz_pick(s, body - nl + 1);
+		}
+		h = (struct rn_notify_agent_hdr){
+			.kind = rte_cpu_to_le_32(refusal ?
+						 RN_NOTIFY_KIND_REFUSAL :
+						 RN_NOTIFY_KIND_AGENT),
+			.dst_len = dl, .src_len = sl,
+			.name_len = rte_cpu_to_le_32(nl),
+			.msg_len = rte_cpu_to_le_32(ml),
+			.cookie = fz_next(s) | (uint64_t)fz_next(s) << 32 };
+		memcpy(f, &h, sizeof(h));
+		len = (uint32_t)rn_notify_agent_frame_size(dl, sl, nl, ml);
+	}
+	for (uint32_t m = fz_pick(s, 2) ? 1 + fz_pick(s, 3) : 0; m != 0; m--)
+		fz_mutate(s, f, &len, room);
+	return len;
+}
+
+/* Post the frame of len bytes on s's notify QP as a peer's lcore might,
+ * past its send path: inline, or by a data segment from s's send buffer. */
+static int
+fz_post(struct side *s, const uint8_t *f, uint32_t len, uint8_t opcode,
+	bool inl)
+{
+	struct rn_lcore_ep *ep = ep_of(s);
+	struct rn_sq *sq = &ep->n.qp->sq;
+	uint64_t wr_id = RN_EP_WR_ID(s->req.local.generation, RN_EP_WR_CREDIT,
+				     0);
+	uint8_t *buf;
+	struct rn_sge sge;
+	int rc;
+
+	if ((inl && len <= sq->max_inline) || len == 0) {
+		rc = rn_sq_post_send_inline(sq, f, len, opcode, 0, 0, wr_id);
+	} else {
+		buf = rn_notify_send_buf(&s->lc->notify, (uint32_t)ep->bay, 0);
+		memcpy(buf, f, len);
+		sge = (struct rn_sge){ (uintptr_t)buf, len,
+				       s->lc->notify.mr.lkey };
+		rc = rn_sq_post_send_sge(sq, &sge, opcode, 0, 0, wr_id);
+	}
+	if (rc == 0)
+		rn_sq_ring_doorbell(sq);
+	return rc;
+}
+
+/* What beta is owed: a delivery or a refusal of the frame. */
+struct fz_owed {
+	uint32_t len;
+	uint8_t f[SLOT_SIZE];
+};
+
+/* Take what beta was owed, in order, byte for byte. */
+static void
+fz_drain(unsigned int seed, uint32_t frame, struct tclient *beta,
+	 struct fz_owed *owed, uint32_t *head, uint32_t tail)
+{
+	uint64_t until = now_ms() + WAIT_MS;
+	struct taken k;
+
+	while (*head != tail) {
+		const struct fz_owed *o = &owed[*head % FZ_PENDING];
+		struct rn_notify_agent_view v = { 0 };
+
+		if (now_ms() > until)
+			fail_msg("seed %u, frame %u: beta still owed %u entries",
+				 seed, frame, tail - *head);
+		turn_both();
+		if (client_take(beta, &k, 1) == 0)
+			continue;
+		assert_int_equal(rn_notify_agent_frame_read(o->f, o->len, &v),
+				 0);
+		assert_int_equal(k.ep_index, B.req.ep_index);
+		if (v.kind == RN_NOTIFY_KIND_AGENT) {
+			if (k.type != RN_CLIENT_ENTRY_DELIVERY)
+				fail_msg("seed %u: entry of type %u for a "
+					 "frame to beta", seed, k.type);
+			assert_string_equal(k.node, "a");
+			assert_int_equal(k.agent_len, v.src_len);
+			assert_memory_equal(k.agent, v.src, v.src_len);
+			assert_int_equal(k.name_len, v.name_len);
+			assert_int_equal(k.msg_len, v.msg_len);
+			assert_memory_equal(k.name, v.src + v.src_len,
+					    v.name_len);
+			assert_memory_equal(k.msg, v.src + v.src_len +
+					    v.name_len, v.msg_len);
+		} else {
+			if (k.type != RN_CLIENT_ENTRY_REFUSED)
+				fail_msg("seed %u: entry of type %u for a "
+					 "refusal to beta", seed, k.type);
+			assert_int_equal(k.cookie, v.cookie);
+			assert_int_equal(k.ev.type, RN_CLIENT_EVENT_REFUSED);
+			assert_int_equal(k.ev.cookie, v.cookie);
+			assert_string_equal(k.ev.node, "a");
+			assert_memory_equal(k.ev.agent, v.src, v.src_len);
+		}
+		(*head)++;
+	}
+}
+
+/*
+ * Random and mutated frames from A's lcore, by either opcode, inline or
+ * not (seeded, printed): B's lcore takes each exactly as the readers of
+ * rn_notify_frame.h say, whichever of its paths reads it. An agent frame
+ * to beta that fits its buffer reaches it byte for byte, in order, held
+ * while its deliver ring is full; one that does not fit, and anything
+ * neither reader takes, is rejected (and still delivered to the poll, in
+ * send order); a node-level frame reaches the embedded API; an agent
+ * frame to an agent not here is refused, a refusal for one dropped.
+ * Through all of it the channel stays up and serves.
+ */
+static void
+test_client_frames_fuzzed(void **state)
+{
+	unsigned int seed = rn_test_seed(__func__, 5);
+	uint32_t rs = seed * 2654435761u + 1;
+	static struct fz_owed owed[FZ_PENDING];
+	uint64_t delivered = 0, refused = 0, rejected = 0, received = 0;
+	uint32_t head = 0, tail = 0;
+	struct tclient *alpha, *beta;
+	struct rn_notify_delivery d;
+	uint8_t f[SLOT_SIZE];
+	struct taken k;
+
+	(void)state;
+	open_pair(true, true);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	for (uint32_t i = 0; i < FZ_FRAMES; i++) {
+		const struct rn_qp *rq_qp = ep_of(&B)->n.qp;
+		uint32_t len = fz_frame(&rs, f, SLOT_SIZE);
+		uint8_t opcode = fz_pick(&rs, 2) ? RN_WR_SEND : RN_WR_SEND_IMM;
+		bool inl = fz_pick(&rs, 2) != 0;
+		uint32_t tail_before = rq_qp->rq.tail;
+		struct rn_notify_agent_view v = { 0 };
+		struct rn_notify_view nv;
+		bool node = rn_notify_frame_read(f, len, &nv) == 0;
+		bool agent = rn_notify_agent_frame_read(f, len, &v) == 0;
+		bool to_beta = agent && v.dst_len == 4 &&
+			       memcmp(v.dst, "beta", 4) == 0;
+		uint64_t until = now_ms() + WAIT_MS;
+		unsigned int n;
+		int rc;
+
+		assert_false(node && agent);
+		while ((rc = fz_post(&A, f, len, opcode, inl)) == -EAGAIN &&
+		       now_ms() < until)
+			turn_both();
+		assert_int_equal(rc, 0);
+		while (rq_qp->rq.tail == tail_before) {
+			if (now_ms() > until)
+				fail_msg("seed %u, frame %u: not received",
+					 seed, i);
+			turn_both();
+		}
+		if (to_beta && (v.kind == RN_NOTIFY_KIND_REFUSAL ||
+				sizeof(struct rn_client_recv_hdr) +
+				(uint64_t)v.src_len + v.name_len +
+				v.msg_len <= SLOT_SIZE)) {
+			assert_true(tail - head < FZ_PENDING);
+			owed[tail % FZ_PENDING].len = len;
+			memcpy(owed[tail % FZ_PENDING].f, f, len);
+			tail++;
+			delivered += v.kind == RN_NOTIFY_KIND_AGENT;
+		} else if (to_beta || (!agent && !node)) {
+			rejected++;
+		} else if (agent && v.kind == RN_NOTIFY_KIND_AGENT) {
+			refused++;
+		}
+		received += node;
+		/* What the embedded API is handed: a node-level frame, or a
+		 * malformed one (for its place in send order). */
+		n = rte_ring_sc_dequeue_burst_elem(B.lc->notify_deliveries, &d,
+						   sizeof(d), 1, NULL);
+		if (n != (node || (!agent && !node)))
+			fail_msg("seed %u, frame %u (%u bytes, opcode %u): %u "
+				 "deliveries to the embedded API", seed, i, len,
+				 opcode, n);
+		if (n != 0) {
+			assert_int_equal(d.len, len);
+			assert_int_equal(rn_notify_frame_read(
+				rn_lcore_ep_recv_slot(ep_of(&B), d.index),
+				d.len, &nv) == 0, node);
+			release(&B, &d);
+		}
+		if (B.lc->stats.notify_rejected != rejected ||
+		    B.lc->stats.client_refused != refused ||
+		    B.lc->stats.notify_received != received)
+			fail_msg("seed %u, frame %u (%u bytes, opcode %u): "
+				 "rejected %" PRIu64 "/%" PRIu64 ", refused %"
+				 PRIu64 "/%" PRIu64 ", received %" PRIu64 "/%"
+				 PRIu64, seed, i, len, opcode,
+				 B.lc->stats.notify_rejected, rejected,
+				 B.lc->stats.client_refused, refused,
+				 B.lc->stats.notify_received, received);
+		/* beta reads its ring now and then: meanwhile frames for it
+		 * are held, their slots with them. */
+		if (ep_of(&B)->n.held >= SLOTS / 2 || fz_pick(&rs, 8) == 0)
+			fz_drain(seed, i, beta, owed, &head, tail);
+	}
+	fz_drain(seed, FZ_FRAMES, beta, owed, &head, tail);
+	client_none(beta);
+	assert_int_equal(B.lc->stats.client_delivered, delivered);
+	assert_int_equal(ep_of(&B)->n.held, 0);
+	assert_int_equal(B.lc->stats.notify_stale, 0);
+	printf("# %u frames: %" PRIu64 " delivered to beta, %" PRIu64
+	       " refused, %" PRIu64 " rejected, %" PRIu64 " node-level\n",
+	       FZ_FRAMES, delivered, refused, rejected, received);
+	/* The channel still serves both APIs. */
+	assert_state(&A, RN_CHANNEL_NATIVE);
+	assert_state(&B, RN_CHANNEL_NATIVE);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	assert_int_equal(client_send(alpha, "beta", "nm", 2, "ok", 2, 1, 0), 0);
+	client_wait(beta, &k, 1);
+	assert_delivery(&k, "a", "alpha", "nm", 2, "ok", 2);
 }
 
 /* The deterministic content of notification i of a run seeded seed. */
@@ -1816,6 +2213,128 @@ test_quiet_lcore_sleeps_longer(void **state)
 	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
 }
 
+/* ---- the notify QP at the edges of its settings ---- */
+
+/* Both lcores with [notify] slots = 4096, slot_size = 512, max_inline =
+ * 400 and a [nic] cq_size that holds such an endpoint: settings within
+ * their bounds, which made a notify QP before its inline size took agent
+ * frames too. */
+static int
+setup_deep(void **state)
+{
+	int rc;
+
+	deep = (struct deep_cfg){ .slots = 4096, .slot_size = 512,
+				  .max_inline = 400, .cq_size = 131072 };
+	rc = setup(state);
+	deep = DEEP_DEFAULT;
+	return rc;
+}
+
+/*
+ * The deepest window with a large max_inline: the notify QP's ring, one
+ * WQE of the largest inline SEND per slot, must stay within what a
+ * device's 16-bit WQE counter allows (32768 BBs: the sim refuses more, as
+ * mlx5 does past its max_qp_wr), or the endpoint has no native channel at
+ * all. Agent frames' room inline is worth less than the channel: the
+ * channel goes native and carries both kinds of frame.
+ */
+static void
+test_deepest_window_keeps_its_channel(void **state)
+{
+	static const uint8_t msg[300] = { 1, 2, 3 };
+	struct rn_notify_delivery d[1];
+	char msgs[1][16] = { "deep" };
+	struct tclient *alpha, *beta;
+	struct taken k;
+
+	(void)state;
+	open_pair(true, true);
+	assert_state(&A, RN_CHANNEL_NATIVE);
+	assert_state(&B, RN_CHANNEL_NATIVE);
+	assert_int_equal(A.lc->stats.no_cq_room, 0);
+	assert_int_equal(send_note(&A, 0, 0, msgs[0]), 1);
+	receive_notes(&B, d, 1, msgs);
+	release(&B, &d[0]);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	assert_int_equal(client_send(alpha, "beta", "nm", 2, msg, 150, 1, 0),
+			 0);
+	client_wait(beta, &k, 1);
+	assert_delivery(&k, "a", "alpha", "nm", 2, msg, 150);
+}
+
+/* Both lcores with [notify] max_inline = 0: only empty node-level frames
+ * inline, and agent frames with agents of up to 128 bytes together. */
+static int
+setup_inline_0(void **state)
+{
+	int rc;
+
+	deep = (struct deep_cfg){ .slots = SLOTS, .slot_size = SLOT_SIZE,
+				  .max_inline = 0 };
+	rc = setup(state);
+	deep = DEEP_DEFAULT;
+	return rc;
+}
+
+/* An agent of len bytes, all c: a C string in out. */
+static const char *
+agent_of(char *out, char c, uint32_t len)
+{
+	memset(out, c, len);
+	out[len] = '\0';
+	return out;
+}
+
+/*
+ * With max_inline 0 the notify QP's inline room is an agent frame's
+ * header and 128 bytes of agents: frames of agents of 127, 128 and 129
+ * bytes together (and empty name and msg) go inline, inline to the last
+ * byte, and from a send buffer; with a name or msg, from a buffer. Each
+ * arrives byte for byte; refusals at the same edge come back.
+ */
+static void
+test_agent_frames_at_the_inline_edge(void **state)
+{
+	char s[RN_CLIENT_AGENT_MAX + 1], d[RN_CLIENT_AGENT_MAX + 1];
+	struct tclient *alpha, *to[3];
+	struct taken k;
+
+	(void)state;
+	open_pair(true, true);
+	assert_int_equal(ep_of(&A)->n.agent_inline,
+			 sizeof(struct rn_notify_agent_hdr) +
+			 2 * RN_LCORE_AGENT_INLINE);
+	alpha = client_up(&A, agent_of(s, 'a', 64), CLIENT_RING);
+	for (uint32_t i = 0; i < 3; i++)
+		to[i] = client_up(&B, agent_of(d, (char)('x' + i), 63 + i),
+				  CLIENT_RING);
+	for (uint32_t i = 0; i < 3; i++) {
+		agent_of(d, (char)('x' + i), 63 + i);
+		assert_int_equal(client_send(alpha, d, "", 0, "", 0, i, 0), 0);
+		client_wait(to[i], &k, 1);
+		assert_delivery(&k, "a", s, "", 0, "", 0);
+		assert_int_equal(client_send(alpha, d, "n", 1, "m", 1, i, 0),
+				 0);
+		client_wait(to[i], &k, 1);
+		assert_delivery(&k, "a", s, "n", 1, "m", 1);
+	}
+	/* Refusals of 152 and 153 bytes: inline, then from a buffer. */
+	for (uint32_t len = 64; len <= 65; len++) {
+		agent_of(d, 'q', len);
+		assert_int_equal(client_send(alpha, d, "", 0, "", 0, len, 0),
+				 0);
+		client_wait(alpha, &k, 1);
+		assert_int_equal(k.type, RN_CLIENT_ENTRY_REFUSED);
+		assert_int_equal(k.ev.cookie, len);
+		assert_string_equal(k.ev.agent, d);
+	}
+	assert_int_equal(B.lc->stats.refusals_dropped, 0);
+	assert_int_equal(B.lc->stats.notify_rejected, 0);
+	assert_int_equal(A.lc->stats.notify_rejected, 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1843,6 +2362,7 @@ main(int argc, char **argv)
 		T(test_completion_reports),
 		T(test_client_delivery_is_exact),
 		T(test_client_frames_by_either_opcode),
+		T(test_client_frames_fuzzed),
 		T(test_client_order_per_sender),
 		T(test_client_cannot_forge_its_agent),
 		T(test_client_send_errors_are_reported),
@@ -1855,6 +2375,12 @@ main(int argc, char **argv)
 		T(test_client_agent_table),
 		T(test_client_worker_index_and_sleeping_word),
 		T(test_quiet_lcore_sleeps_longer),
+		cmocka_unit_test_setup_teardown(
+			test_deepest_window_keeps_its_channel, setup_deep,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_agent_frames_at_the_inline_edge, setup_inline_0,
+			teardown),
 	};
 
 	(void)argc;

@@ -617,6 +617,45 @@ test_failure_notice_never_acked(void **state)
 	assert_false(take_note(&B, &got));
 }
 
+/*
+ * Closed while failing (the plane closes it when its peer goes, say): the
+ * endpoint drains and goes like any other, and EP_FAILED never comes for
+ * it, not even once the grace is over (1 s here, at qp_timeout 16): the
+ * lcore forgets a failing endpoint it closes. One left on its failing
+ * list would be read after it was freed, and told of to the plane after
+ * its EP_CLOSED.
+ */
+static void
+test_closed_while_failing(void **state)
+{
+	struct rn_qp *notify_qp = A.req.ep->n.qp;
+	struct rn_transfer_remote *rem;
+	struct rn_transfer_entry e;
+	struct rn_transfer_batch *b;
+	struct note got;
+
+	(void)state;
+	tampered(0x100, 0, &rem);
+	e = (struct rn_transfer_entry){ .local = A.buf, .remote =
+					(uintptr_t)B.buf, .length = 8192,
+					.rem = rem };
+	on_lcore(&A, rn_sim_qp_hold, notify_qp);
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "closed", &b), 0);
+	assert_int_equal(wait_batch(b, NULL), -EACCES);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	nap_us(50000);
+	assert_false(has_event(RN_LCORE_EVENT_EP_FAILED, &A.req));
+	command(&A, RN_LCORE_CMD_EP_CLOSE);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &A.req), 0);
+	assert_null(A.req.ep);
+	nap_us((RN_LCORE_DRAIN_MAX_S * 1000 + 500) * 1000);
+	if (has_event(RN_LCORE_EVENT_EP_FAILED, &A.req))
+		fail_msg("EP_FAILED for an endpoint closed while failing");
+	assert_false(take_note(&B, &got));
+	rn_transfer_forget(A.t, rem);
+	recover_and_write();
+}
+
 /* B restarted (another session): A's old descriptor is refused at
  * submission, before any WQE; B's new one works. */
 static void
@@ -965,6 +1004,7 @@ main(int argc, char **argv)
 			setup_bulk, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_failure_notice_never_acked, setup_bulk, teardown),
+		T(test_closed_while_failing),
 		T(test_stale_incarnation),
 		T(test_cancel),
 		T(test_more_than_the_queues_take),
