@@ -1062,6 +1062,44 @@ test_full_socket_waits_for_room(void **state)
 	assert_true(later.tx_calls > full.tx_calls);
 }
 
+/*
+ * A go-back-N resend keeps to the wire's window as new WQEs do: with 8
+ * MiB of WRITEs posted toward a peer that does not read, the wire holds
+ * a window's worth unsent, and the ACK timeouts that follow resend
+ * nothing (all at once, they queued every WQE in flight again behind the
+ * first copies). Once the peer reads, the WRITEs land byte exact.
+ */
+static void
+test_resend_keeps_to_the_window(void **state)
+{
+	struct pair *p = *state;
+	struct end *only_a[] = { &p->a, NULL };
+	struct rn_sim_stats before, stalled;
+	uint64_t until;
+
+	rng = rn_test_seed("test_resend_keeps_to_the_window", 1810) | 1;
+	reconnect_mtu(p, IBV_MTU_4096, 14);   /* 67 ms, 7 retries */
+	random_bytes(p->abuf, 8 * MIB);
+	memset(p->bbuf, 0, 8 * MIB);
+	for (uint32_t i = 0; i < 8; i++)
+		post_rdma(&p->a, RN_WR_WRITE, p->abuf + i * MIB, MIB,
+			  p->amr.lkey, (uintptr_t)p->bbuf + i * MIB,
+			  p->bmr.rkey, i == 7 ? RN_WR_SIGNALED : 0, i);
+	rn_sim_stats(p->a.nic, &before);
+	/* Two timeouts or more, with b silent. */
+	until = rn_harness_now_ms() + 200;
+	while (rn_harness_now_ms() < until)
+		rn_harness_progress(only_a);
+	rn_sim_stats(p->a.nic, &stalled);
+	print_message("# a: %lu WQEs resent while its wire was full\n",
+		      (unsigned long)(stalled.retransmits -
+				      before.retransmits));
+	assert_int_equal(stalled.retransmits, before.retransmits);
+	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_RTS);
+	expect_wc(p, &p->a, RN_WC_WRITE, 0, 7);
+	assert_memory_equal(p->bbuf, p->abuf, 8 * MIB);
+}
+
 #define PAIR_TEST(f) \
 	cmocka_unit_test_setup_teardown(f, pair_setup, pair_teardown)
 
@@ -1086,6 +1124,8 @@ main(void)
 		PAIR_TEST(test_hold_back_delays_one_qp_only),
 		PAIR_TEST(test_hold_back_dropped_on_error),
 		PAIR_TEST(test_full_socket_waits_for_room),
+		cmocka_unit_test_setup_teardown(test_resend_keeps_to_the_window,
+						big_pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_read_responses_interleaved,
 						big_pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(
