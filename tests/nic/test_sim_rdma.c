@@ -1019,6 +1019,87 @@ test_region_deregistered_mid_response(void **state)
 	free(orig);
 }
 
+/*
+ * A wire whose socket is full sends nothing more until epoll says it has
+ * room: 2 MiB of WRITEs toward a peer that does not read fill it, and
+ * turns of the requester alone then make no system call to send (each
+ * would copy its iovecs in to be told EAGAIN). Once the peer reads, the
+ * WRITEs land byte exact.
+ */
+static void
+test_full_socket_waits_for_room(void **state)
+{
+	struct pair *p = *state;
+	struct end *only_a[] = { &p->a, NULL };
+	struct rn_sim_stats full, later;
+	uint64_t deadline;
+
+	rng = rn_test_seed("test_full_socket_waits_for_room", 1809) | 1;
+	random_bytes(p->abuf, 2 * MIB);
+	memset(p->bbuf, 0, 2 * MIB);
+	post_rdma(&p->a, RN_WR_WRITE, p->abuf, MIB, p->amr.lkey,
+		  (uintptr_t)p->bbuf, p->bmr.rkey, 0, 1);
+	post_rdma(&p->a, RN_WR_WRITE, p->abuf + MIB, MIB, p->amr.lkey,
+		  (uintptr_t)p->bbuf + MIB, p->bmr.rkey, RN_WR_SIGNALED, 2);
+	/* Until the socket is full (b's end is not even accepted: the
+	 * kernel holds what it was sent). */
+	deadline = rn_harness_now_ms() + WAIT_MS;
+	do {
+		rn_harness_progress(only_a);
+		rn_sim_stats(p->a.nic, &full);
+	} while (full.tx_full == 0 && rn_harness_now_ms() < deadline);
+	assert_true(full.tx_full >= 1);
+	for (int i = 0; i < 100; i++)
+		rn_harness_progress(only_a);
+	rn_sim_stats(p->a.nic, &later);
+	print_message("# a: %lu sends until full, %lu in the 100 turns "
+		      "after\n", (unsigned long)full.tx_calls,
+		      (unsigned long)(later.tx_calls - full.tx_calls));
+	assert_int_equal(later.tx_calls, full.tx_calls);
+	expect_wc(p, &p->a, RN_WC_WRITE, 0, 2);
+	assert_memory_equal(p->bbuf, p->abuf, 2 * MIB);
+	rn_sim_stats(p->a.nic, &later);
+	assert_true(later.tx_calls > full.tx_calls);
+}
+
+/*
+ * A go-back-N resend keeps to the wire's window as new WQEs do: with 8
+ * MiB of WRITEs posted toward a peer that does not read, the wire holds
+ * a window's worth unsent, and the ACK timeouts that follow resend
+ * nothing (all at once, they queued every WQE in flight again behind the
+ * first copies). Once the peer reads, the WRITEs land byte exact.
+ */
+static void
+test_resend_keeps_to_the_window(void **state)
+{
+	struct pair *p = *state;
+	struct end *only_a[] = { &p->a, NULL };
+	struct rn_sim_stats before, stalled;
+	uint64_t until;
+
+	rng = rn_test_seed("test_resend_keeps_to_the_window", 1810) | 1;
+	reconnect_mtu(p, IBV_MTU_4096, 14);   /* 67 ms, 7 retries */
+	random_bytes(p->abuf, 8 * MIB);
+	memset(p->bbuf, 0, 8 * MIB);
+	for (uint32_t i = 0; i < 8; i++)
+		post_rdma(&p->a, RN_WR_WRITE, p->abuf + i * MIB, MIB,
+			  p->amr.lkey, (uintptr_t)p->bbuf + i * MIB,
+			  p->bmr.rkey, i == 7 ? RN_WR_SIGNALED : 0, i);
+	rn_sim_stats(p->a.nic, &before);
+	/* Two timeouts or more, with b silent. */
+	until = rn_harness_now_ms() + 200;
+	while (rn_harness_now_ms() < until)
+		rn_harness_progress(only_a);
+	rn_sim_stats(p->a.nic, &stalled);
+	print_message("# a: %lu WQEs resent while its wire was full\n",
+		      (unsigned long)(stalled.retransmits -
+				      before.retransmits));
+	assert_int_equal(stalled.retransmits, before.retransmits);
+	assert_int_equal(rn_sim_qp_state(&p->a.qp), RN_QP_RTS);
+	expect_wc(p, &p->a, RN_WC_WRITE, 0, 7);
+	assert_memory_equal(p->bbuf, p->abuf, 8 * MIB);
+}
+
 #define PAIR_TEST(f) \
 	cmocka_unit_test_setup_teardown(f, pair_setup, pair_teardown)
 
@@ -1042,6 +1123,9 @@ main(void)
 		PAIR_TEST(test_resent_packets_land_once),
 		PAIR_TEST(test_hold_back_delays_one_qp_only),
 		PAIR_TEST(test_hold_back_dropped_on_error),
+		PAIR_TEST(test_full_socket_waits_for_room),
+		cmocka_unit_test_setup_teardown(test_resend_keeps_to_the_window,
+						big_pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_read_responses_interleaved,
 						big_pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(

@@ -69,6 +69,12 @@ struct rn_sim_stats {
 				       * carries (RN_SIM_MTU at most) */
 	uint64_t wires_hello_timeout; /* no HELLO within the deadline */
 	uint64_t wires_evicted;       /* oldest unmatched, to make room */
+	/* System calls on the wires' sockets, and waits for room: */
+	uint64_t tx_calls;            /* send and sendmsg */
+	uint64_t rx_calls;            /* recv and recvmsg */
+	uint64_t tx_full;             /* a socket took less than offered: its
+				       * wire sent nothing more until epoll
+				       * said it had room (EPOLLOUT) */
 };
 
 /*

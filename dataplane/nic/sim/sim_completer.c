@@ -250,10 +250,12 @@ rn_sim_completer_receive(struct sim_ctx *ctx, struct sim_wire *wire,
 void
 rn_sim_completer_timeout(struct sim_qp *sqp)
 {
-	/* A requester waiting for READs waits for this very timer too. */
+	/* A requester waiting for READs waits for this very timer too, and
+	 * so does one whose resend waits for room on the wire. */
 	if (sqp->state != RN_QP_RTS ||
 	    (sqp->req_state != SIM_REQ_SEND &&
-	     sqp->req_state != SIM_REQ_WAIT_READS) ||
+	     sqp->req_state != SIM_REQ_WAIT_READS &&
+	     sqp->req_state != SIM_REQ_RESEND) ||
 	    sqp->inflight_count == 0 || sqp->conn.timeout == 0 ||
 	    sqp->ctx->now_ns < sqp->deadline_ns)
 		return;
@@ -264,4 +266,6 @@ rn_sim_completer_timeout(struct sim_qp *sqp)
 	}
 	sqp->retries_left--;
 	sqp->req_state = SIM_REQ_RESEND;
+	sqp->resend_at = 0;
+	rn_sim_ack_timer_start(sqp);   /* a resend with no room counts too */
 }

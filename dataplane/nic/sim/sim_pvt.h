@@ -225,6 +225,9 @@ struct sim_qp {
 	uint32_t inflight_head, inflight_count, inflight_cap;
 	uint32_t next_psn;
 	enum sim_req_state req_state;
+	uint32_t resend_at;       /* RESEND: WQEs in flight resent so far,
+				   * oldest first (a resend keeps to the
+				   * wire's window, as new WQEs do) */
 	uint64_t deadline_ns;     /* ACK timeout of the oldest in flight */
 	uint8_t retries_left;
 	uint8_t rnr_left;
@@ -333,6 +336,8 @@ rn_sim_inflight_retire(struct sim_qp *sqp)
 
 	sqp->inflight_head = (sqp->inflight_head + 1) % sqp->inflight_cap;
 	sqp->inflight_count--;
+	if (sqp->resend_at > 0)
+		sqp->resend_at--;
 	if (f.opcode == MLX5_OPCODE_RDMA_READ)
 		sqp->reads_out--;
 	return f;

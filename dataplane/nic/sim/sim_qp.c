@@ -170,6 +170,7 @@ reset(struct sim_qp *sqp)
 	sqp->rd_resp_pkts = sqp->rd_resp_bytes = 0;
 	sqp->rx.active = false;
 	sqp->req_state = SIM_REQ_SEND;
+	sqp->resend_at = 0;
 	sqp->deadline_ns = 0;
 	rn_sim_qp_drop_held(sqp);
 }
@@ -344,6 +345,7 @@ rn_sim_qp_enter_err(struct sim_qp *sqp)
 	rn_sim_qp_drop_held(sqp);
 	rn_sim_qp_flush_inflight(sqp);
 	sqp->req_state = SIM_REQ_SEND;
+	sqp->resend_at = 0;
 	flush_sq(sqp);
 	flush_rq(sqp);
 }

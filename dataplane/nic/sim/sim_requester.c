@@ -221,26 +221,46 @@ fail_unsent(struct sim_qp *sqp, const struct sim_wqe *w, uint8_t syndrome)
 	rn_sim_qp_enter_err(sqp);
 }
 
-/* Go-back-N: execute every WQE in flight again, same PSNs. */
-static void
+/*
+ * Go-back-N: execute every WQE in flight again, same PSNs, from the
+ * oldest, while the wire holds less than SIM_WIRE_WINDOW unsent (the
+ * rest on later runs; all at once would queue every WQE in flight behind
+ * the first copies, megabytes the peer reads before any ACK can come).
+ * The ACK timer starts over when some went: one that cannot go for a
+ * whole timeout counts a retry. Returns the WQEs resent; sqp->resend_at
+ * reaches inflight_count when all were (or the QP failed).
+ */
+static unsigned int
 resend_all(struct sim_qp *sqp)
 {
-	for (uint32_t i = 0; i < sqp->inflight_count; i++) {
-		struct sim_inflight *f = rn_sim_inflight_at(sqp, i);
+	unsigned int sent = 0;
+
+	while (sqp->resend_at < sqp->inflight_count) {
+		struct sim_inflight *f;
 		struct sim_wqe w;
 		uint32_t npsn;
-		int rc = rn_sim_wqe_parse(sqp, f->bb, &w);
+		int rc;
 
+		if (sqp->hold == SIM_HOLD_OFF &&
+		    rn_sim_wire_backlog(sqp->ctx, &sqp->remote) >=
+			    SIM_WIRE_WINDOW)
+			break;
+		f = rn_sim_inflight_at(sqp, sqp->resend_at);
+		rc = rn_sim_wqe_parse(sqp, f->bb, &w);
 		if (rc == 0)
 			rc = execute(sqp, &w, f->psn, &npsn);
 		if (rc != 0) {
 			/* Its memory went away since the first try. */
-			rn_sim_completer_fail(sqp, i, (uint8_t)rc);
-			return;
+			rn_sim_completer_fail(sqp, sqp->resend_at, (uint8_t)rc);
+			return sent + 1;
 		}
 		sqp->ctx->stats.retransmits++;
+		sqp->resend_at++;
+		sent++;
 	}
-	rn_sim_ack_timer_start(sqp);
+	if (sent > 0)
+		rn_sim_ack_timer_start(sqp);
+	return sent;
 }
 
 /*
@@ -338,13 +358,20 @@ rn_sim_requester_run(struct sim_qp *sqp)
 			if (sqp->ctx->now_ns < sqp->rnr_resume_ns)
 				return 0;
 			sqp->req_state = SIM_REQ_RESEND;
+			sqp->resend_at = 0;
+			rn_sim_ack_timer_start(sqp);
 			break;
-		case SIM_REQ_RESEND:
-			sqp->req_state = SIM_REQ_SEND;
-			resend_all(sqp);
+		case SIM_REQ_RESEND: {
+			unsigned int sent = resend_all(sqp);
+
 			if (sqp->state != RN_QP_RTS)
-				return 0;   /* a WQE failed: the QP is in ERR */
+				return sent;   /* a WQE failed: in ERR */
+			if (sqp->resend_at < sqp->inflight_count)
+				return sent;   /* the window is full */
+			sqp->resend_at = 0;
+			sqp->req_state = SIM_REQ_SEND;
 			break;
+		}
 		case SIM_REQ_SEND:
 			return send_new(sqp);
 		}

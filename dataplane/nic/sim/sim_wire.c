@@ -101,6 +101,10 @@ struct sim_wire {
 	int fd;
 	bool outbound;            /* we connected it */
 	bool dead;                /* closed: freed at the end of progress */
+	/* Its socket took less than it was offered: nothing is offered
+	 * again until epoll says it has room (EPOLLOUT, asked for meanwhile
+	 * only). */
+	bool tx_full;
 	enum sim_wire_state state;
 	uint64_t accepted_ns;     /* inbound: HELLO deadline, eviction order */
 	uint64_t stale_ns;        /* inbound: since when no connected QP has
@@ -206,6 +210,31 @@ wire_kill(struct sim_ctx *ctx, struct sim_wire *w)
 	epoll_ctl(ctx->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
 	close(w->fd);
 	w->dead = true;
+}
+
+/*
+ * Its socket is full (a send took less than it was offered): wait for
+ * room, by epoll, which then wakes a sleeping lcore too. Until then a
+ * turn offers it nothing: a send that the kernel refuses still copies
+ * its 1,024 iovecs in first, every turn of a busy loop. Or it has room
+ * again: EPOLLIN alone, so that a wire with room does not keep epoll
+ * ready. Should epoll refuse, the wire is offered its bytes every turn,
+ * as before.
+ */
+static void
+wire_watch_room(struct sim_ctx *ctx, struct sim_wire *w, bool full)
+{
+	struct epoll_event ev = {
+		.events = EPOLLIN | (full ? EPOLLOUT : 0),
+		.data.ptr = w,
+	};
+
+	if (w->tx_full == full)
+		return;
+	if (epoll_ctl(ctx->epoll_fd, EPOLL_CTL_MOD, w->fd, &ev) != 0)
+		return;
+	w->tx_full = full;
+	ctx->stats.tx_full += full;
 }
 
 static void
@@ -734,11 +763,12 @@ rx_append_iov(struct sim_wire *w, const struct iovec *iov, unsigned int from,
  * have been: its bytes before went where it was, which no longer takes
  * them. Where it has another (not known to happen), it is dropped, for
  * the requester's retries. Returns the bytes read, 0 at end of stream,
- * -1 when the socket has nothing (or failed: errno).
+ * -1 when the socket has nothing (or failed: errno); *asked, the bytes
+ * it asked the socket for.
  */
 static ssize_t
 read_direct(struct sim_ctx *ctx, struct sim_wire *w,
-	    const struct sim_rx_ops *rx, unsigned int *frames)
+	    const struct sim_rx_ops *rx, unsigned int *frames, size_t *asked)
 {
 	struct iovec iov[2 + 2 * RX_PREDICT];
 	struct msghdr msg = { .msg_iov = iov };
@@ -758,6 +788,8 @@ read_direct(struct sim_ctx *ctx, struct sim_wire *w,
 	if (w->dsink != SINK_NO) {
 		/* rx holds a whole payload (RX_DIRECT_MAX); the part read
 		 * before is not in it, which a refused frame does not need. */
+		*asked = need;
+		ctx->stats.rx_calls++;
 		n = recv(w->fd, w->rx + w->dhave, need, MSG_DONTWAIT);
 		if (n <= 0)
 			return n;
@@ -791,6 +823,10 @@ read_direct(struct sim_ctx *ctx, struct sim_wire *w,
 	tail = msg.msg_iovlen;
 	iov[msg.msg_iovlen++] = (struct iovec){ w->rx,
 						sizeof(struct sim_frame_hdr) };
+	*asked = 0;
+	for (size_t i = 0; i < msg.msg_iovlen; i++)
+		*asked += iov[i].iov_len;
+	ctx->stats.rx_calls++;
 	n = recvmsg(w->fd, &msg, MSG_DONTWAIT);
 	if (n <= 0)
 		return n;
@@ -847,18 +883,24 @@ read_direct(struct sim_ctx *ctx, struct sim_wire *w,
 	return n;
 }
 
-/* Read what the socket has and dispatch every whole frame. */
+/*
+ * Read what the socket has and dispatch every whole frame. A read that
+ * got less than it asked for emptied the socket: no further read (one
+ * more system call, to be told EAGAIN) this turn; epoll, level-triggered,
+ * reports what comes next.
+ */
 static unsigned int
 wire_read(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_rx_ops *rx)
 {
 	unsigned int frames = 0;
-	bool closed = false;
+	bool closed = false, drained = false;
 
-	while (!closed && !w->dead) {
+	while (!closed && !drained && !w->dead) {
+		size_t asked = 0;
 		ssize_t n;
 
 		if (w->direct) {
-			n = read_direct(ctx, w, rx, &frames);
+			n = read_direct(ctx, w, rx, &frames, &asked);
 		} else {
 			/* Out of memory: epoll is level-triggered, read
 			 * later. No more than RX_MAX unparsed, even in a
@@ -870,8 +912,9 @@ wire_read(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_rx_ops *rx)
 			lim = RTE_MIN(w->rx_cap, RX_MAX);
 			if (w->rx_len >= lim)
 				break;
-			n = recv(w->fd, w->rx + w->rx_len, lim - w->rx_len,
-				 MSG_DONTWAIT);
+			asked = lim - w->rx_len;
+			ctx->stats.rx_calls++;
+			n = recv(w->fd, w->rx + w->rx_len, asked, MSG_DONTWAIT);
 			if (n > 0)
 				w->rx_len += (size_t)n;
 		}
@@ -881,6 +924,7 @@ wire_read(struct sim_ctx *ctx, struct sim_wire *w, const struct sim_rx_ops *rx)
 			break;
 		if (n == 0 || n < 0)
 			closed = true;
+		drained = n > 0 && (size_t)n < asked;
 		/* Frames that arrived before the peer closed still count. */
 		if (!w->direct && !wire_parse(ctx, w, rx, &frames))
 			closed = true;
@@ -998,9 +1042,13 @@ rn_sim_wire_receive(struct sim_ctx *ctx, const struct sim_rx_ops *rx)
 	for (int i = 0; i < n; i++) {
 		struct sim_wire *w = events[i].data.ptr;
 
-		if (w == NULL)
+		if (w == NULL) {
 			accept_all(ctx, rx);
-		else if (!w->dead)
+			continue;
+		}
+		if (!w->dead && (events[i].events & EPOLLOUT))
+			wire_watch_room(ctx, w, false);
+		if (!w->dead && (events[i].events & ~(uint32_t)EPOLLOUT))
 			work += wire_read(ctx, w, rx);
 	}
 	sweep_wires(ctx);
@@ -1037,7 +1085,7 @@ tx_compact(struct sim_wire *w)
  * next turn. Returns false when the connection failed.
  */
 static bool
-write_segments(struct sim_wire *w)
+write_segments(struct sim_ctx *ctx, struct sim_wire *w)
 {
 	size_t first = 0, skip = 0;
 	bool ok = true;
@@ -1059,11 +1107,14 @@ write_segments(struct sim_wire *w)
 			iov[msg.msg_iovlen++].iov_len = g->len - cut;
 			asked += g->len - cut;
 		}
+		ctx->stats.tx_calls++;
 		n = sendmsg(w->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			ok = errno == EAGAIN;
+			if (ok)
+				wire_watch_room(ctx, w, true);
 			break;
 		}
 		w->seg_bytes -= (size_t)n;
@@ -1078,8 +1129,10 @@ write_segments(struct sim_wire *w)
 			first++;
 			skip = 0;
 		}
-		if ((size_t)n < asked)
-			break;   /* the socket is full */
+		if ((size_t)n < asked) {   /* the socket is full */
+			wire_watch_room(ctx, w, true);
+			break;
+		}
 	}
 	if (first < w->seg_n && skip > 0) {
 		struct tx_seg *g = &w->seg[first];
@@ -1143,23 +1196,37 @@ wire_write(struct sim_ctx *ctx, struct sim_wire *w)
 			w->delayed_tail = NULL;
 		free(f);
 	}
+	if (w->tx_full)
+		return;
 	if (w->seg_n > 0) {
-		if (!write_segments(w))
+		if (!write_segments(ctx, w))
 			wire_kill(ctx, w);
 		return;
 	}
 	while (w->tx_off < w->tx_len) {
-		ssize_t n = send(w->fd, w->tx + w->tx_off, w->tx_len - w->tx_off,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		size_t asked = w->tx_len - w->tx_off;
+		ssize_t n;
 
-		if (n > 0) {
-			w->tx_off += (size_t)n;
+		ctx->stats.tx_calls++;
+		n = send(w->fd, w->tx + w->tx_off, asked,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
 			continue;
-		}
-		if (errno != EAGAIN && errno != EINTR)
-			wire_kill(ctx, w);
-		if (errno != EINTR)
+		if (n < 0) {
+			/* EAGAIN also while a connection is being made:
+			 * EPOLLOUT says when it is. */
+			if (errno == EAGAIN)
+				wire_watch_room(ctx, w, true);
+			else
+				wire_kill(ctx, w);
 			return;
+		}
+		w->tx_off += (size_t)n;
+		if ((size_t)n < asked) {
+			wire_watch_room(ctx, w, true);
+			return;
+		}
 	}
 }
 
