@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 import rntest
-from clienttest import (DEADLINE_S, agent_name, lone_daemon, reaped,
-                        send_retry, take)
+from clienttest import (DEADLINE_S, Nodes, agent_name, lone_daemon,
+                        reaped, send_retry, take)
 
 CTL = os.environ.get("RNOTIFY_CTL")
 
@@ -151,8 +151,25 @@ def test_send_errors(nodes, ctl):
         r.stderr
     r = ctl("--name", nodes.a, "send", nodes.b, agent_name("absent"),
             "n", "m", ok=False)
-    assert r.returncode == 1 and "refused" in r.stderr, r.stderr
+    assert r.returncode == 1 and "refused: no agent" in r.stderr, r.stderr
     assert r.stderr.count("\n") == 1, r.stderr
+
+
+def test_send_to_a_busy_agent_says_so(rnotify, ctl):
+    # b never polls: its ring (15) and hold_max (1) take what comes, the
+    # next send is refused as busy, and rnotify-ctl says so.
+    n = Nodes(rnotify, "ctlbusy", client="hold_max = 1\nring_size = 16\n")
+    try:
+        b = n.attach(n.b, agent_name("busy"))
+        for sent in range(15 + 1 + 2):
+            r = ctl("--name", n.a, "send", n.b, b.agent, "n", str(sent),
+                    ok=None)
+            if r.returncode != 0:
+                break
+        assert r.returncode == 1 and "is busy" in r.stderr, r.stderr
+        assert 15 <= sent <= 15 + 1 + 1, sent
+    finally:
+        n.stop()
 
 
 def test_no_daemon(ctl):
