@@ -22,11 +22,12 @@
  * backpressure; the run must still lose nothing.
  *
  *   rnotify-bench -c FILE --peer NAME --respond --transfer
- *   rnotify-bench -c FILE --peer NAME --transfer [--max-block BYTES]
- *                 [--iterations N] [--csv FILE]
+ *   rnotify-bench -c FILE --peer NAME --transfer [--min-block BYTES]
+ *                 [--max-block BYTES] [--iterations N] [--csv FILE]
  *
  * With --transfer (both sides), transfers (rn_transfer.h) in the
- * nixlbench style: blocks of 4 KiB doubling to --max-block (64 MiB),
+ * nixlbench style: blocks of --min-block (4 KiB) doubling to --max-block
+ * (64 MiB),
  * READ and WRITE, each without and with a notification, one batch of one
  * block at a time; 100 warm-up rounds and N (1000) measured, fewer for
  * blocks over 1 MiB (N MiB worth, at least 20). Latency is submission to
@@ -82,6 +83,7 @@ struct bench {
 	unsigned int burst;         /* bulk notifications per send call */
 	unsigned int stall_ms;
 	bool transfer;
+	uint64_t min_block;         /* the sweep's first block */
 	uint64_t max_block;
 	unsigned int iterations;
 	const char *csv;
@@ -617,15 +619,16 @@ measure_transfer(struct rn_daemon *d, struct bench *b, FILE *csv,
 	return rc;
 }
 
-/* One kind's rows: blocks of 4 KiB doubling to max_block, each without
- * and with a notification. */
+/* One kind's rows: blocks of min_block doubling to max_block, each
+ * without and with a notification. */
 static int
 sweep(struct rn_daemon *d, struct bench *b, FILE *csv,
       enum rn_transfer_kind kind, struct rn_transfer_entry e)
 {
 	int rc = 0;
 
-	for (uint64_t size = 4096; size <= b->max_block && rc == 0; size *= 2)
+	for (uint64_t size = b->min_block; size <= b->max_block && rc == 0;
+	     size *= 2)
 		for (int notify = 0; notify < 2 && rc == 0; notify++) {
 			e.length = size;
 			rc = measure_transfer(d, b, csv, kind, notify, &e);
@@ -783,6 +786,7 @@ main(int argc, char **argv)
 		{ "stall-ms", required_argument, NULL, 'w' },
 		{ "burst", required_argument, NULL, 'b' },
 		{ "transfer", no_argument, NULL, 'x' },
+		{ "min-block", required_argument, NULL, 'N' },
 		{ "max-block", required_argument, NULL, 'M' },
 		{ "iterations", required_argument, NULL, 'i' },
 		{ "csv", required_argument, NULL, 'C' },
@@ -790,7 +794,8 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct bench b = { .messages = 20000, .round_trips = 2000,
-				  .burst = 1, .max_block = 64u << 20,
+				  .burst = 1, .min_block = 4096,
+				  .max_block = 64u << 20,
 				  .iterations = 1000, .gpu = -1,
 				  .label = "native", .n_sizes = 4,
 				  .sizes = { 16, 256, 4096, 65528 } };
@@ -818,6 +823,7 @@ main(int argc, char **argv)
 		case 'w': b.stall_ms = (unsigned int)atoi(optarg); break;
 		case 'b': b.burst = (unsigned int)atoi(optarg); break;
 		case 'x': b.transfer = true; break;
+		case 'N': b.min_block = strtoull(optarg, NULL, 0); break;
 		case 'M': b.max_block = strtoull(optarg, NULL, 0); break;
 		case 'i': b.iterations = (unsigned int)atoi(optarg); break;
 		case 'C': b.csv = optarg; break;
@@ -836,13 +842,15 @@ main(int argc, char **argv)
 	}
 	if (path == NULL || b.peer == NULL || b.messages == 0 ||
 	    b.round_trips == 0 || b.burst == 0 || b.burst > MAX_BURST ||
-	    b.max_block < 4096 || b.iterations == 0 ||
+	    b.min_block < 4096 || b.min_block > b.max_block ||
+	    b.iterations == 0 ||
 	    (b.gpu >= 0 && !b.transfer)) {
 		fprintf(stderr, "usage: rnotify-bench -c FILE --peer NAME "
 			"[--respond [--stall-ms N]] [--sizes LIST] "
 			"[--messages N] [--round-trips N] [--label TEXT] "
 			"[--completions K] [--burst 1..%u] | --transfer "
-			"[--max-block BYTES] [--iterations N] [--csv FILE] "
+			"[--min-block BYTES] [--max-block BYTES] "
+			"[--iterations N] [--csv FILE] "
 			"[--gpu[=N]]\n       rnotify-bench --gpu-check[=N]\n",
 			MAX_BURST);
 		return 2;
