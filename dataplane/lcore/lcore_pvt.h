@@ -320,8 +320,6 @@ void rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 /* Drain the app's send requests and buffer releases. */
 unsigned int rn_lcore_notify_poll(struct rn_lcore *lc);
 
-/* An agent frame, or a refusal, for the native channel (lcore_client.c
- * fills it, lcore_notify.c posts it). */
 /* Agents of up to this many bytes each go inline in an agent frame (a
  * NIXL agent is a 36-byte UUID): the notify QP's inline size is
  * lc->max_inline plus their room and the agent frame's header, within
@@ -335,6 +333,8 @@ unsigned int rn_lcore_notify_poll(struct rn_lcore *lc);
  * must not lap (the sim refuses more, mlx5 past its max_qp_wr). */
 #define RN_LCORE_SQ_MAX_BBS 32768u
 
+/* An agent frame, or a refusal, for the native channel (lcore_client.c
+ * fills it, lcore_notify.c posts it). */
 struct rn_lcore_agent_out {
 	uint32_t kind;            /* enum rn_notify_kind */
 	uint16_t reason;          /* a refusal's: enum rn_notify_refusal */
