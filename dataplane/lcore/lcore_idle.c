@@ -70,8 +70,8 @@ static bool
 untimed(const struct rn_lcore *lc)
 {
 	return lc->nic->ops->wait_fds != NULL && lc->n_parked == 0 &&
-	       lc->closing == NULL && lc->channels_failed == 0 &&
-	       !rn_lcore_client_holding(lc);
+	       lc->closing == NULL && lc->failing == NULL &&
+	       lc->channels_failed == 0 && !rn_lcore_client_holding(lc);
 }
 
 uint32_t

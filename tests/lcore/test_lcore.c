@@ -2160,9 +2160,11 @@ test_quiet_lcore_sleeps_longer(void **state)
 	struct rn_lcore *lc = B.lc;
 	const struct rn_nic_ops *ops = lc->nic->ops;
 	struct rn_nic_ops no_fds = *ops;
+	struct rn_lcore_ep dummy_ep;
 	struct tclient *alpha;
 
 	(void)state;
+	memset(&dummy_ep, 0, sizeof(dummy_ep));
 	lc->idle_sleep_us = 1000;
 	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
 	for (int i = 0; i < 5; i++)
@@ -2189,6 +2191,10 @@ test_quiet_lcore_sleeps_longer(void **state)
 	lc->n_parked = 1;
 	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
 	lc->n_parked = 0;
+	/* A failing endpoint's grace runs on the clock too. */
+	lc->failing = &dummy_ep;
+	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
+	lc->failing = NULL;
 	no_fds.wait_fds = NULL;
 	lc->nic->ops = &no_fds;
 	assert_int_equal(rn_lcore_sleep_us(lc), 1000);
