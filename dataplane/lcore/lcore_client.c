@@ -8,10 +8,10 @@
  * frames received are copied once into the destination client's receive
  * buffer and their slot reposted at once; one whose client's deliver ring
  * is full is held, slot and all, and tried again each turn, up to [client]
- * hold_max for that client, past which it is refused as busy. A frame for
- * an agent not attached here is dropped and refused: a refusal frame, with
- * why, goes back on the same channel, and comes to the sending client as
- * a REFUSED entry.
+ * hold_max for that client, past which it is refused as busy (a refusal
+ * for it dropped). A frame for an agent not attached here is dropped and
+ * refused: a refusal frame, with why, goes back on the same channel, and
+ * comes to the sending client as a REFUSED entry.
  *
  * Nothing in a region is trusted (docs/security.md): the region's shape is
  * read once, at CLIENT_ADD, into the lcore's own copy; each send buffer's
@@ -69,8 +69,8 @@ struct lcore_client {
 	uint32_t id;                   /* new at each CLIENT_ADD here; not 0 */
 	uint32_t hash;                 /* of its agent name */
 	uint32_t held_head, held_tail; /* its held frames, oldest first */
-	uint32_t n_held;               /* how many: agent frames up to
-					 * lc->client_hold_max, refusals on top */
+	uint32_t n_held;               /* how many: lc->client_hold_max at
+					 * most */
 	uint8_t slot;                  /* its place in c[] */
 	uint8_t agent_len;
 	const uint8_t *agent;          /* the link's: the daemon's memory */
@@ -496,14 +496,18 @@ received_other(struct rn_lcore *lc, struct lcore_client *c,
 	}
 	if (c->held_head == HELD_NONE && hand_over(lc, c, ep, v)) {
 		rn_lcore_notify_repost(lc, ep, index, false);
-	} else if (c->n_held < lc->client_hold_max ||
-		   v->kind != RN_NOTIFY_KIND_AGENT) {
+	} else if (c->n_held < lc->client_hold_max) {
 		hold(lc, c, ep, index, len);
 	} else {
 		/* Its slot would be one more of the node pair's kept for a
-		 * client that does not take them: back to its sender, so
-		 * that the pair's other agents keep theirs. */
-		refuse(lc, ep, v, RN_NOTIFY_REFUSED_BUSY);
+		 * client that does not take them: an agent frame goes back
+		 * to its sender, a refusal (news for a client that does not
+		 * take its events) is dropped, so that the pair's other
+		 * agents keep their slots. */
+		if (v->kind == RN_NOTIFY_KIND_AGENT)
+			refuse(lc, ep, v, RN_NOTIFY_REFUSED_BUSY);
+		else
+			rn_lcore_count(&lc->stats.refusals_dropped, 1);
 		rn_lcore_notify_repost(lc, ep, index, false);
 	}
 }

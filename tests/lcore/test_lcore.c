@@ -1996,6 +1996,53 @@ test_client_busy_is_refused_past_hold_max(void **state)
 	assert_int_equal(B.lc->stats.client_refused, 0);
 }
 
+/* The other way round: alpha floods a busy beta and takes none of its
+ * own entries, so the busy refusals pile up for alpha on A. Past A's
+ * hold_max they are dropped (refusals_dropped), not kept: A's slots stay
+ * free for the pair's traffic from B, and delta on B still reaches
+ * epsilon on A. Kept, they would take every slot of A (SLOTS) and stop
+ * every agent of B sending to A. */
+static void
+test_refusals_for_a_client_that_does_not_poll_are_bounded(void **state)
+{
+	enum { RING = 4, HOLD = 2, N = 4 * SLOTS };
+	struct tclient *alpha, *epsilon, *beta, *delta;
+	struct taken k[SLOTS];
+	uint64_t until = now_ms() + WAIT_MS;
+	uint32_t i;
+
+	(void)state;
+	open_pair(true, true);
+	A.lc->client_hold_max = HOLD;
+	B.lc->client_hold_max = HOLD;
+	alpha = client_up(&A, "alpha", RING);
+	epsilon = client_up(&A, "epsilon", CLIENT_RING);
+	beta = client_up(&B, "beta", RING);
+	delta = client_up(&B, "delta", CLIENT_RING);
+	(void)beta;
+	for (i = 0; i < N && now_ms() < until;)
+		if (client_send(alpha, "beta", "n", 1, &i, 4, i, 0) == 0)
+			i++;
+		else
+			turn_both();
+	assert_int_equal(i, N);
+	for (int t = 0; t < 200; t++)
+		turn_both();
+	/* alpha's ring full (RING - 1 refusals), HOLD more kept, the rest
+	 * dropped at A. */
+	assert_int_equal(ep_of(&A)->n.held, HOLD);
+	assert_int_equal(A.lc->stats.refusals_dropped,
+			 B.lc->stats.client_busy - (RING - 1) - HOLD);
+	assert_true(A.lc->stats.refusals_dropped > 0);
+	/* B's agents still reach A. */
+	for (i = 0; i < SLOTS; i++)
+		assert_int_equal(client_send(delta, "epsilon", "e", 1, &i, 4, i,
+					     0), 0);
+	client_wait(epsilon, k, SLOTS);
+	for (i = 0; i < SLOTS; i++)
+		assert_delivery(&k[i], "b", "delta", "e", 1, &i, 4);
+}
+
 /* CLIENT_REMOVE while frames are held for the client and SENDs wait in
  * its submit ring: CLIENT_REMOVED at once, the held slots back, the
  * SENDs never go; later traffic for the agent is refused. */
@@ -2377,6 +2424,7 @@ main(int argc, char **argv)
 		T(test_client_refusal_reaches_the_sender),
 		T(test_client_deliver_ring_full_holds),
 		T(test_client_busy_is_refused_past_hold_max),
+		T(test_refusals_for_a_client_that_does_not_poll_are_bounded),
 		T(test_client_remove_with_work_pending),
 		T(test_client_agent_table),
 		T(test_client_worker_index_and_sleeping_word),
