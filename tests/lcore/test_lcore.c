@@ -1933,6 +1933,30 @@ test_client_deliver_ring_full_holds(void **state)
 	assert_false(rn_lcore_client_pending(B.lc));
 }
 
+/* from (on node) sends SLOTS notifications to to: each arrives, in order,
+ * a whole window's worth, so none of the pair's slots may be kept
+ * elsewhere. */
+static void
+assert_served(struct tclient *from, const char *node, struct tclient *to)
+{
+	char agent[RN_CLIENT_AGENT_MAX + 1];
+	struct taken k[SLOTS];
+
+	snprintf(agent, sizeof(agent), "%.*s", to->link.agent_len,
+		 to->link.agent);
+	for (uint32_t i = 0; i < SLOTS; i++)
+		assert_int_equal(client_send(from, agent, "s", 1, &i, 4, i, 0),
+				 0);
+	client_wait(to, k, SLOTS);
+	for (uint32_t i = 0; i < SLOTS; i++) {
+		char from_agent[RN_CLIENT_AGENT_MAX + 1];
+
+		snprintf(from_agent, sizeof(from_agent), "%.*s",
+			 from->link.agent_len, from->link.agent);
+		assert_delivery(&k[i], node, from_agent, "s", 1, &i, 4);
+	}
+}
+
 /* beta's deliver ring full and hold_max frames held for it: what comes
  * for beta next is refused back to its sender as busy (-ENOBUFS), its
  * slot reposted, so that delta, another agent of the same node pair, is
@@ -1977,12 +2001,7 @@ test_client_busy_is_refused_past_hold_max(void **state)
 	}
 	assert_int_equal(busy, 2 * SLOTS - (RING - 1) - HOLD);
 	/* The pair's other agents are served meanwhile. */
-	for (i = 0; i < SLOTS; i++)
-		assert_int_equal(client_send(gamma, "delta", "d", 1, &i, 4, i,
-					     0), 0);
-	client_wait(delta, k, SLOTS);
-	for (i = 0; i < SLOTS; i++)
-		assert_delivery(&k[i], "a", "gamma", "d", 1, &i, 4);
+	assert_served(gamma, "a", delta);
 	/* beta takes its ring: the held ones come, in order, and beta is
 	 * served again. */
 	client_wait(beta, k, RING - 1 + HOLD);
@@ -2007,7 +2026,6 @@ test_refusals_for_a_client_that_does_not_poll_are_bounded(void **state)
 {
 	enum { RING = 4, HOLD = 2, N = 4 * SLOTS };
 	struct tclient *alpha, *epsilon, *beta, *delta;
-	struct taken k[SLOTS];
 	uint64_t until = now_ms() + WAIT_MS;
 	uint32_t i;
 
@@ -2035,12 +2053,7 @@ test_refusals_for_a_client_that_does_not_poll_are_bounded(void **state)
 			 B.lc->stats.client_busy - (RING - 1) - HOLD);
 	assert_true(A.lc->stats.refusals_dropped > 0);
 	/* B's agents still reach A. */
-	for (i = 0; i < SLOTS; i++)
-		assert_int_equal(client_send(delta, "epsilon", "e", 1, &i, 4, i,
-					     0), 0);
-	client_wait(epsilon, k, SLOTS);
-	for (i = 0; i < SLOTS; i++)
-		assert_delivery(&k[i], "b", "delta", "e", 1, &i, 4);
+	assert_served(delta, "b", epsilon);
 }
 
 /* CLIENT_REMOVE while frames are held for the client and SENDs wait in
