@@ -140,6 +140,21 @@ refused(const struct hop *h)
 	return seen;
 }
 
+/* A hop's first send, again while the endpoint is down until deadline:
+ * a daemon that started before its peer listened failed its first call,
+ * and calls again after a backoff. */
+static int
+reach_send(const struct hop *h, const uint8_t *payload, uint64_t deadline)
+{
+	const struct timespec backoff = { .tv_nsec = 10 * 1000000 };
+	int rc;
+
+	while ((rc = hop_send(h, payload, 8, REACH_MS)) == -ENOTCONN &&
+	       rn_bench_now_ns() < deadline)
+		nanosleep(&backoff, NULL);
+	return rc;
+}
+
 /*
  * The first notification of a hop: the endpoint connects on first use.
  * A refusal (the receiving agent not attached yet, when the two sides are
@@ -149,13 +164,13 @@ static int
 reach_hop(const struct hop *h, const uint8_t *payload)
 {
 	uint64_t deadline = rn_bench_now_ns() + REACH_MS * 1000000ull;
-	int rc = hop_send(h, payload, 8, REACH_MS);
+	int rc = reach_send(h, payload, deadline);
 
 	while (rc == 0) {
 		rc = hop_receive(h, payload, 8, 100);
 		if (rc != -ETIMEDOUT || rn_bench_now_ns() > deadline)
 			break;
-		rc = refused(h) ? hop_send(h, payload, 8, REACH_MS) : 0;
+		rc = refused(h) ? reach_send(h, payload, deadline) : 0;
 	}
 	return rc;
 }
