@@ -527,6 +527,25 @@ rn_lcore_notify_ring(struct rn_lcore_ep *ep)
 	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);
 }
 
+/* The credit WRITE of what was reposted, with flags; 0, or -EAGAIN when
+ * the SQ has no room. */
+static __rte_always_inline int
+post_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint8_t flags)
+{
+	struct ep_notify *n = &ep->n;
+	uint32_t count = rn_credit_count(&n->rx);
+
+	if (rn_sq_post_write_word(&n->qp->sq, count, n->credit_raddr,
+				  n->credit_rkey, flags,
+				  RN_EP_WR_ID(generation(ep), RN_EP_WR_CREDIT,
+					      0)) != 0)
+		return -EAGAIN;
+	rn_sq_ring_doorbell(&n->qp->sq);
+	rn_credit_told(&n->rx, count);
+	rn_lcore_count(&lc->stats.credit_writes, 1);
+	return 0;
+}
+
 /*
  * Tell the peer how many slots we reposted, without using one of its. Out
  * of line: one repost in slots / 2 needs it, and inlined it made every
@@ -535,37 +554,16 @@ rn_lcore_notify_ring(struct rn_lcore_ep *ep)
 static __rte_noinline void
 write_credits(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
-	struct ep_notify *n = &ep->n;
-	uint32_t count = rn_credit_count(&n->rx);
-
-	if (rn_sq_post_write_word(&n->qp->sq, count, n->credit_raddr,
-				  n->credit_rkey, 0,
-				  RN_EP_WR_ID(generation(ep), RN_EP_WR_CREDIT,
-					      0)) == 0) {
-		rn_sq_ring_doorbell(&n->qp->sq);
-		rn_credit_told(&n->rx, count);
-		rn_lcore_count(&lc->stats.credit_writes, 1);
-	}
-	/* Else the SQ is full: the update stays due, and the next SEND
+	/* When the SQ is full the update stays due, and the next SEND
 	 * completion, which makes room, tries again. */
+	(void)post_credits(lc, ep, 0);
 }
 
 int
 rn_lcore_notify_fence(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
-	struct ep_notify *n = &ep->n;
-	uint32_t count = rn_credit_count(&n->rx);
-
 	/* The count is what write_credits() would tell: never wrong. */
-	if (rn_sq_post_write_word(&n->qp->sq, count, n->credit_raddr,
-				  n->credit_rkey, RN_WR_SIGNALED,
-				  RN_EP_WR_ID(generation(ep), RN_EP_WR_CREDIT,
-					      0)) != 0)
-		return -EAGAIN;
-	rn_sq_ring_doorbell(&n->qp->sq);
-	rn_credit_told(&n->rx, count);
-	rn_lcore_count(&lc->stats.credit_writes, 1);
-	return 0;
+	return post_credits(lc, ep, RN_WR_SIGNALED);
 }
 
 /*

@@ -535,6 +535,28 @@ test_deregistered_region(void **state)
 	recover_and_write();
 }
 
+/* A's notify QP held back, a WRITE with the notification name to a
+ * descriptor whose rkey is wrong: the batch fails -EACCES at once (its
+ * own status does not wait for its notice), the data QP's error makes
+ * the endpoint failing. Returns the descriptor, to forget. */
+static struct rn_transfer_remote *
+fail_with_notice_held(struct rn_qp *notify_qp, const char *name)
+{
+	struct rn_transfer_remote *rem;
+	struct rn_transfer_entry e;
+	struct rn_transfer_batch *b;
+
+	tampered(0x100, 0, &rem);
+	e = (struct rn_transfer_entry){ .local = A.buf, .remote =
+					(uintptr_t)B.buf, .length = 8192,
+					.rem = rem };
+	on_lcore(&A, rn_sim_qp_hold, notify_qp);
+	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, name, &b), 0);
+	assert_int_equal(wait_batch(b, NULL), -EACCES);
+	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	return rem;
+}
+
 /*
  * The plane closes a failed endpoint as soon as it hears EP_FAILED, its
  * notify QP with it, and a failure notice still in flight there is lost.
@@ -548,21 +570,11 @@ test_failure_notice_before_the_endpoint_fails(void **state)
 {
 	struct rn_qp *notify_qp = A.req.ep->n.qp;
 	struct rn_transfer_remote *rem;
-	struct rn_transfer_entry e;
-	struct rn_transfer_batch *b;
 	struct note got;
 
 	(void)state;
 	assert_non_null(notify_qp);
-	tampered(0x100, 0, &rem);
-	e = (struct rn_transfer_entry){ .local = A.buf, .remote =
-					(uintptr_t)B.buf, .length = 8192,
-					.rem = rem };
-	on_lcore(&A, rn_sim_qp_hold, notify_qp);
-	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "lost", &b), 0);
-	/* The batch's own status does not wait for its notice. */
-	assert_int_equal(wait_batch(b, NULL), -EACCES);
-	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	rem = fail_with_notice_held(notify_qp, "lost");
 	nap_us(50000);
 	if (has_event(RN_LCORE_EVENT_EP_FAILED, &A.req))
 		fail_msg("EP_FAILED while the failure notice is held on A's "
@@ -589,21 +601,12 @@ test_failure_notice_never_acked(void **state)
 {
 	struct rn_qp *notify_qp = A.req.ep->n.qp;
 	struct rn_transfer_remote *rem;
-	struct rn_transfer_entry e;
-	struct rn_transfer_batch *b;
 	struct note got;
 	uint64_t t0, took;
 
 	(void)state;
-	tampered(0x100, 0, &rem);
-	e = (struct rn_transfer_entry){ .local = A.buf, .remote =
-					(uintptr_t)B.buf, .length = 8192,
-					.rem = rem };
-	on_lcore(&A, rn_sim_qp_hold, notify_qp);
 	t0 = now_ms();
-	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "never", &b), 0);
-	assert_int_equal(wait_batch(b, NULL), -EACCES);
-	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	rem = fail_with_notice_held(notify_qp, "never");
 	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_FAILED, &A.req),
 			 MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 	took = now_ms() - t0;
@@ -630,19 +633,10 @@ test_closed_while_failing(void **state)
 {
 	struct rn_qp *notify_qp = A.req.ep->n.qp;
 	struct rn_transfer_remote *rem;
-	struct rn_transfer_entry e;
-	struct rn_transfer_batch *b;
 	struct note got;
 
 	(void)state;
-	tampered(0x100, 0, &rem);
-	e = (struct rn_transfer_entry){ .local = A.buf, .remote =
-					(uintptr_t)B.buf, .length = 8192,
-					.rem = rem };
-	on_lcore(&A, rn_sim_qp_hold, notify_qp);
-	assert_int_equal(submit(RN_TRANSFER_WRITE, &e, 1, "closed", &b), 0);
-	assert_int_equal(wait_batch(b, NULL), -EACCES);
-	assert_int_equal(rn_transfer_release(A.t, b), 0);
+	rem = fail_with_notice_held(notify_qp, "closed");
 	nap_us(50000);
 	assert_false(has_event(RN_LCORE_EVENT_EP_FAILED, &A.req));
 	command(&A, RN_LCORE_CMD_EP_CLOSE);
