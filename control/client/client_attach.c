@@ -201,7 +201,9 @@ make_region(struct rn_client_server *s, struct rn_client_conn *c)
 	}
 	c->link.region = mem;
 	c->link.region_size = mapped;
-	c->events_size = rn_client_events_ring(mem)->size;
+	/* Read before the client has the region: the shape just made. */
+	rn_client_ring_end_init(&c->events_ring, rn_client_events_ring(mem),
+				rn_client_events_ring(mem)->mask, true);
 	pthread_mutex_lock(&s->lock);
 	s->totals.hugepages = huge;
 	pthread_mutex_unlock(&s->lock);

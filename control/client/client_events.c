@@ -8,11 +8,11 @@
  * counts it: a client that does not read its events must not hold the
  * daemon up. O(clients) per event.
  *
- * The ring's header lies in memory the client writes. Its shape is looked
- * at before each enqueue: a client that changed it is detached rather
- * than followed out of its region (a client that races the check can
- * still mislead this thread; docs/security.md says what a client is
- * trusted with).
+ * The ring's header lies in memory the client writes: this thread writes
+ * at its own position, within the shape it made (rn_client_ring_end.h),
+ * so a client that overwrites the header garbles only its own events.
+ * One that changed the ring's shape is detached all the same, and says so
+ * in the log: it has broken its side of the ring.
  */
 #include <string.h>
 
@@ -35,11 +35,11 @@ rn_client_peer_event(void *arg, uint32_t ep_index, int event)
 
 		if (c->state != RN_CONN_ATTACHED)
 			continue;
-		r = rn_client_events_ring(c->link.region);
+		r = c->events_ring.r;
 		if (__atomic_load_n(&r->size, __ATOMIC_RELAXED) !=
-			    c->events_size ||
+			    c->events_ring.mask + 1 ||
 		    __atomic_load_n(&r->mask, __ATOMIC_RELAXED) !=
-			    c->events_size - 1) {
+			    c->events_ring.mask) {
 			RN_CLIENT_LOG(WARNING, "client %u (agent '%.*s'): its "
 				      "events ring was overwritten: detached",
 				      c->link.client_id,
@@ -47,7 +47,13 @@ rn_client_peer_event(void *arg, uint32_t ep_index, int event)
 			rn_client_conn_close(s, c);
 			continue;
 		}
-		dropped = rte_ring_sp_enqueue_elem(r, &ev, sizeof(ev)) != 0;
+		dropped = !rn_client_ring_end_room(&c->events_ring);
+		if (!dropped) {
+			memcpy(rn_client_ring_end_at(&c->events_ring, 0,
+						     sizeof(ev)),
+			       &ev, sizeof(ev));
+			rn_client_ring_end_put(&c->events_ring);
+		}
 		pthread_mutex_lock(&s->lock);
 		if (dropped)
 			c->info.events_dropped++;

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include "rn_client_msg.h"
+#include "rn_client_ring_end.h"
 #include "rn_client_server.h"
 #include "rn_client_shm.h"
 #include "rn_lcore_client.h"
@@ -88,8 +89,9 @@ struct rn_client_conn {
 				   * still due */
 	int add_status;           /* the first lcore's refusal, or 0 */
 	int region_fd;            /* held from ATTACH to its reply; -1 */
-	uint32_t events_size;     /* of its events ring, as the daemon made
-				   * it: the client may not change it */
+	/* Its events ring: this thread's end, the shape the daemon made
+	 * (rn_client_ring_end.h). */
+	struct rn_client_ring_end events_ring;
 	struct rn_client_link link;   /* the lcores' view; region NULL until
 				       * attached */
 	struct rn_client_info info;   /* under s->lock */

@@ -17,11 +17,11 @@
  *   submit[i]   client -> lcore i, SP/SC rte_ring of struct rn_client_entry:
  *               SEND. The send buffer of the entry at ring position p is
  *               send_buf(i, p & (ring_size - 1)): the client writes it
- *               before it enqueues; the lcore reads the entries with
- *               rte_ring_dequeue_bulk_elem_start() and finishes them only
- *               after it has copied their buffers out, so a finished
- *               position's buffer is the client's again. An entry the lcore
- *               cannot post yet (no credit) stays at the head.
+ *               before it enqueues; the lcore reads the entries in place
+ *               and finishes them only after it has copied their buffers
+ *               out, so a finished position's buffer is the client's
+ *               again. An entry the lcore cannot post yet (no credit)
+ *               stays at the head.
  *   deliver[i]  lcore i -> client, SP/SC rte_ring of rn_client_entry:
  *               DELIVERY, COMPLETION, REFUSED. The receive buffer of the
  *               entry at position p is recv_buf(i, p & (ring_size - 1));
@@ -43,8 +43,9 @@
  * The rings are rte_rings the daemon initialised (rte_ring_init()) inside
  * the region; their inline enqueue and dequeue need no EAL, and no pointer
  * is stored in shared memory: everything is an offset from the region's
- * start. The daemon trusts no index or length it reads from a region (a
- * client is only trusted not to corrupt the ring headers: docs/security.md).
+ * start. The daemon trusts no index or length it reads from a region, the
+ * ring headers included: it keeps its end of each ring in its own memory
+ * (rn_client_ring_end.h).
  *
  * Wake-ups. The client arms its eventfd (`armed` = 1) before it sleeps or
  * hands rn_client_fd() to an event loop, then looks at its rings once more;

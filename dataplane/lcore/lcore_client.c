@@ -14,9 +14,10 @@
  * comes to the sending client as a REFUSED entry.
  *
  * Nothing in a region is trusted (docs/security.md): the region's shape is
- * read once, at CLIENT_ADD, into the lcore's own copy; each send buffer's
- * header is read once into locals, and checked against that copy before a
- * length is used. Only the rte_ring headers are the client's to keep sane.
+ * read once, at CLIENT_ADD, into the lcore's own copy; the rings are read
+ * and written at the lcore's own positions, within that shape
+ * (rn_client_ring_end.h); each entry and send buffer header is read once
+ * into locals, and checked against that copy before a length is used.
  */
 #include <errno.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 
 #include "lcore_pvt.h"
 #include "rn_client_region.h"
+#include "rn_client_ring_end.h"
 #include "rn_lcore_client.h"
 
 _Static_assert(RN_NOTIFY_AGENT_MAX == RN_CLIENT_AGENT_MAX,
@@ -60,11 +62,10 @@ struct lcore_held {
  * of its region, taken at CLIENT_ADD. */
 struct lcore_client {
 	struct rn_client_link *link;   /* NULL: a free slot */
-	struct rte_ring *submit;       /* submit[i] for this lcore's i */
-	struct rte_ring *deliver;
+	struct rn_client_ring_end submit;   /* submit[i] for this lcore's i */
+	struct rn_client_ring_end deliver;
 	uint8_t *send_bufs;
 	uint8_t *recv_bufs;
-	uint32_t mask;                 /* ring_size - 1 */
 	uint32_t buf_size;
 	uint32_t id;                   /* new at each CLIENT_ADD here; not 0 */
 	uint32_t hash;                 /* of its agent name */
@@ -225,26 +226,25 @@ wake_later(struct rn_lcore_clients *cs, const struct lcore_client *c)
 /*
  * An entry for c's deliver ring: deliver_start() gives the receive buffer
  * of the position it will take (NULL when the ring is full), to be
- * written before deliver_finish() enqueues it. This lcore is the ring's
- * only producer, so the position is prod.head and stays free between the
- * two (rn_client_shm.h); the plain single-producer enqueue then costs less
- * than the peek API's.
+ * written before deliver_finish() publishes the entry. This lcore is the
+ * ring's only producer, so the position stays free between the two.
  */
 static inline uint8_t *
 deliver_start(struct lcore_client *c)
 {
-	struct rte_ring *r = c->deliver;
-
-	if (rte_ring_free_count(r) == 0)
+	if (!rn_client_ring_end_room(&c->deliver))
 		return NULL;
-	return c->recv_bufs + (size_t)(r->prod.head & c->mask) * c->buf_size;
+	return c->recv_bufs + (size_t)(c->deliver.pos & c->deliver.mask) *
+			      c->buf_size;
 }
 
 static __rte_always_inline void
 deliver_finish(struct rn_lcore_clients *cs, struct lcore_client *c,
-	       struct rn_client_entry *e)
+	       const struct rn_client_entry *e)
 {
-	rte_ring_sp_enqueue_elem(c->deliver, e, sizeof(*e));
+	memcpy(rn_client_ring_end_at(&c->deliver, 0, sizeof(*e)), e,
+	       sizeof(*e));
+	rn_client_ring_end_put(&c->deliver);
 	wake_later(cs, c);
 }
 
@@ -612,8 +612,8 @@ send_entry(struct rn_lcore *lc, const struct lcore_client *c,
 	   const struct rn_client_entry *e, uint32_t pos,
 	   struct rn_lcore_ep **out)
 {
-	const uint8_t *buf = c->send_bufs + (size_t)(pos & c->mask) *
-					    c->buf_size;
+	const uint8_t *buf = c->send_bufs +
+			     (size_t)(pos & c->submit.mask) * c->buf_size;
 	struct rn_client_send_hdr h;
 	struct rn_lcore_agent_out a;
 	struct rn_lcore_ep *ep;
@@ -670,13 +670,16 @@ client_sends(struct rn_lcore *lc, struct lcore_client *c)
 {
 	struct rn_client_entry e[RN_LCORE_BURST];
 	struct rn_lcore_ep *bell = NULL;
-	/* The single consumer's: the first entry peeked is at cons.tail. */
-	uint32_t pos = c->submit->cons.tail;
-	unsigned int n = rte_ring_dequeue_burst_elem_start(c->submit, e,
-							   sizeof(e[0]),
-							   RN_LCORE_BURST,
-							   NULL);
+	uint32_t pos = c->submit.pos;
+	unsigned int n = RTE_MIN(rn_client_ring_end_count(&c->submit),
+				 (uint32_t)RN_LCORE_BURST);
 	unsigned int done, sent = 0;
+
+	/* Once, into locals: the client may write them meanwhile. */
+	for (done = 0; done < n; done++)
+		memcpy(&e[done], rn_client_ring_end_at(&c->submit, done,
+						       sizeof(e[0])),
+		       sizeof(e[0]));
 
 	for (done = 0; done < n; done++) {
 		struct rn_lcore_ep *ep = NULL;
@@ -706,7 +709,7 @@ client_sends(struct rn_lcore *lc, struct lcore_client *c)
 	if (bell != NULL)
 		rn_lcore_notify_ring(bell);
 	/* Only what was taken: the rest stays at the head. */
-	rte_ring_dequeue_elem_finish(c->submit, done);
+	rn_client_ring_end_take(&c->submit, done);
 	if (sent != 0) {
 		rn_lcore_count(&lc->stats.notify_sent, sent);
 		rn_lcore_count(&lc->stats.client_sent, sent);
@@ -726,7 +729,7 @@ rn_lcore_client_poll(struct rn_lcore *lc)
 		if (unlikely(c->held_head != HELD_NONE))
 			work += retry_held(lc, c);
 		/* An idle client costs a look at its ring, not a call. */
-		if (!rte_ring_empty(c->submit))
+		if (rn_client_ring_end_count(&c->submit) != 0)
 			work += client_sends(lc, c);
 	}
 	/* One look at each client enqueued for, not one per entry. */
@@ -750,7 +753,7 @@ rn_lcore_client_pending(const struct rn_lcore *lc)
 	if (cs == NULL)
 		return false;
 	for (uint32_t i = 0; i < cs->n_active; i++)
-		if (!rte_ring_empty(cs->c[cs->active[i]].submit))
+		if (rn_client_ring_end_count(&cs->c[cs->active[i]].submit) != 0)
 			return true;
 	return false;
 }
@@ -803,11 +806,16 @@ client_shape(struct lcore_client *c, const struct rn_client_link *link,
 		return "its region has no rings for this lcore";
 	if (link->agent_len == 0 || link->agent_len > RN_CLIENT_AGENT_MAX)
 		return "its agent name is empty or too long";
-	c->submit = rn_client_region_at(link->region, r.submit_off[i]);
-	c->deliver = rn_client_region_at(link->region, r.deliver_off[i]);
+	rn_client_ring_end_init(&c->submit,
+				rn_client_region_at(link->region,
+						    r.submit_off[i]),
+				r.ring_size - 1, false);
+	rn_client_ring_end_init(&c->deliver,
+				rn_client_region_at(link->region,
+						    r.deliver_off[i]),
+				r.ring_size - 1, true);
 	c->send_bufs = rn_client_region_at(link->region, r.send_bufs_off[i]);
 	c->recv_bufs = rn_client_region_at(link->region, r.recv_bufs_off[i]);
-	c->mask = r.ring_size - 1;
 	c->buf_size = r.buf_size;
 	return NULL;
 }
