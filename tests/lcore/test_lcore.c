@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -892,6 +893,9 @@ struct tclient {
 	struct side *on;          /* the lcore it is attached to */
 	uint32_t worker;          /* that lcore's rings in the region */
 	bool added;
+	void *map;                /* client_new_guarded()'s mapping, r in
+				   * it; NULL: r is aligned_alloc()'s */
+	size_t map_len;
 };
 
 static struct tclient tclients[MAX_TCLIENTS];
@@ -911,10 +915,11 @@ struct taken {
 	struct rn_client_event ev;
 };
 
-/* A region with rings for n_lcores lcores, on's being worker. */
+/* A region with rings for n_lcores lcores, on's being worker, laid out
+ * in mem (rn_client_region_size() bytes, 64-byte aligned). */
 static struct tclient *
-client_new_of(struct side *on, const char *agent, uint32_t ring_size,
-	      uint32_t n_lcores, uint32_t worker)
+client_new_at(struct side *on, const char *agent, uint32_t ring_size,
+	      uint32_t n_lcores, uint32_t worker, void *mem)
 {
 	struct tclient *t;
 	uint64_t size = rn_client_region_size(n_lcores, ring_size, SLOT_SIZE);
@@ -922,9 +927,7 @@ client_new_of(struct side *on, const char *agent, uint32_t ring_size,
 	assert_true(n_tclients < MAX_TCLIENTS);
 	assert_true(size != 0);
 	t = &tclients[n_tclients++];
-	*t = (struct tclient){ .on = on, .worker = worker };
-	t->r = aligned_alloc(64, size);
-	assert_non_null(t->r);
+	*t = (struct tclient){ .on = on, .worker = worker, .r = mem };
 	memset(t->r, 0, size);
 	assert_int_equal(rn_client_region_init(t->r, n_lcores, ring_size,
 					       SLOT_SIZE), 0);
@@ -936,6 +939,77 @@ client_new_of(struct side *on, const char *agent, uint32_t ring_size,
 	assert_true(t->link.efd >= 0);
 	memcpy(t->link.agent, agent, t->link.agent_len);
 	return t;
+}
+
+/* A region with rings for n_lcores lcores, on's being worker. */
+static struct tclient *
+client_new_of(struct side *on, const char *agent, uint32_t ring_size,
+	      uint32_t n_lcores, uint32_t worker)
+{
+	uint64_t size = rn_client_region_size(n_lcores, ring_size, SLOT_SIZE);
+	void *mem;
+
+	assert_true(size != 0);
+	mem = aligned_alloc(64, size);
+	assert_non_null(mem);
+	return client_new_at(on, agent, ring_size, n_lcores, worker, mem);
+}
+
+/*
+ * client_new()'s region, with nothing mapped around it: GUARD_BYTES of
+ * PROT_NONE below and above, so that any access past it faults, and
+ * between its end and the upper guard CANARY_BYTES of CANARY, as in the
+ * page's slack below its start, so that a write just past it shows.
+ */
+#define GUARD_BYTES (4u << 20)
+#define CANARY_BYTES 4096u
+#define CANARY 0xa5
+
+static struct tclient *
+client_new_guarded(struct side *on, const char *agent, uint32_t ring_size)
+{
+	uint64_t size = rn_client_region_size(1, ring_size, SLOT_SIZE);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t inner = RTE_ALIGN_CEIL(size + CANARY_BYTES, page);
+	size_t len = 2 * (size_t)GUARD_BYTES + inner;
+	uint8_t *map = mmap(NULL, len, PROT_NONE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uint8_t *inside = map + GUARD_BYTES;
+	struct tclient *t;
+
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mprotect(inside, inner, PROT_READ | PROT_WRITE), 0);
+	memset(inside, CANARY, inner);
+	/* A multiple of 64 below a page boundary: 64-byte aligned. */
+	t = client_new_at(on, agent, ring_size, 1, 0,
+			  inside + inner - CANARY_BYTES - size);
+	t->map = map;
+	t->map_len = len;
+	return t;
+}
+
+/* The first byte of t's upper guard: where its canary ends. */
+static uint8_t *
+guard_of(const struct tclient *t)
+{
+	return (uint8_t *)t->map + t->map_len - GUARD_BYTES;
+}
+
+/* The first byte around t's guarded region that is not CANARY, or NULL. */
+static const uint8_t *
+canary_changed(const struct tclient *t)
+{
+	const uint8_t *inside = (const uint8_t *)t->map + GUARD_BYTES;
+	const uint8_t *start = (const uint8_t *)t->r;
+	const uint8_t *end = start + t->link.region_size;
+
+	for (const uint8_t *p = inside; p < start; p++)
+		if (*p != CANARY)
+			return p;
+	for (const uint8_t *p = end; p < guard_of(t); p++)
+		if (*p != CANARY)
+			return p;
+	return NULL;
 }
 
 static struct tclient *
@@ -972,7 +1046,10 @@ clients_down(void)
 {
 	for (unsigned int i = 0; i < n_tclients; i++) {
 		close(tclients[i].link.efd);
-		free(tclients[i].r);
+		if (tclients[i].map != NULL)
+			munmap(tclients[i].map, tclients[i].map_len);
+		else
+			free(tclients[i].r);
 	}
 	n_tclients = 0;
 }
@@ -2140,6 +2217,145 @@ test_client_agent_table(void **state)
 	assert_int_equal(k.type, RN_CLIENT_ENTRY_REFUSED);
 }
 
+/* The position of ring r's element at addr for a ring whose mask is all
+ * ones: (addr - its first element) / 16. */
+static uint32_t
+ring_pos_at(const struct rte_ring *r, const void *addr)
+{
+	uintptr_t first = (uintptr_t)&r[1];
+	uint64_t pos;
+
+	assert_true((uintptr_t)addr > first);
+	assert_int_equal(((uintptr_t)addr - first) %
+			 sizeof(struct rn_client_entry), 0);
+	pos = ((uintptr_t)addr - first) / sizeof(struct rn_client_entry);
+	assert_true(pos < UINT32_MAX - RN_LCORE_BURST);
+	return (uint32_t)pos;
+}
+
+/* What a hostile client writes over ring r's header: a shape of all ones,
+ * so that no position wraps in the ring, and positions that put n
+ * entries (0: none, and all the room there is) at position pos. */
+static void
+ring_header_overwrite(struct rte_ring *r, uint32_t pos, uint32_t n)
+{
+	r->size = UINT32_MAX;
+	r->mask = UINT32_MAX;
+	r->capacity = UINT32_MAX;
+	r->prod.head = pos + n;
+	r->prod.tail = pos + n;
+	r->cons.head = pos;
+	r->cons.tail = pos;
+}
+
+/*
+ * A client that overwrites its rings' headers hurts nobody but itself
+ * (docs/security.md). The victim's submit ring, FROM_VICTIM SENDs in it,
+ * and its deliver ring say they are 4 Gi entries long and that their
+ * next entries lie at the upper guard's first byte, just past the
+ * victim's region and the canary after it (client_new_guarded()). An
+ * lcore that indexed the rings with what their headers say would read
+ * the SENDs and write its next entry there and fault; headers that point
+ * farther, up to 64 GiB past the region, would have it read or write
+ * whatever is mapped there. B's lcore must index them with its own shape
+ * and positions: while sender on A sends to the victim and to the
+ * bystander, interleaved, B stays up, the bystander gets each of its
+ * notifications, in order, byte for byte, and not a byte around the
+ * victim's region changes. What the victim gets is not asserted: its
+ * rings are garbage now.
+ */
+static void
+test_client_ring_headers_overwritten(void **state)
+{
+	enum { N = 2 * SLOTS, TO_VICTIM = 3, FROM_VICTIM = 3, HOLD = 2 };
+	struct tclient *sender, *victim, *bystander;
+	struct rte_ring *submit, *deliver;
+	uint32_t to_bystander = 0, to_victim = 0, got = 0;
+	struct taken k[N], drop[CLIENT_RING];
+	const uint8_t *changed;
+	uint64_t until;
+
+	(void)state;
+	open_pair(true, true);
+	/* The victim's frames held, at most HOLD: the pair's other SLOTS -
+	 * HOLD slots are the bystander's. */
+	B.lc->client_hold_max = HOLD;
+	sender = client_up(&A, "sender", CLIENT_RING);
+	bystander = client_up(&B, "bystander", CLIENT_RING);
+	victim = client_new_guarded(&B, "victim", CLIENT_RING);
+	client_command(victim, RN_LCORE_CMD_CLIENT_ADD);
+	assert_int_equal(B.lc->n_clients, 2);
+	/* Served in its guarded mapping while its headers are sane. */
+	assert_int_equal(client_send(sender, "victim", "v", 1, "sane", 4, 0,
+				     0), 0);
+	client_wait(victim, k, 1);
+	assert_delivery(&k[0], "a", "sender", "v", 1, "sane", 4);
+	/* Its SENDs wait in its submit ring; then both headers lie. From
+	 * here on the test touches neither of the victim's rings: its own
+	 * rte_ring calls would fault as the lcore's do. */
+	for (uint32_t i = 0; i < FROM_VICTIM; i++)
+		assert_int_equal(client_send(victim, "sender", "v", 1, &i, 4, i,
+					     RN_CLIENT_WANT_COMPLETION), 0);
+	submit = rn_client_submit_ring(victim->r, victim->worker);
+	deliver = rn_client_deliver_ring(victim->r, victim->worker);
+	ring_header_overwrite(submit, ring_pos_at(submit, guard_of(victim)),
+			      FROM_VICTIM);
+	ring_header_overwrite(deliver, ring_pos_at(deliver, guard_of(victim)),
+			      0);
+	printf("# victim region %p + %" PRIu64 ", guard at %p: submit "
+	       "positions %u..%u, deliver position %u, mask size capacity "
+	       "%#x\n", (void *)victim->r, victim->link.region_size,
+	       (void *)guard_of(victim), submit->cons.tail, submit->prod.tail,
+	       deliver->prod.head, UINT32_MAX);
+	until = now_ms() + 2 * WAIT_MS;
+	while (got < N && now_ms() < until) {
+		/* One in five to the victim, the first of them at once. */
+		while (to_bystander < N) {
+			bool for_victim = to_victim < TO_VICTIM &&
+					  (to_bystander + to_victim) % 5 == 0;
+			uint32_t cookie = to_bystander + to_victim;
+			int rc = for_victim ?
+				client_send(sender, "victim", "v", 1, &cookie,
+					    4, cookie, 0) :
+				client_send(sender, "bystander", "b", 1,
+					    &to_bystander, 4, cookie, 0);
+
+			if (rc != 0)
+				break;
+			if (for_victim)
+				to_victim++;
+			else
+				to_bystander++;
+		}
+		turn_both();
+		/* The sender's refusals and the victim's SENDs, if any come:
+		 * taken, so that none waits in A's slots. */
+		(void)client_take(sender, drop, CLIENT_RING);
+		got += client_take(bystander, &k[got], N - got);
+	}
+	if (got != N)
+		fail_msg("bystander took %u of %u (%u to the victim sent); B "
+			 "delivered %" PRIu64 ", held %u, busy %" PRIu64, got,
+			 N, to_victim, B.lc->stats.client_delivered,
+			 ep_of(&B)->n.held, B.lc->stats.client_busy);
+	assert_int_equal(to_victim, TO_VICTIM);
+	for (uint32_t i = 0; i < N; i++)
+		assert_delivery(&k[i], "a", "sender", "b", 1, &i, 4);
+	/* More turns: the victim's held frames and SENDs tried again. */
+	for (int t = 0; t < 100; t++) {
+		turn_both();
+		(void)client_take(sender, drop, CLIENT_RING);
+	}
+	client_none(bystander);
+	changed = canary_changed(victim);
+	if (changed != NULL)
+		fail_msg("the byte at victim region + %td is %#x, not %#x",
+			 changed - (const uint8_t *)victim->r, *changed,
+			 CANARY);
+	/* And B still serves its other client. */
+	assert_served(sender, "a", bystander);
+}
+
 /* A client as the library waits on a sleeping lcore: it sees the status
  * page word raised, enqueues, then writes the lcore's wake eventfd. */
 struct waker {
@@ -2440,6 +2656,7 @@ main(int argc, char **argv)
 		T(test_refusals_for_a_client_that_does_not_poll_are_bounded),
 		T(test_client_remove_with_work_pending),
 		T(test_client_agent_table),
+		T(test_client_ring_headers_overwritten),
 		T(test_client_worker_index_and_sleeping_word),
 		T(test_quiet_lcore_sleeps_longer),
 		cmocka_unit_test_setup_teardown(
@@ -2451,6 +2668,9 @@ main(int argc, char **argv)
 	};
 
 	(void)argc;
+	/* One test alone, by name (a glob): RNOTIFY_TEST_FILTER. */
+	if (getenv("RNOTIFY_TEST_FILTER") != NULL)
+		cmocka_set_test_filter(getenv("RNOTIFY_TEST_FILTER"));
 	snprintf(prefix, sizeof(prefix), "--file-prefix=rn_test_lcore_%d",
 		 getpid());
 	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0) {
