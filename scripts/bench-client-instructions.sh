@@ -7,7 +7,7 @@
 #   node    the embedded API: send_one() for each request, the send
 #           completions (rn_lcore_notify_completion, less the receives it
 #           dispatches), received() and rn_lcore_repost() at the other end
-#   client  a client process's submit ring: client_sends() from the peek
+#   client  a client process's submit ring: client_sends() from the read
 #           of the ring to the doorbell (the SEND checked, its agent frame
 #           written, posted, the entry finished), the same completions,
 #           and received_send(): from the CQE to the DELIVERY enqueued in the

@@ -24,6 +24,7 @@
 
 #include <rte_malloc.h>
 
+#include "lcore_post_pvt.h"
 #include "lcore_pvt.h"
 #include "rn_client_region.h"
 #include "rn_client_ring_end.h"
@@ -571,9 +572,10 @@ deliver_fast(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
 	return c;
 }
 
-int
-rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-			 const uint8_t *frame, uint32_t index, uint32_t len)
+/* rn_lcore_client_frame(), inlined in the common path. */
+static __rte_always_inline int
+client_frame(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+	     const uint8_t *frame, uint32_t index, uint32_t len)
 {
 	struct rn_notify_agent_view v;
 	struct lcore_client *c;
@@ -600,26 +602,110 @@ rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	return 0;
 }
 
+int
+rn_lcore_client_frame(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+		      const uint8_t *frame, uint32_t index, uint32_t len)
+{
+	return client_frame(lc, ep, frame, index, len);
+}
+
+void
+rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			 const struct rn_wc *wc)
+{
+	uint32_t index = RN_EP_WR_INDEX(wc->wr_id);
+
+	if (unlikely(client_frame(lc, ep, ep->n.recv_slots +
+				  (size_t)index * lc->notify.slot_size, index,
+				  wc->byte_len) != 0))
+		rn_lcore_notify_received(lc, ep, wc);
+}
+
 /* ---- sending ---- */
 
+/* The send buffer of c's submit position pos. */
+static inline const uint8_t *
+send_buf(const struct lcore_client *c, uint32_t pos)
+{
+	return c->send_bufs + (size_t)(pos & c->submit.mask) * c->buf_size;
+}
+
 /*
- * The SEND entry e at submit position pos of c: checked, then posted on
- * its endpoint (*out). Returns 0, -EAGAIN (no credit or room now: it stays
- * at the head), or the error its completion reports.
+ * The common SEND e at submit position pos of c: to a native channel,
+ * inline, a window entry and a credit at hand, checked and written
+ * straight into its WQE on the endpoint it returns. NULL, with nothing
+ * posted, for send_entry() to take it with every check and every way to
+ * post; the buffer is then read again, and checked again.
  */
-static inline int
+static __rte_always_inline struct rn_lcore_ep *
+send_fast(struct rn_lcore *lc, const struct lcore_client *c,
+	  const struct rn_client_entry *e, uint32_t pos)
+{
+	const uint8_t *buf = send_buf(c, pos);
+	const struct rn_client_send_hdr *h = (const void *)buf;
+	uint32_t ep_tag, flags, name_len, msg_len;
+	struct rn_lcore_agent_out a;
+	struct rn_lcore_ep *ep;
+	uint64_t body, len;
+	uint8_t dst_len;
+
+	/* Once, into locals, field by field (a copy of the whole header
+	 * went to the stack): the client may write them meanwhile. */
+	memcpy(&ep_tag, &h->ep_tag, 4);
+	memcpy(&flags, &h->flags, 4);
+	memcpy(&name_len, &h->name_len, 4);
+	memcpy(&msg_len, &h->msg_len, 4);
+	dst_len = h->agent_len;
+	body = (uint64_t)name_len + msg_len;
+	if (unlikely(e->type != RN_CLIENT_ENTRY_SEND ||
+		     e->ep_index >= RN_MAX_ENDPOINTS))
+		return NULL;
+	ep = lc->by_index[e->ep_index];
+	len = sizeof(struct rn_notify_agent_hdr) + (uint64_t)dst_len +
+	      c->agent_len + body;
+	/* Inline when its name and msg would be, in a node-level frame.
+	 * Within client_inline, it fits the peer's slot and its client's
+	 * receive buffer there, and its buffer here lies within c's send
+	 * buffer (client_shape(): not smaller than a slot). */
+	if (unlikely(ep == NULL || ep->req->peer_tag != ep_tag ||
+		     ep->n.state != RN_CHANNEL_NATIVE ||
+		     (uint8_t)(dst_len - 1) >= RN_CLIENT_AGENT_MAX ||
+		     (flags & ~RN_CLIENT_WANT_COMPLETION) != 0 ||
+		     RN_NOTIFY_OVERHEAD + body > lc->max_inline ||
+		     len > ep->n.client_inline || !entry_and_credit(ep)))
+		return NULL;
+	a = (struct rn_lcore_agent_out){
+		.kind = RN_NOTIFY_KIND_AGENT, .dst_len = dst_len,
+		.src_len = c->agent_len, .client = c->slot,
+		.want = flags != 0, .client_id = c->id,
+		.inline_max = ep->n.agent_inline,
+		.name_len = name_len, .msg_len = msg_len,
+		.cookie = e->cookie, .dst = buf + sizeof(*h), .src = c->agent,
+		.body = buf + sizeof(*h) + dst_len,
+	};
+	if (unlikely(!post_inline(ep, NULL, &a, a.want, rn_notify_imm(0),
+				  len)))
+		return NULL;
+	return ep;
+}
+
+/*
+ * The SEND entry e at submit position pos of c, when send_fast() did not
+ * post it: checked, then posted on its endpoint (*out), inline or from a
+ * send buffer. Returns 0, -EAGAIN (no credit or room now: it stays at the
+ * head), or the error its completion reports.
+ */
+static __rte_noinline int
 send_entry(struct rn_lcore *lc, const struct lcore_client *c,
 	   const struct rn_client_entry *e, uint32_t pos,
 	   struct rn_lcore_ep **out)
 {
-	const uint8_t *buf = c->send_bufs +
-			     (size_t)(pos & c->submit.mask) * c->buf_size;
+	const uint8_t *buf = send_buf(c, pos);
 	struct rn_client_send_hdr h;
 	struct rn_lcore_agent_out a;
 	struct rn_lcore_ep *ep;
 	uint64_t len;
 
-	/* Once, into locals: the client may write it meanwhile. */
 	memcpy(&h, buf, sizeof(h));
 	if (unlikely(e->type != RN_CLIENT_ENTRY_SEND ||
 		     e->ep_index >= RN_MAX_ENDPOINTS))
@@ -662,52 +748,71 @@ send_entry(struct rn_lcore *lc, const struct lcore_client *c,
 	return rn_lcore_notify_post_agent(lc, ep, &a, len);
 }
 
-/* c's submit ring: as many SENDs as go now, in order, one doorbell per
- * run of them to one endpoint. Out of line, as send_one() is, for the
- * instruction bench (scripts/bench-client-instructions.sh). */
-static __rte_noinline unsigned int
-client_sends(struct rn_lcore *lc, struct lcore_client *c)
+/*
+ * The entry at submit position pos of c that send_fast() did not post: a
+ * batch (taken or refused at once, never held), or a SEND for
+ * send_entry(). Read again from the ring, and checked again. Returns 0 or
+ * send_entry()'s error, its cookie in *cookie.
+ */
+static __rte_noinline int
+send_other(struct rn_lcore *lc, struct lcore_client *c, uint32_t pos,
+	   struct rn_lcore_ep **out, uint64_t *cookie)
 {
-	struct rn_client_entry e[RN_LCORE_BURST];
+	struct rn_client_entry e;
+
+	memcpy(&e, rn_client_ring_end_at(&c->submit, pos - c->submit.pos,
+					 sizeof(e)), sizeof(e));
+	*cookie = e.cookie;
+	if (e.type == RN_CLIENT_ENTRY_XFER) {
+		rn_lcore_client_xfer(lc, c->link, c->slot, c->id, &e);
+		return 0;
+	}
+	return send_entry(lc, c, &e, pos, out);
+}
+
+/* The n entries at the head of c's submit ring, in order, as many as go
+ * now, one doorbell per run of SENDs to one endpoint. */
+static __rte_noinline unsigned int
+send_burst(struct rn_lcore *lc, struct lcore_client *c, unsigned int n)
+{
 	struct rn_lcore_ep *bell = NULL;
 	uint32_t pos = c->submit.pos;
-	unsigned int n = RTE_MIN(rn_client_ring_end_count(&c->submit),
-				 (uint32_t)RN_LCORE_BURST);
 	unsigned int done, sent = 0;
 
-	/* Once, into locals: the client may write them meanwhile. */
-	for (done = 0; done < n; done++)
-		memcpy(&e[done], rn_client_ring_end_at(&c->submit, done,
-						       sizeof(e[0])),
-		       sizeof(e[0]));
-
 	for (done = 0; done < n; done++) {
-		struct rn_lcore_ep *ep = NULL;
-		int rc;
+		const uint8_t *at = rn_client_ring_end_at(&c->submit, done,
+							  sizeof(struct
+								 rn_client_entry));
+		struct rn_lcore_ep *ep;
+		struct rn_client_entry e;
 
-		/* A batch is taken or refused at once: never held. */
-		if (unlikely(e[done].type == RN_CLIENT_ENTRY_XFER)) {
-			rn_lcore_client_xfer(lc, c->link, c->slot, c->id,
-					     &e[done]);
-			continue;
-		}
-		rc = send_entry(lc, c, &e[done], pos + done, &ep);
-		if (likely(rc == 0)) {
-			if (ep != bell) {
-				if (bell != NULL)
-					rn_lcore_notify_ring(bell);
-				bell = ep;
+		/* Once, into locals: the client may write it meanwhile. */
+		memcpy(&e, at, sizeof(e));
+		ep = send_fast(lc, c, &e, pos + done);
+		if (unlikely(ep == NULL)) {
+			uint64_t cookie;
+			int rc = send_other(lc, c, pos + done, &ep, &cookie);
+
+			/* An error is reported, and needs room for its
+			 * report. */
+			if (rc != 0) {
+				if (rc == -EAGAIN ||
+				    !complete(lc->clients, c, cookie, rc))
+					break;
+				continue;
 			}
-			sent++;
-			continue;
+			if (ep == NULL)
+				continue;      /* a batch */
 		}
-		/* An error is reported, and needs room for its report. */
-		if (rc == -EAGAIN ||
-		    !complete(lc->clients, c, e[done].cookie, rc))
-			break;
+		if (ep != bell) {
+			if (bell != NULL)
+				rn_sq_ring_doorbell_posted(&bell->n.qp->sq);
+			bell = ep;
+		}
+		sent++;
 	}
 	if (bell != NULL)
-		rn_lcore_notify_ring(bell);
+		rn_sq_ring_doorbell_posted(&bell->n.qp->sq);
 	/* Only what was taken: the rest stays at the head. */
 	rn_client_ring_end_take(&c->submit, done);
 	if (sent != 0) {
@@ -715,6 +820,35 @@ client_sends(struct rn_lcore *lc, struct lcore_client *c)
 		rn_lcore_count(&lc->stats.client_sent, sent);
 	}
 	return done;
+}
+
+/*
+ * c's submit ring. One SEND, the common case while a client waits for
+ * each answer, goes straight through, without the loop's state to keep in
+ * registers; anything else is send_burst()'s. Out of line, as the
+ * embedded API's send_one() is, for the instruction bench
+ * (scripts/bench-client-instructions.sh).
+ */
+static __rte_noinline unsigned int
+client_sends(struct rn_lcore *lc, struct lcore_client *c)
+{
+	unsigned int n = RTE_MIN(rn_client_ring_end_count(&c->submit),
+				 (uint32_t)RN_LCORE_BURST);
+	struct rn_client_entry e;
+	struct rn_lcore_ep *ep;
+
+	if (n != 1)
+		return send_burst(lc, c, n);
+	memcpy(&e, rn_client_ring_end_at(&c->submit, 0, sizeof(e)),
+	       sizeof(e));
+	ep = send_fast(lc, c, &e, c->submit.pos);
+	if (unlikely(ep == NULL))
+		return send_burst(lc, c, 1);
+	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);
+	rn_client_ring_end_take(&c->submit, 1);
+	rn_lcore_count(&lc->stats.notify_sent, 1);
+	rn_lcore_count(&lc->stats.client_sent, 1);
+	return 1;
 }
 
 unsigned int
@@ -791,10 +925,11 @@ clients_alloc(struct rn_lcore *lc)
 	return 0;
 }
 
-/* Link's region as this lcore (worker index i) uses it, or why not. */
+/* Link's region as this lcore (worker index i, receive slots of
+ * slot_size bytes) uses it, or why not. */
 static const char *
 client_shape(struct lcore_client *c, const struct rn_client_link *link,
-	     uint32_t i)
+	     uint32_t i, uint32_t slot_size)
 {
 	struct rn_client_region r;
 
@@ -804,6 +939,8 @@ client_shape(struct lcore_client *c, const struct rn_client_link *link,
 		return "its region does not check";
 	if (i >= r.n_lcores)
 		return "its region has no rings for this lcore";
+	if (r.buf_size < slot_size)
+		return "its buffers are smaller than a receive slot";
 	if (link->agent_len == 0 || link->agent_len > RN_CLIENT_AGENT_MAX)
 		return "its agent name is empty or too long";
 	rn_client_ring_end_init(&c->submit,
@@ -827,7 +964,7 @@ client_add(struct rn_lcore *lc, struct rn_client_link *link, uint32_t i)
 				  .held_tail = HELD_NONE,
 				  .agent_len = link->agent_len,
 				  .agent = (const uint8_t *)link->agent };
-	const char *why = client_shape(&c, link, i);
+	const char *why = client_shape(&c, link, i, lc->notify.slot_size);
 	struct rn_lcore_clients *cs;
 	uint32_t slot;
 	int rc = -EPROTO;

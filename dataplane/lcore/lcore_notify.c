@@ -18,6 +18,7 @@
 #include <rte_malloc.h>
 #include <string.h>
 
+#include "lcore_post_pvt.h"
 #include "lcore_pvt.h"
 #include "rn_notify_engine.h"
 #include "rn_cq.h"
@@ -86,6 +87,9 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 		rn_sq_send_inline_max(rn_sq_paced_max_bbs(
 			&n->qp->sq, n->sends.signal_mask + 1)));
 	n->max_inline = RTE_MIN(n->agent_inline, lc->max_inline);
+	n->client_inline = RTE_MIN(n->agent_inline, n->peer_slot_size -
+		(uint32_t)(sizeof(struct rn_client_recv_hdr) -
+			   sizeof(struct rn_notify_agent_hdr)));
 	/* Slots released before now (the peer may send first) are credits
 	 * the peer waits for. */
 	if (rn_credit_update_due(&n->rx))
@@ -98,6 +102,7 @@ rn_lcore_notify_stop(struct rn_lcore_ep *ep)
 	ep->n.max_frame = 0;
 	ep->n.max_inline = 0;
 	ep->n.agent_inline = 0;
+	ep->n.client_inline = 0;
 }
 
 /* A send's fate, to the application; counted when its ring is full. */
@@ -148,103 +153,6 @@ rn_lcore_notify_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	ep->n.sends.cookie = NULL;
 	ep->n.sends.want = NULL;
 	ep->n.client_sent = NULL;
-}
-
-/* The peer's count of reposted slots, as it RDMA WROTE it to us, into
- * the send window. */
-static void
-hear_credits(struct rn_lcore_ep *ep)
-{
-	rn_credit_returned(&ep->n.tx, __atomic_load_n(
-		(const uint32_t *)&ep->probe[EP_PROBE_CREDITS], __ATOMIC_ACQUIRE));
-	rn_send_window_allow(&ep->n.sends, rn_credit_allowed(&ep->n.tx));
-}
-
-/*
- * Whether a window entry and a credit for one SEND are at hand. The peer's
- * credit word is read only when the counts heard so far leave none.
- */
-static bool
-entry_and_credit(struct rn_lcore_ep *ep)
-{
-	if (likely(rn_send_window_open(&ep->n.sends)))
-		return true;
-	hear_credits(ep);
-	return rn_send_window_open(&ep->n.sends);
-}
-
-/*
- * What the next SEND_IMM carries besides its immediate, the same whichever
- * way it is posted: its entry's wr_id, and whether it asks for a CQE.
- */
-struct send_head {
-	uint64_t wr_id;
-	uint8_t flags;
-	bool want;
-};
-
-static inline struct send_head
-next_send(const struct ep_notify *n, bool want)
-{
-	return (struct send_head){
-		.wr_id = n->send_wr_id | rn_send_window_next(&n->sends),
-		.flags = rn_send_window_signal(&n->sends, want) ?
-			 RN_WR_SIGNALED : 0,
-		.want = want,
-	};
-}
-
-/*
- * Write a SEND's frame: o's node-level frame, or a's agent frame (or
- * refusal). Inlined with a constant NULL a, the node-level frame pays
- * nothing for the other kinds.
- */
-static __rte_always_inline void
-frame_write(uint8_t *dst, const struct rn_notify_out *o,
-	    const struct rn_lcore_agent_out *a)
-{
-	if (a == NULL)
-		rn_notify_frame_write(dst, o->name, o->name_len, o->msg,
-				      o->msg_len);
-	else
-		rn_notify_agent_frame_write(dst, a->kind, a->reason, a->cookie,
-					    a->dst,
-					    a->dst_len, a->src, a->src_len,
-					    a->name_len, a->msg_len, a->body);
-}
-
-/*
- * A node-level frame goes as a SEND_IMM, whose immediate orders it against
- * TCP; an agent frame (or refusal) as a plain SEND, so that the receiver
- * tells the kinds apart by the completion's opcode before it reads a byte.
- */
-static __rte_always_inline enum rn_wr_opcode
-frame_opcode(const struct rn_lcore_agent_out *a)
-{
-	return a == NULL ? RN_WR_SEND_IMM : RN_WR_SEND;
-}
-
-/*
- * The window entry of the SEND just posted: o's report (want), or the
- * client a's SEND is for, whose fate is reported to it in any case.
- */
-static __rte_always_inline void
-push(struct ep_notify *n, const struct rn_notify_out *o,
-     const struct rn_lcore_agent_out *a, bool want)
-{
-	if (a == NULL) {
-		rn_send_window_push(&n->sends, o->cookie, want);
-		return;
-	}
-	if (a->client_id != 0)
-		n->client_sent[rn_send_window_next(&n->sends)] =
-			(struct rn_client_sent){
-				.cookie = a->cookie, .seq = n->sends.posted,
-				.id = a->client_id, .client = a->client,
-			};
-	n->agent_posted++;
-	rn_send_window_push(&n->sends, a->cookie,
-			    a->want ? RN_SEND_REPORT_CLIENT : 0);
 }
 
 /*
@@ -343,34 +251,6 @@ usable_endpoint(const struct rn_lcore *lc, const struct rn_notify_request *req)
 {
 	RTE_ASSERT(req->ep_index < RN_MAX_ENDPOINTS);
 	return lc->by_index[req->ep_index];
-}
-
-/*
- * The common send straight through, with a credit and a window entry known to
- * be at hand: the frame of len bytes (at most max_inline) inline in a WQE
- * that fits the SQ as it is. Nothing changes before all of that is known.
- * The doorbell is the caller's. Inlined in its callers: a call here saves
- * and restores registers for every notification.
- */
-static __rte_always_inline bool
-post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o,
-	    const struct rn_lcore_agent_out *a, bool want, __be32 imm,
-	    uint64_t len)
-{
-	struct ep_notify *n = &ep->n;
-	struct rn_sq_place at;
-	struct send_head h;
-
-	if (unlikely(len > (a == NULL ? n->max_inline : a->inline_max) ||
-		     !rn_sq_send_inline_place(&n->qp->sq, (uint32_t)len, &at)))
-		return false;
-	frame_write(at.data, o, a);
-	h = next_send(n, want);
-	rn_sq_post_send_inline_placed(&n->qp->sq, &at, (uint32_t)len,
-				      frame_opcode(a), imm,
-				      h.flags | RN_WR_PACED, h.wr_id);
-	push(n, o, a, h.want);
-	return true;
 }
 
 /*
@@ -645,7 +525,7 @@ not_node_level(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	const uint8_t *frame = ep->n.recv_slots +
 			       (size_t)d->index * lc->notify.slot_size;
 
-	if (rn_lcore_client_received(lc, ep, frame, d->index, d->len) == 0) {
+	if (rn_lcore_client_frame(lc, ep, frame, d->index, d->len) == 0) {
 		ep->n.native_received--;
 		return;
 	}
@@ -691,12 +571,14 @@ static __rte_noinline void
 received_send(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 	      const struct rn_wc *wc)
 {
-	uint32_t index = RN_EP_WR_INDEX(wc->wr_id);
-	const uint8_t *frame = ep->n.recv_slots +
-			       (size_t)index * lc->notify.slot_size;
+	rn_lcore_client_received(lc, ep, wc);
+}
 
-	if (rn_lcore_client_received(lc, ep, frame, index, wc->byte_len) != 0)
-		received(lc, ep, wc);
+void
+rn_lcore_notify_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			 const struct rn_wc *wc)
+{
+	received(lc, ep, wc);
 }
 
 /* A SEND completed, which made room in the SQ: a credit WRITE that found

@@ -105,6 +105,11 @@ struct ep_notify {
 				  * whose name + msg go inline: what the SQ
 				  * takes (as max_inline, less the [notify]
 				  * max_inline bound); 0 like max_frame */
+	uint32_t client_inline;  /* agent_inline, less what a client's
+				  * receive buffer header takes over the
+				  * frame's: a client's SEND within it fits
+				  * the peer's receive buffers too
+				  * (lcore_client.c); 0 like max_frame */
 	uint32_t peer_slot_size; /* from its QP record; 0 before CONNECTED */
 	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */
 	uint64_t credit_raddr;   /* the peer's EP_PROBE_CREDITS word */
@@ -392,9 +397,16 @@ bool rn_lcore_client_holding(const struct rn_lcore *lc);
  * node-level reader refused: an agent frame or refusal is delivered, held
  * or refused here, its slot reposted or held (0); anything else is
  * -EBADMSG, for the caller to reject as before. */
-int rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-			     const uint8_t *frame, uint32_t index,
-			     uint32_t len);
+int rn_lcore_client_frame(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			  const uint8_t *frame, uint32_t index, uint32_t len);
+/* The plain SEND wc received on ep: rn_lcore_client_frame(), and what
+ * that refuses to rn_lcore_notify_received(). */
+void rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			      const struct rn_wc *wc);
+/* The SEND wc received on ep read as a node-level frame, as if it had
+ * come as a SEND_IMM: delivered to the embedded API, or rejected. */
+void rn_lcore_notify_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+			      const struct rn_wc *wc);
 /* The fate of a client's SEND, s its window entry's record: to its
  * client's deliver ring, unless that client is gone. */
 void rn_lcore_client_report(struct rn_lcore *lc,

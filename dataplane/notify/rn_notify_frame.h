@@ -32,6 +32,7 @@
 #include <linux/types.h>
 #include <rte_byteorder.h>
 #include <rte_memcpy.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -210,16 +211,21 @@ rn_notify_agent_frame_write(uint8_t *dst, uint32_t kind, uint16_t reason,
 			    uint32_t name_len, uint32_t msg_len,
 			    const void *body)
 {
-	struct rn_notify_agent_hdr h = {
-		.kind = rte_cpu_to_le_32(kind), .dst_len = dst_len,
-		.src_len = src_len, .reason = rte_cpu_to_le_16(reason),
-		.name_len = rte_cpu_to_le_32(name_len),
-		.msg_len = rte_cpu_to_le_32(msg_len),
-		.cookie = rte_cpu_to_le_64(cookie),
-	};
+	uint32_t k = rte_cpu_to_le_32(kind);
+	uint16_t r = rte_cpu_to_le_16(reason);
+	uint32_t n = rte_cpu_to_le_32(name_len);
+	uint32_t m = rte_cpu_to_le_32(msg_len);
+	uint64_t c = rte_cpu_to_le_64(cookie);
 
-	memcpy(dst, &h, sizeof(h));
-	dst += sizeof(h);
+	/* Field by field: a header struct went through the stack. */
+	memcpy(dst + offsetof(struct rn_notify_agent_hdr, kind), &k, 4);
+	dst[offsetof(struct rn_notify_agent_hdr, dst_len)] = dst_len;
+	dst[offsetof(struct rn_notify_agent_hdr, src_len)] = src_len;
+	memcpy(dst + offsetof(struct rn_notify_agent_hdr, reason), &r, 2);
+	memcpy(dst + offsetof(struct rn_notify_agent_hdr, name_len), &n, 4);
+	memcpy(dst + offsetof(struct rn_notify_agent_hdr, msg_len), &m, 4);
+	memcpy(dst + offsetof(struct rn_notify_agent_hdr, cookie), &c, 8);
+	dst += sizeof(struct rn_notify_agent_hdr);
 	rn_notify_copy(dst, dst_agent, dst_len);
 	rn_notify_copy(dst + dst_len, src_agent, src_len);
 	rn_notify_copy(dst + dst_len + src_len, body, name_len + msg_len);

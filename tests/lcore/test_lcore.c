@@ -885,7 +885,7 @@ test_completion_reports(void **state)
  * with the peek API and finished after their buffers were read.
  */
 #define CLIENT_RING 16
-#define MAX_TCLIENTS 4
+#define MAX_TCLIENTS 6
 
 struct tclient {
 	struct rn_client_link link;
@@ -915,14 +915,23 @@ struct taken {
 	struct rn_client_event ev;
 };
 
+/* The buffer size of a region for on: its slots', as the daemon makes
+ * it, and at least SLOT_SIZE. */
+static uint32_t
+client_buf_size(const struct side *on)
+{
+	return RTE_MAX((uint32_t)SLOT_SIZE, on->lc->notify.slot_size);
+}
+
 /* A region with rings for n_lcores lcores, on's being worker, laid out
  * in mem (rn_client_region_size() bytes, 64-byte aligned). */
 static struct tclient *
 client_new_at(struct side *on, const char *agent, uint32_t ring_size,
 	      uint32_t n_lcores, uint32_t worker, void *mem)
 {
+	uint32_t buf_size = client_buf_size(on);
+	uint64_t size = rn_client_region_size(n_lcores, ring_size, buf_size);
 	struct tclient *t;
-	uint64_t size = rn_client_region_size(n_lcores, ring_size, SLOT_SIZE);
 
 	assert_true(n_tclients < MAX_TCLIENTS);
 	assert_true(size != 0);
@@ -930,7 +939,7 @@ client_new_at(struct side *on, const char *agent, uint32_t ring_size,
 	*t = (struct tclient){ .on = on, .worker = worker, .r = mem };
 	memset(t->r, 0, size);
 	assert_int_equal(rn_client_region_init(t->r, n_lcores, ring_size,
-					       SLOT_SIZE), 0);
+					       buf_size), 0);
 	t->link = (struct rn_client_link){
 		.region = t->r, .region_size = size, .client_id = n_tclients,
 		.efd = eventfd(0, EFD_NONBLOCK),
@@ -946,7 +955,8 @@ static struct tclient *
 client_new_of(struct side *on, const char *agent, uint32_t ring_size,
 	      uint32_t n_lcores, uint32_t worker)
 {
-	uint64_t size = rn_client_region_size(n_lcores, ring_size, SLOT_SIZE);
+	uint64_t size = rn_client_region_size(n_lcores, ring_size,
+					      client_buf_size(on));
 	void *mem;
 
 	assert_true(size != 0);
@@ -968,7 +978,8 @@ client_new_of(struct side *on, const char *agent, uint32_t ring_size,
 static struct tclient *
 client_new_guarded(struct side *on, const char *agent, uint32_t ring_size)
 {
-	uint64_t size = rn_client_region_size(1, ring_size, SLOT_SIZE);
+	uint64_t size = rn_client_region_size(1, ring_size,
+					      client_buf_size(on));
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t inner = RTE_ALIGN_CEIL(size + CANARY_BYTES, page);
 	size_t len = 2 * (size_t)GUARD_BYTES + inner;
@@ -2183,11 +2194,12 @@ test_client_remove_with_work_pending(void **state)
 }
 
 /* The agent table: many agents, each found, sharing first and last bytes
- * too; a second client of an attached agent is not added. */
+ * too; a second client of an attached agent is not added, nor one whose
+ * buffers are smaller than a slot. */
 static void
 test_client_agent_table(void **state)
 {
-	struct tclient *alpha, *dup, *ts[2];
+	struct tclient *alpha, *dup, *small, *ts[2];
 	struct taken k;
 
 	(void)state;
@@ -2198,6 +2210,13 @@ test_client_agent_table(void **state)
 	ts[1] = client_up(&B, "0123456789-b-abcdefgh", CLIENT_RING);
 	dup = client_new(&B, "0123456789-b-abcdefgh", CLIENT_RING);
 	client_command(dup, RN_LCORE_CMD_CLIENT_ADD);
+	assert_int_equal(B.lc->n_clients, 2);
+	/* Buffers smaller than a receive slot, which the daemon never
+	 * makes: not added (a SEND's checks rely on it). */
+	small = client_new(&B, "small", CLIENT_RING);
+	assert_int_equal(rn_client_region_init(small->r, 1, CLIENT_RING,
+					       SLOT_SIZE - 64), 0);
+	client_command(small, RN_LCORE_CMD_CLIENT_ADD);
 	assert_int_equal(B.lc->n_clients, 2);
 	for (unsigned int i = 0; i < 2; i++) {
 		char agent[32];
