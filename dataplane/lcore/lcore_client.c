@@ -572,28 +572,39 @@ deliver_fast(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
 	return c;
 }
 
-/* rn_lcore_client_frame(), inlined in the common path. */
-static __rte_always_inline int
-client_frame(struct rn_lcore *lc, struct rn_lcore_ep *ep,
-	     const uint8_t *frame, uint32_t index, uint32_t len)
+/*
+ * The common case whole: an agent frame deliver_fast() takes, handed over,
+ * its slot reposted (true); false with nothing done. Inlined in
+ * rn_lcore_client_received(), whose other cases go out of line, so that
+ * the common one keeps no view of a frame and few registers.
+ */
+static __rte_always_inline bool
+deliver_common(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+	       const uint8_t *frame, uint32_t index, uint32_t len)
+{
+	struct lcore_client *c;
+	struct rn_client_entry e = { .type = RN_CLIENT_ENTRY_DELIVERY };
+
+	if (unlikely(len < sizeof(struct rn_notify_agent_hdr)))
+		return false;
+	c = deliver_fast(lc, ep, frame, len);
+	if (unlikely(c == NULL))
+		return false;
+	e.ep_index = (uint16_t)ep->req->ep_index;
+	deliver_finish(lc->clients, c, &e);
+	rn_lcore_count(&lc->stats.client_delivered, 1);
+	rn_lcore_notify_repost(lc, ep, index, false);
+	return true;
+}
+
+/* A frame deliver_common() did not take, read by the full reader: 0, or
+ * -EBADMSG when it is of no client kind. */
+static __rte_noinline int
+frame_other(struct rn_lcore *lc, struct rn_lcore_ep *ep, const uint8_t *frame,
+	    uint32_t index, uint32_t len)
 {
 	struct rn_notify_agent_view v;
-	struct lcore_client *c;
 
-	if (likely(len >= sizeof(struct rn_notify_agent_hdr))) {
-		c = deliver_fast(lc, ep, frame, len);
-		if (likely(c != NULL)) {
-			struct rn_client_entry e = {
-				.type = RN_CLIENT_ENTRY_DELIVERY,
-				.ep_index = (uint16_t)ep->req->ep_index,
-			};
-
-			deliver_finish(lc->clients, c, &e);
-			rn_lcore_count(&lc->stats.client_delivered, 1);
-			rn_lcore_notify_repost(lc, ep, index, false);
-			return 0;
-		}
-	}
 	if (rn_notify_agent_frame_read(frame, len, &v) != 0)
 		return -EBADMSG;
 	received_other(lc, lc->clients != NULL ?
@@ -606,7 +617,22 @@ int
 rn_lcore_client_frame(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		      const uint8_t *frame, uint32_t index, uint32_t len)
 {
-	return client_frame(lc, ep, frame, index, len);
+	if (deliver_common(lc, ep, frame, index, len))
+		return 0;
+	return frame_other(lc, ep, frame, index, len);
+}
+
+/* The plain SEND wc that deliver_common() did not take. */
+static __rte_noinline void
+received_send_other(struct rn_lcore *lc, struct rn_lcore_ep *ep,
+		    const struct rn_wc *wc)
+{
+	uint32_t index = RN_EP_WR_INDEX(wc->wr_id);
+
+	if (frame_other(lc, ep, ep->n.recv_slots +
+			(size_t)index * lc->notify.slot_size, index,
+			wc->byte_len) != 0)
+		rn_lcore_notify_received(lc, ep, wc);
 }
 
 void
@@ -615,10 +641,10 @@ rn_lcore_client_received(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 {
 	uint32_t index = RN_EP_WR_INDEX(wc->wr_id);
 
-	if (unlikely(client_frame(lc, ep, ep->n.recv_slots +
-				  (size_t)index * lc->notify.slot_size, index,
-				  wc->byte_len) != 0))
-		rn_lcore_notify_received(lc, ep, wc);
+	if (unlikely(!deliver_common(lc, ep, ep->n.recv_slots +
+				     (size_t)index * lc->notify.slot_size,
+				     index, wc->byte_len)))
+		received_send_other(lc, ep, wc);
 }
 
 /* ---- sending ---- */
