@@ -33,6 +33,9 @@
 _Static_assert(RN_NOTIFY_AGENT_MAX == RN_CLIENT_AGENT_MAX,
 	       "an agent name fits a frame");
 _Static_assert(RN_LCORE_MAX_CLIENTS <= 64, "to_wake is a 64-bit mask");
+_Static_assert(sizeof(struct rn_client_send_hdr) ==
+	       sizeof(struct rn_notify_agent_hdr),
+	       "a send buffer is no longer than its agent frame, less src");
 _Static_assert(sizeof(((struct rn_client_recv_hdr *)0)->node) ==
 	       sizeof(((struct rn_ep_side *)0)->name), "node names");
 

@@ -87,9 +87,9 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 		rn_sq_send_inline_max(rn_sq_paced_max_bbs(
 			&n->qp->sq, n->sends.signal_mask + 1)));
 	n->max_inline = RTE_MIN(n->agent_inline, lc->max_inline);
-	n->client_inline = RTE_MIN(n->agent_inline, n->peer_slot_size -
-		(uint32_t)(sizeof(struct rn_client_recv_hdr) -
-			   sizeof(struct rn_notify_agent_hdr)));
+	n->client_inline = n->peer_slot_size > RN_CLIENT_RECV_EXTRA ?
+		RTE_MIN(n->agent_inline,
+			n->peer_slot_size - RN_CLIENT_RECV_EXTRA) : 0;
 	/* Slots released before now (the peer may send first) are credits
 	 * the peer waits for. */
 	if (rn_credit_update_due(&n->rx))

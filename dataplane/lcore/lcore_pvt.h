@@ -91,6 +91,11 @@ struct rn_client_sent {
 	uint8_t client;           /* its slot in lc->clients */
 };
 
+/* What a client's receive buffer header takes over an agent frame's. */
+#define RN_CLIENT_RECV_EXTRA \
+	((uint32_t)(sizeof(struct rn_client_recv_hdr) - \
+		    sizeof(struct rn_notify_agent_hdr)))
+
 /* One incarnation's native notification channel (owning lcore only). */
 struct ep_notify {
 	struct rn_qp *qp;        /* NULL: RN_CHANNEL_NONE */
@@ -107,9 +112,10 @@ struct ep_notify {
 				  * max_inline bound); 0 like max_frame */
 	uint32_t client_inline;  /* agent_inline, less what a client's
 				  * receive buffer header takes over the
-				  * frame's: a client's SEND within it fits
-				  * the peer's receive buffers too
-				  * (lcore_client.c); 0 like max_frame */
+				  * frame's (RN_CLIENT_RECV_EXTRA): a
+				  * client's SEND within it fits the peer's
+				  * receive buffers too (lcore_client.c); 0
+				  * like max_frame */
 	uint32_t peer_slot_size; /* from its QP record; 0 before CONNECTED */
 	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */
 	uint64_t credit_raddr;   /* the peer's EP_PROBE_CREDITS word */
