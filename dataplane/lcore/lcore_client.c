@@ -660,6 +660,48 @@ send_buf(const struct lcore_client *c, uint32_t pos)
 }
 
 /*
+ * What the client writes, each word read once. The client may write it
+ * while it is read, so the reads are relaxed atomic loads: plain ones the
+ * compiler may repeat, and did (send_fast() wrote a frame's lengths from
+ * a second read of them, not the one its checks and its size took, and
+ * the peer rejected the frame and counted it in the embedded API's send
+ * order). They cost what plain loads do.
+ */
+static __rte_always_inline uint32_t
+client_u32(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+/* The submit entry at (16-byte aligned, as rte_ring lays them out). */
+static __rte_always_inline struct rn_client_entry
+entry_read(const void *at)
+{
+	const uint64_t *w = at;
+	uint64_t word[2] = { __atomic_load_n(&w[0], __ATOMIC_RELAXED),
+			     __atomic_load_n(&w[1], __ATOMIC_RELAXED) };
+	struct rn_client_entry e;
+
+	memcpy(&e, word, sizeof(e));
+	return e;
+}
+
+/* The header of the send buffer buf (64-byte aligned). */
+static __rte_always_inline struct rn_client_send_hdr
+send_hdr_read(const uint8_t *buf)
+{
+	const struct rn_client_send_hdr *h = (const void *)buf;
+
+	return (struct rn_client_send_hdr){
+		.ep_tag = client_u32(&h->ep_tag),
+		.flags = client_u32(&h->flags),
+		.name_len = client_u32(&h->name_len),
+		.msg_len = client_u32(&h->msg_len),
+		.agent_len = __atomic_load_n(&h->agent_len, __ATOMIC_RELAXED),
+	};
+}
+
+/*
  * The common SEND e at submit position pos of c: to a native channel,
  * inline, a window entry and a credit at hand, checked and written
  * straight into its WQE on the endpoint it returns. NULL, with nothing
@@ -680,11 +722,11 @@ send_fast(struct rn_lcore *lc, const struct lcore_client *c,
 
 	/* Once, into locals, field by field (a copy of the whole header
 	 * went to the stack): the client may write them meanwhile. */
-	memcpy(&ep_tag, &h->ep_tag, 4);
-	memcpy(&flags, &h->flags, 4);
-	memcpy(&name_len, &h->name_len, 4);
-	memcpy(&msg_len, &h->msg_len, 4);
-	dst_len = h->agent_len;
+	ep_tag = client_u32(&h->ep_tag);
+	flags = client_u32(&h->flags);
+	name_len = client_u32(&h->name_len);
+	msg_len = client_u32(&h->msg_len);
+	dst_len = __atomic_load_n(&h->agent_len, __ATOMIC_RELAXED);
 	body = (uint64_t)name_len + msg_len;
 	if (unlikely(e->type != RN_CLIENT_ENTRY_SEND ||
 		     e->ep_index >= RN_MAX_ENDPOINTS))
@@ -735,7 +777,7 @@ send_entry(struct rn_lcore *lc, const struct lcore_client *c,
 	struct rn_lcore_ep *ep;
 	uint64_t len;
 
-	memcpy(&h, buf, sizeof(h));
+	h = send_hdr_read(buf);
 	if (unlikely(e->type != RN_CLIENT_ENTRY_SEND ||
 		     e->ep_index >= RN_MAX_ENDPOINTS))
 		return e->type != RN_CLIENT_ENTRY_SEND ? -EINVAL : -ENOENT;
@@ -789,8 +831,8 @@ send_other(struct rn_lcore *lc, struct lcore_client *c, uint32_t pos,
 {
 	struct rn_client_entry e;
 
-	memcpy(&e, rn_client_ring_end_at(&c->submit, pos - c->submit.pos,
-					 sizeof(e)), sizeof(e));
+	e = entry_read(rn_client_ring_end_at(&c->submit, pos - c->submit.pos,
+					     sizeof(e)));
 	*cookie = e.cookie;
 	if (e.type == RN_CLIENT_ENTRY_XFER) {
 		rn_lcore_client_xfer(lc, c->link, c->slot, c->id, &e);
@@ -816,7 +858,7 @@ send_burst(struct rn_lcore *lc, struct lcore_client *c, unsigned int n)
 		struct rn_client_entry e;
 
 		/* Once, into locals: the client may write it meanwhile. */
-		memcpy(&e, at, sizeof(e));
+		e = entry_read(at);
 		ep = send_fast(lc, c, &e, pos + done);
 		if (unlikely(ep == NULL)) {
 			uint64_t cookie;
@@ -868,8 +910,7 @@ client_sends(struct rn_lcore *lc, struct lcore_client *c)
 
 	if (n != 1)
 		return send_burst(lc, c, n);
-	memcpy(&e, rn_client_ring_end_at(&c->submit, 0, sizeof(e)),
-	       sizeof(e));
+	e = entry_read(rn_client_ring_end_at(&c->submit, 0, sizeof(e)));
 	ep = send_fast(lc, c, &e, c->submit.pos);
 	if (unlikely(ep == NULL))
 		return send_burst(lc, c, 1);

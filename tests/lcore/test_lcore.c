@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +22,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -2375,6 +2377,128 @@ test_client_ring_headers_overwritten(void **state)
 	assert_served(sender, "a", bystander);
 }
 
+/*
+ * A client that writes its send buffer while the lcore reads it, at every
+ * instruction of the lcore: rn_lcore_client_poll() single-stepped (x86's
+ * trap flag), msg_len of the buffer given the next of RACED_MSG_VALUES
+ * values the lcore accepts after each step, so that two reads of it a
+ * few instructions apart see two values. Its frame must still say the
+ * lengths it was sized by: the peer rejects none and counts none in the
+ * embedded API's send order (gcc once read msg_len twice in send_fast(),
+ * and the frame's header took the second read).
+ */
+#define RACED_MSG_VALUES 48u
+
+static struct {
+	uint32_t *msg_len;
+	uint32_t msg_min;
+	volatile uint32_t steps;  /* written in the SIGTRAP handler */
+	volatile uint32_t stop;
+} raced;
+
+#if defined(__x86_64__)
+#define EFLAGS_TF 0x100
+
+static void
+step_from_here(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+
+	(void)sig;
+	(void)si;
+	uc->uc_mcontext.gregs[REG_EFL] |= EFLAGS_TF;
+}
+
+static void
+step_write_msg_len(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+
+	(void)sig;
+	(void)si;
+	if (raced.stop) {
+		uc->uc_mcontext.gregs[REG_EFL] &= ~EFLAGS_TF;
+		return;
+	}
+	__atomic_store_n(raced.msg_len, raced.msg_min +
+			 raced.steps++ % RACED_MSG_VALUES, __ATOMIC_RELAXED);
+}
+
+/* rn_lcore_client_poll(lc), msg_len rewritten after each instruction,
+ * from msg_min on. */
+static bool
+client_poll_stepped(struct rn_lcore *lc, uint32_t *msg_len, uint32_t msg_min)
+{
+	struct sigaction start = { .sa_sigaction = step_from_here,
+				   .sa_flags = SA_SIGINFO };
+	struct sigaction trap = { .sa_sigaction = step_write_msg_len,
+				  .sa_flags = SA_SIGINFO };
+
+	raced.msg_len = msg_len;
+	raced.msg_min = msg_min;
+	raced.steps = 0;
+	raced.stop = 0;
+	assert_int_equal(sigaction(SIGUSR1, &start, NULL), 0);
+	assert_int_equal(sigaction(SIGTRAP, &trap, NULL), 0);
+	raise(SIGUSR1);
+	rn_lcore_client_poll(lc);
+	raced.stop = 1;
+	signal(SIGTRAP, SIG_DFL);
+	signal(SIGUSR1, SIG_DFL);
+	return true;
+}
+#else
+static bool
+client_poll_stepped(struct rn_lcore *lc, uint32_t *msg_len, uint32_t msg_min)
+{
+	(void)lc;
+	(void)msg_len;
+	(void)msg_min;
+	return false;
+}
+#endif
+
+static void
+test_client_send_lengths_raced(void **state)
+{
+	/* A name of 1: msg_len from min on goes inline at max_inline 64
+	 * (send_fast()), or from a send buffer (send_entry()). */
+	static const uint32_t msg_min[] = { 4, 64 };
+	struct tclient *alpha, *beta;
+	struct rte_ring *submit;
+	struct taken k;
+
+	(void)state;
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	submit = rn_client_submit_ring(alpha->r, alpha->worker);
+	for (uint32_t i = 0; i < RTE_DIM(msg_min); i++) {
+		struct rn_client_send_hdr *h = (void *)rn_client_send_buf(
+			alpha->r, alpha->worker, submit->prod.tail);
+
+		assert_int_equal(client_send(alpha, "beta", "n", 1, "msg", 4,
+					     i, 0), 0);
+		if (!client_poll_stepped(A.lc, &h->msg_len, msg_min[i]))
+			skip();
+		printf("# msg_len from %u: %u steps\n", msg_min[i],
+		       raced.steps);
+		assert_true(raced.steps > 0);
+		assert_int_equal(A.lc->stats.client_sent, i + 1);
+		client_wait(beta, &k, 1);
+		if (k.type != RN_CLIENT_ENTRY_DELIVERY || k.name_len != 1 ||
+		    k.msg_len < msg_min[i] ||
+		    k.msg_len >= msg_min[i] + RACED_MSG_VALUES)
+			fail_msg("entry type %u, lengths %u + %u", k.type,
+				 k.name_len, k.msg_len);
+		/* Not a malformed frame, rejected and counted in the
+		 * embedded API's send order. */
+		assert_int_equal(B.lc->stats.notify_rejected, 0);
+		assert_int_equal(ep_of(&B)->n.native_received, 0);
+		assert_int_equal(rte_ring_count(B.lc->notify_deliveries), 0);
+	}
+}
+
 /* A client as the library waits on a sleeping lcore: it sees the status
  * page word raised, enqueues, then writes the lcore's wake eventfd. */
 struct waker {
@@ -2676,6 +2800,7 @@ main(int argc, char **argv)
 		T(test_client_remove_with_work_pending),
 		T(test_client_agent_table),
 		T(test_client_ring_headers_overwritten),
+		T(test_client_send_lengths_raced),
 		T(test_client_worker_index_and_sleeping_word),
 		T(test_quiet_lcore_sleeps_longer),
 		cmocka_unit_test_setup_teardown(
