@@ -622,8 +622,11 @@ batch_build(struct rn_lcore *lc, struct cx_client *cl,
 	const uint8_t *agent;
 	int rc;
 
-	/* Once, into locals: the client may write it meanwhile. */
+	/* Once, into locals: the client may write it meanwhile. The barrier
+	 * keeps the compiler from reading a field of s->req again in place
+	 * of q's (as it did in lcore_client.c's send path). */
 	memcpy(&q, &s->req, sizeof(q));
+	rte_compiler_barrier();
 	*has_note = q.note_agent_len != 0;
 	rc = endpoint_of(lc, e, q.ep_tag, &ep);
 	if (rc != 0)
