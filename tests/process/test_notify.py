@@ -23,7 +23,8 @@ import rnproto
 from rntest import (FAKE_PEER_DEAD_AFTER_MS, SLOW_QPS, Daemon, Pair,
                     endpoint, endpoints, free_port, lcore_counters,
                     node_text, run_tests, seeded_random, status, stop_all,
-                    telemetry, unique, wait_connected, wait_until)
+                    telemetry, threads_of, unique, wait_connected,
+                    wait_until)
 
 SLOTS = 16
 SLOT_SIZE = 4096
@@ -854,18 +855,6 @@ def reports_until(node, want):
     return got
 
 
-def all_threads_stopped(pid):
-    """Whether every thread of pid is in the stopped state (T)."""
-    states = []
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError):
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                # The state follows the command name, which may hold
-                # spaces and parentheses: after its last ')'.
-                states.append(f.read().rsplit(")", 1)[1].split()[0])
-    return states and all(st == "T" for st in states)
-
-
 @contextlib.contextmanager
 def stopped(daemon):
     """daemon stopped (SIGSTOP): its NIC acknowledges nothing. The body
@@ -873,8 +862,9 @@ def stopped(daemon):
     thread running on another core may still answer for a moment."""
     daemon.proc.send_signal(signal.SIGSTOP)
     try:
-        wait_until(f"{daemon.name} stopped",
-                   lambda: all_threads_stopped(daemon.proc.pid), every=0.01)
+        wait_until(f"{daemon.name} stopped", lambda: all(
+            state == "T" for _, state, _ in threads_of(daemon.proc.pid)),
+            every=0.01)
         yield
     finally:
         daemon.proc.send_signal(signal.SIGCONT)
