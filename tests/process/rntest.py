@@ -188,6 +188,24 @@ def lcore_counters(name):
     return s["qps"][0], s["endpoint_qp_sets"][0]
 
 
+def threads_of(pid):
+    """(name, state, wchan) of each thread of pid, as /proc shows them:
+    its state (T stopped, D or S waiting) and the kernel function it waits
+    in."""
+    out = []
+    for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                wchan = f.read() or "-"
+            # The name is in parentheses and may hold spaces; the state
+            # follows the last ')'.
+            out.append((stat[stat.index("(") + 1:stat.rindex(")")],
+                        stat[stat.rindex(")") + 2:].split()[0], wchan))
+    return out
+
+
 def die_with_parent():
     """In the child before exec: SIGTERM when the test runner dies, so that
     an interrupted run leaves no daemon behind (Daemons are started from
@@ -245,7 +263,16 @@ class Daemon:
                 f"exited {self.proc.returncode}: {self.stderr()}"
             return os.path.exists(sock) and \
                 status(self.name)["state"] == "running"
-        wait_until(f"{self.name} running", running, every=0.1)
+        try:
+            wait_until(f"{self.name} running", running, every=0.1)
+        except AssertionError as e:
+            # Say where it stood: neither CPU nor disk load made a start
+            # this slow here, so its cause is in what each thread waits
+            # in and what the daemon logged.
+            raise AssertionError(
+                f"{e}; load {os.getloadavg()}; threads "
+                f"{threads_of(self.proc.pid)}; stderr:\n{self.stderr()}"
+            ) from None
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is not None:

@@ -23,7 +23,8 @@ import rnproto
 from rntest import (FAKE_PEER_DEAD_AFTER_MS, SLOW_QPS, Daemon, Pair,
                     endpoint, endpoints, free_port, lcore_counters,
                     node_text, run_tests, seeded_random, status, stop_all,
-                    telemetry, unique, wait_connected, wait_until)
+                    telemetry, threads_of, unique, wait_connected,
+                    wait_until)
 
 SLOTS = 16
 SLOT_SIZE = 4096
@@ -78,9 +79,11 @@ def counters(node):
 
 def notify_pair(tag, notify=("", ""), env=(None, None), slot_size=SLOT_SIZE,
                 connect="eager", dead_after=NOTIFY_DEAD_AFTER_MS,
-                slots=(SLOTS, SLOTS)):
-    """A Pair for notifications: notify, more [notify] keys for each side."""
+                slots=(SLOTS, SLOTS), nic=""):
+    """A Pair for notifications: notify, more [notify] keys for each side;
+    nic, [nic] keys for both."""
     return Pair(tag, env=env, connect=connect, dead_after=dead_after,
+                nic=nic,
                 sides=[{"notify": notify_cfg(notify[i], slot_size, slots[i])}
                        for i in (0, 1)])
 
@@ -854,9 +857,14 @@ def reports_until(node, want):
 
 @contextlib.contextmanager
 def stopped(daemon):
-    """daemon stopped (SIGSTOP): its NIC acknowledges nothing."""
+    """daemon stopped (SIGSTOP): its NIC acknowledges nothing. The body
+    runs once every thread of it stopped, not once the signal was sent: a
+    thread running on another core may still answer for a moment."""
     daemon.proc.send_signal(signal.SIGSTOP)
     try:
+        wait_until(f"{daemon.name} stopped", lambda: all(
+            state == "T" for _, state, _ in threads_of(daemon.proc.pid)),
+            every=0.01)
         yield
     finally:
         daemon.proc.send_signal(signal.SIGCONT)
@@ -867,14 +875,22 @@ def test_completion_reports_acknowledged_and_failed():
     # acknowledged it, -EPIPE when its QP failed with it in flight (the
     # peer may or may not have it), also when the endpoint is freed
     # without the CQEs that would have said so (its CQ overran).
-    p = notify_pair("k")
+    # The fault must find the SEND to the stopped peer still in flight.
+    # With the default ACK timeout, the retries of that SEND, or of the
+    # endpoint's RDMA probe (a READ every 500 ms), give up about half a
+    # second (8 x 67 ms) after it went: the endpoint fails on its own and
+    # the fault finds none (-ENOTCONN); a loaded machine can take that
+    # long between two telemetry calls. SLOW_QPS keeps both in flight for
+    # 34 s, and the peer is found dead after 30 s: longer than any wait.
+    slow = dict(nic=SLOW_QPS, dead_after=FAKE_PEER_DEAD_AFTER_MS)
+    p = notify_pair("k", **slow)
     try:
         assert send_report(p.a, p.b, 7, "k", "acked") == 0
         assert reports_until(p.a, 1) == [(7, 0)]
         assert poll_all(p.b, 1) == [(p.a, "k", "acked")]
         # b stops: nothing is acknowledged. a's notify QP fails locally
         # with the SEND in flight; its flush fails it at once, long before
-        # a finds b dead (3 s) and frees the endpoint.
+        # its retries run out or a finds b dead and frees the endpoint.
         with stopped(p.d[1]):
             assert send_report(p.a, p.b, 8, "k", "in flight") == 0
             assert sim_fault(p.a, "local_qp", p.b) == 0
@@ -882,7 +898,7 @@ def test_completion_reports_acknowledged_and_failed():
             assert endpoint(p.a, p.b)["state"] == "connected"
     finally:
         p.stop()
-    p = notify_pair("o")
+    p = notify_pair("o", **slow)
     try:
         with stopped(p.d[1]):
             assert send_report(p.a, p.b, 9, "k", "in flight") == 0
@@ -890,7 +906,9 @@ def test_completion_reports_acknowledged_and_failed():
             # the endpoint fails and is freed once its drain gives up.
             assert sim_fault(p.a, "cq_overrun", p.b) == 0
             assert reports_until(p.a, 1) == [(9, -errno.EPIPE)]
-            assert endpoint(p.a, p.b)["state"] == "failed"
+            e = endpoint(p.a, p.b)
+            assert e["state"] == "failed" and "CQ error (overrun)" in \
+                e["last_error"], e
         assert telemetry(p.a, "/rnotify/completions")["cookie"] == []
     finally:
         p.stop()
