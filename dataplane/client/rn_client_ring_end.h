@@ -29,6 +29,10 @@ struct rn_client_ring_end {
 	uint8_t *elems;           /* element 0, right after the header */
 	uint32_t mask;            /* its size - 1, as the daemon made it */
 	uint32_t pos;             /* this end's head, and tail */
+	uint32_t room;            /* a producer's: entries known free, so
+				   * that the consumer's tail, a line the
+				   * client writes, is read only when they
+				   * run out */
 };
 
 /* The daemon's end of r, a ring of mask + 1 elements it made. */
@@ -41,6 +45,7 @@ rn_client_ring_end_init(struct rn_client_ring_end *e, struct rte_ring *r,
 	e->mask = mask;
 	e->pos = __atomic_load_n(producer ? &r->prod.tail : &r->cons.tail,
 				 __ATOMIC_RELAXED);
+	e->room = 0;
 }
 
 /* ---- the consumer's end (submit) ---- */
@@ -83,10 +88,15 @@ rn_client_ring_end_take(struct rn_client_ring_end *e, uint32_t n)
 /* Whether one more entry fits. A consumer tail the position is not within
  * mask of says the header was overwritten: it does not. */
 static inline bool
-rn_client_ring_end_room(const struct rn_client_ring_end *e)
+rn_client_ring_end_room(struct rn_client_ring_end *e)
 {
-	return e->pos - __atomic_load_n(&e->r->cons.tail, __ATOMIC_ACQUIRE) <
-	       e->mask;
+	uint32_t used;
+
+	if (e->room != 0)
+		return true;
+	used = e->pos - __atomic_load_n(&e->r->cons.tail, __ATOMIC_ACQUIRE);
+	e->room = used < e->mask ? e->mask - used : 0;
+	return e->room != 0;
 }
 
 /* Publish the element written at rn_client_ring_end_at(e, 0, ...), after
@@ -98,6 +108,7 @@ rn_client_ring_end_put(struct rn_client_ring_end *e)
 	uint32_t pos = e->pos + 1;
 
 	e->pos = pos;
+	e->room--;
 	__atomic_store_n(&r->prod.head, pos, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->prod.tail, pos, __ATOMIC_RELEASE);
 }
