@@ -571,6 +571,18 @@ deliver(uint32_t lcore, const char *node, const char *agent,
 		buf, sizeof(h) + h.agent_len + h.name_len + h.msg_len);
 }
 
+/* Deliveries on lcore until its deliver ring is full: the state in which
+ * an lcore drops XFER_DONE. Returns how many went. */
+static unsigned int
+deliver_ring_fill(uint32_t lcore)
+{
+	unsigned int n = 0;
+
+	while (deliver(lcore, NODE_B, "B", "fill", "x") == 0)
+		n++;
+	return n;
+}
+
 static int
 complete(uint32_t lcore, uint64_t cookie, int status)
 {
@@ -672,6 +684,17 @@ xfer_run(const struct played *p)
 	return bytes;
 }
 
+/* XFER_DONE as the lcore writes it: the slot in ep_index, the status.
+ * Alone (without the slot's result) it is how an lcore that cannot reach
+ * the slot refuses the batch. */
+static int
+xfer_done_put(uint32_t lcore, uint32_t slot, uint64_t cookie, int status)
+{
+	return lcore_put(lcore, (struct rn_client_entry){
+		.type = RN_CLIENT_ENTRY_XFER_DONE, .ep_index = (uint16_t)slot,
+		.status = status, .cookie = cookie }, NULL, 0);
+}
+
 /* The final status of the batch in slot of lcore: the result, status
  * last (release), then XFER_DONE when done is set and the deliver ring
  * has room. Returns whether XFER_DONE went. */
@@ -688,11 +711,8 @@ xfer_final(uint32_t lcore, uint32_t slot, uint64_t cookie, int status,
 		rn_client_link_wake(&F.link);
 		return false;
 	}
-	/* As the lcore writes it: the slot in ep_index, the status. A full
-	 * ring drops it; the client is woken all the same. */
-	if (lcore_put(lcore, (struct rn_client_entry){
-		.type = RN_CLIENT_ENTRY_XFER_DONE, .ep_index = (uint16_t)slot,
-		.status = status, .cookie = cookie }, NULL, 0) == 0)
+	/* A full ring drops it; the client is woken all the same. */
+	if (xfer_done_put(lcore, slot, cookie, status) == 0)
 		return true;
 	rn_client_link_wake(&F.link);
 	return false;
@@ -1949,15 +1969,12 @@ test_done_dropped_still_reported(void **state)
 	struct rn_client_completion comp[4];
 	struct rn_client_batch *b;
 	struct played p;
-	unsigned int n = 0;
 
 	xfer_fixture_make(c, 64, &x);
 	xfer_write_taken(c, &x, 0xd0, &b, &p);
 	assert_int_equal(comps_take(c, comp, 4), 0);
 	assert_false(readable(rn_client_fd(c), 0));
-	while (deliver(1, "nodeb", "B", "fill", "x") == 0)
-		n++;
-	assert_int_equal(n, RING - 1);
+	assert_int_equal(deliver_ring_fill(1), RING - 1);
 	assert_false(xfer_final(1, p.e.slot, 0xd0, -EPIPE, 32, 0, true));
 	assert_true(readable(rn_client_fd(c), 0));
 	assert_int_equal(comps_take(c, comp, 4), 1);
@@ -2027,10 +2044,7 @@ test_done_without_slot_result(void **state)
 
 	xfer_fixture_make(c, 64, &x);
 	xfer_write_taken(c, &x, 0xe1, &b, &p);
-	assert_int_equal(lcore_put(1, (struct rn_client_entry){
-		.type = RN_CLIENT_ENTRY_XFER_DONE,
-		.ep_index = (uint16_t)p.e.slot, .status = -ENOMEM,
-		.cookie = 0xe1 }, NULL, 0), 0);
+	assert_int_equal(xfer_done_put(1, p.e.slot, 0xe1, -ENOMEM), 0);
 	assert_true(slot_of(1, p.e.slot)->status == RN_CLIENT_XFER_PENDING);
 	assert_int_equal(comps_take(c, comp, 4), 1);
 	assert_int_equal(comp[0].cookie, 0xe1);
@@ -2042,8 +2056,7 @@ test_done_without_slot_result(void **state)
 	 * stays due for good, so on this slot an entry alone is never taken
 	 * as final (it could be an older batch's): the slot says. */
 	xfer_write_taken(c, &x, 0xe2, &b, &p);
-	while (deliver(1, "nodeb", "B", "fill", "x") == 0)
-		;
+	deliver_ring_fill(1);
 	assert_false(xfer_final(1, p.e.slot, 0xe2, 0, 64, 0, true));
 	assert_int_equal(comps_take(c, comp, 4), 1);
 	assert_int_equal(comp[0].status, 0);
@@ -2058,10 +2071,7 @@ test_done_without_slot_result(void **state)
 				 0);
 	}
 	xfer_write_taken(c, &x, 0xe3, &b, &p);
-	assert_int_equal(lcore_put(1, (struct rn_client_entry){
-		.type = RN_CLIENT_ENTRY_XFER_DONE,
-		.ep_index = (uint16_t)p.e.slot, .status = -ENOMEM,
-		.cookie = 0xe3 }, NULL, 0), 0);
+	assert_int_equal(xfer_done_put(1, p.e.slot, 0xe3, -ENOMEM), 0);
 	assert_int_equal(comps_take(c, comp, 4), 0);
 	assert_int_equal(rn_client_batch_status(b, NULL, NULL), -EINPROGRESS);
 	xfer_final(1, p.e.slot, 0xe3, -EACCES, 0, 0, false);
