@@ -571,6 +571,18 @@ deliver(uint32_t lcore, const char *node, const char *agent,
 		buf, sizeof(h) + h.agent_len + h.name_len + h.msg_len);
 }
 
+/* Deliveries on lcore until its deliver ring is full: the state in which
+ * an lcore drops XFER_DONE. Returns how many went. */
+static unsigned int
+deliver_ring_fill(uint32_t lcore)
+{
+	unsigned int n = 0;
+
+	while (deliver(lcore, NODE_B, "B", "fill", "x") == 0)
+		n++;
+	return n;
+}
+
 static int
 complete(uint32_t lcore, uint64_t cookie, int status)
 {
@@ -672,6 +684,17 @@ xfer_run(const struct played *p)
 	return bytes;
 }
 
+/* XFER_DONE as the lcore writes it: the slot in ep_index, the status.
+ * Alone (without the slot's result) it is how an lcore that cannot reach
+ * the slot refuses the batch. */
+static int
+xfer_done_put(uint32_t lcore, uint32_t slot, uint64_t cookie, int status)
+{
+	return lcore_put(lcore, (struct rn_client_entry){
+		.type = RN_CLIENT_ENTRY_XFER_DONE, .ep_index = (uint16_t)slot,
+		.status = status, .cookie = cookie }, NULL, 0);
+}
+
 /* The final status of the batch in slot of lcore: the result, status
  * last (release), then XFER_DONE when done is set and the deliver ring
  * has room. Returns whether XFER_DONE went. */
@@ -688,11 +711,8 @@ xfer_final(uint32_t lcore, uint32_t slot, uint64_t cookie, int status,
 		rn_client_link_wake(&F.link);
 		return false;
 	}
-	/* As the lcore writes it: the slot in ep_index, the status. A full
-	 * ring drops it; the client is woken all the same. */
-	if (lcore_put(lcore, (struct rn_client_entry){
-		.type = RN_CLIENT_ENTRY_XFER_DONE, .ep_index = (uint16_t)slot,
-		.status = status, .cookie = cookie }, NULL, 0) == 0)
+	/* A full ring drops it; the client is woken all the same. */
+	if (xfer_done_put(lcore, slot, cookie, status) == 0)
 		return true;
 	rn_client_link_wake(&F.link);
 	return false;
@@ -724,6 +744,45 @@ local_mem(struct rn_client *c, size_t len, struct rn_client_mr **r)
 	assert_int_equal(rn_client_reg(c, p, len, RN_CLIENT_LOCAL_WRITE, r),
 			 0);
 	return p;
+}
+
+/* Where most transfer tests start: 4 KiB of the client's memory,
+ * registered, NODE_B's first region imported, and one entry of length
+ * bytes from the start of one to the start of the other. */
+struct xfer_fixture {
+	struct rn_client_mr *mr;
+	uint8_t *loc;
+	struct rn_client_remote *rem;
+	struct rn_client_xfer_entry e;
+};
+
+static void
+xfer_fixture_make(struct rn_client *c, uint64_t length,
+		  struct xfer_fixture *x)
+{
+	x->loc = local_mem(c, 4096, &x->mr);
+	x->rem = import_peer(c, 0, NODE_B);
+	x->e = (struct rn_client_xfer_entry){ x->loc, (uintptr_t)peer_mem[0],
+					      length, x->rem };
+}
+
+/* The fixture's entry alone as a WRITE, without a notification. */
+static int
+xfer_write(struct rn_client *c, const struct xfer_fixture *x, uint64_t cookie,
+	   struct rn_client_batch **b)
+{
+	return rn_client_transfer(c, RN_CLIENT_WRITE, &x->e, 1, NULL, cookie,
+				  b);
+}
+
+/* As xfer_write(), and the batch then taken by lcore 1 (NODE_B's), so
+ * that the test can play its final status. */
+static void
+xfer_write_taken(struct rn_client *c, const struct xfer_fixture *x,
+		 uint64_t cookie, struct rn_client_batch **b, struct played *p)
+{
+	assert_int_equal(xfer_write(c, x, cookie, b), 0);
+	assert_true(xfer_take(1, p));
 }
 
 static int
@@ -1833,21 +1892,16 @@ static void
 test_slots_run_out_and_come_back(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_mr *r;
-	uint8_t *loc = local_mem(c, 4096, &r);
-	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
-	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
-					  rem };
+	struct xfer_fixture x;
 	struct rn_client_batch *b[SLOTS + 1];
 	struct rn_client_completion comp[SLOTS + 1];
 	struct played p[SLOTS];
 	bool used[SLOTS] = { false };
 
+	xfer_fixture_make(c, 64, &x);
 	for (unsigned int i = 0; i < SLOTS; i++)
-		assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1,
-						    NULL, i, &b[i]), 0);
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    99, &b[SLOTS]), -EAGAIN);
+		assert_int_equal(xfer_write(c, &x, i, &b[i]), 0);
+	assert_int_equal(xfer_write(c, &x, 99, &b[SLOTS]), -EAGAIN);
 	for (unsigned int i = 0; i < SLOTS; i++) {
 		assert_true(xfer_take(1, &p[i]));
 		assert_false(used[p[i].e.slot]);   /* each its own slot */
@@ -1856,15 +1910,12 @@ test_slots_run_out_and_come_back(void **state)
 	/* Still no slot while they are in flight; nor after a release that
 	 * is refused. */
 	assert_int_equal(rn_client_batch_release(c, b[2]), -EBUSY);
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    99, &b[SLOTS]), -EAGAIN);
+	assert_int_equal(xfer_write(c, &x, 99, &b[SLOTS]), -EAGAIN);
 	xfer_final(1, p[2].e.slot, 2, -EACCES, 0, 0, true);
 	assert_int_equal(rn_client_batch_status(b[2], NULL, NULL), -EACCES);
 	assert_int_equal(rn_client_batch_release(c, b[2]), 0);
 	assert_int_equal(rn_client_batch_release(c, b[2]), -EINVAL);
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    99, &b[SLOTS]), 0);
-	assert_true(xfer_take(1, &p[2]));
+	xfer_write_taken(c, &x, 99, &b[SLOTS], &p[2]);
 	assert_int_equal(p[2].e.cookie, 99);
 	assert_int_equal(p[2].cancel, 0);
 	b[2] = b[SLOTS];
@@ -1877,23 +1928,20 @@ test_slots_run_out_and_come_back(void **state)
 	assert_int_equal(comps_take(c, comp, SLOTS + 1), SLOTS);
 	for (unsigned int i = 0; i < SLOTS; i++)
 		assert_int_equal(rn_client_batch_release(c, b[i]), 0);
-	rn_client_forget(c, rem);
+	rn_client_forget(c, x.rem);
 }
 
 static void
 test_cancel_sets_the_word(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_mr *r;
-	uint8_t *loc = local_mem(c, 4096, &r);
-	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
-	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
-					  rem };
+	struct xfer_fixture x;
 	struct rn_client_batch *b;
 	struct played p;
 	uint64_t bytes = 1;
 
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_READ, &e, 1, NULL, 5,
+	xfer_fixture_make(c, 64, &x);
+	assert_int_equal(rn_client_transfer(c, RN_CLIENT_READ, &x.e, 1, NULL, 5,
 					    &b), 0);
 	assert_true(xfer_take(1, &p));
 	assert_int_equal(slot_of(1, p.e.slot)->cancel, 0);
@@ -1907,7 +1955,7 @@ test_cancel_sets_the_word(void **state)
 	rn_client_batch_cancel(b);
 	assert_int_equal(rn_client_batch_status(b, NULL, NULL), -ECANCELED);
 	assert_int_equal(rn_client_batch_release(c, b), 0);
-	rn_client_forget(c, rem);
+	rn_client_forget(c, x.rem);
 }
 
 /* A full deliver ring drops XFER_DONE: the final status is reported all
@@ -1916,25 +1964,17 @@ static void
 test_done_dropped_still_reported(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_mr *r;
-	uint8_t *loc = local_mem(c, 4096, &r);
-	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
-	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
-					  rem };
+	struct xfer_fixture x;
 	struct rn_client_notification got[RN_CLIENT_POLL_MAX];
 	struct rn_client_completion comp[4];
 	struct rn_client_batch *b;
 	struct played p;
-	unsigned int n = 0;
 
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    0xd0, &b), 0);
-	assert_true(xfer_take(1, &p));
+	xfer_fixture_make(c, 64, &x);
+	xfer_write_taken(c, &x, 0xd0, &b, &p);
 	assert_int_equal(comps_take(c, comp, 4), 0);
 	assert_false(readable(rn_client_fd(c), 0));
-	while (deliver(1, "nodeb", "B", "fill", "x") == 0)
-		n++;
-	assert_int_equal(n, RING - 1);
+	assert_int_equal(deliver_ring_fill(1), RING - 1);
 	assert_false(xfer_final(1, p.e.slot, 0xd0, -EPIPE, 32, 0, true));
 	assert_true(readable(rn_client_fd(c), 0));
 	assert_int_equal(comps_take(c, comp, 4), 1);
@@ -1948,16 +1988,14 @@ test_done_dropped_still_reported(void **state)
 	assert_false(readable(rn_client_fd(c), 0));
 	/* Without XFER_DONE and without any entry: still seen. */
 	assert_int_equal(rn_client_batch_release(c, b), 0);
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    0xd1, &b), 0);
-	assert_true(xfer_take(1, &p));
+	xfer_write_taken(c, &x, 0xd1, &b, &p);
 	xfer_final(1, p.e.slot, 0xd1, 0, 64, 0, false);
 	assert_true(readable(rn_client_fd(c), 0));
 	assert_int_equal(rn_client_wait(c, 0), 1);
 	assert_int_equal(comps_take(c, comp, 4), 1);
 	assert_int_equal(comp[0].cookie, 0xd1);
 	assert_int_equal(rn_client_batch_release(c, b), 0);
-	rn_client_forget(c, rem);
+	rn_client_forget(c, x.rem);
 }
 
 /* A slot reused while its last XFER_DONE is still in the ring: that
@@ -1966,26 +2004,19 @@ static void
 test_stale_done_after_reuse(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_mr *r;
-	uint8_t *loc = local_mem(c, 4096, &r);
-	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
-	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
-					  rem };
+	struct xfer_fixture x;
 	struct rn_client_completion comp[4];
 	struct rn_client_batch *b1, *b2;
 	struct played p1, p2;
 
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    7, &b1), 0);
-	assert_true(xfer_take(1, &p1));
+	xfer_fixture_make(c, 64, &x);
+	xfer_write_taken(c, &x, 7, &b1, &p1);
 	assert_true(xfer_final(1, p1.e.slot, 7, 0, 64, 0, true));
 	/* Seen by status, released, the slot taken again: the XFER_DONE
 	 * is still in the ring, not taken. */
 	assert_int_equal(rn_client_batch_status(b1, NULL, NULL), 0);
 	assert_int_equal(rn_client_batch_release(c, b1), 0);
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    7, &b2), 0);
-	assert_true(xfer_take(1, &p2));
+	xfer_write_taken(c, &x, 7, &b2, &p2);
 	assert_int_equal(p2.e.slot, p1.e.slot);
 	assert_int_equal(comps_take(c, comp, 4), 1);   /* the first only */
 	assert_int_equal(comp[0].status, 0);
@@ -1996,7 +2027,7 @@ test_stale_done_after_reuse(void **state)
 	assert_int_equal(comp[0].status, -EACCES);
 	assert_int_equal(comps_take(c, comp, 4), 0);
 	assert_int_equal(rn_client_batch_release(c, b2), 0);
-	rn_client_forget(c, rem);
+	rn_client_forget(c, x.rem);
 }
 
 /* An lcore that cannot reach the slot refuses with XFER_DONE alone: that
@@ -2005,23 +2036,15 @@ static void
 test_done_without_slot_result(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_mr *r;
-	uint8_t *loc = local_mem(c, 4096, &r);
-	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
-	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
-					  rem };
+	struct xfer_fixture x;
 	struct rn_client_completion comp[4];
 	struct rn_client_batch *b;
 	struct played p;
 	uint64_t bytes = 1;
 
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    0xe1, &b), 0);
-	assert_true(xfer_take(1, &p));
-	assert_int_equal(lcore_put(1, (struct rn_client_entry){
-		.type = RN_CLIENT_ENTRY_XFER_DONE,
-		.ep_index = (uint16_t)p.e.slot, .status = -ENOMEM,
-		.cookie = 0xe1 }, NULL, 0), 0);
+	xfer_fixture_make(c, 64, &x);
+	xfer_write_taken(c, &x, 0xe1, &b, &p);
+	assert_int_equal(xfer_done_put(1, p.e.slot, 0xe1, -ENOMEM), 0);
 	assert_true(slot_of(1, p.e.slot)->status == RN_CLIENT_XFER_PENDING);
 	assert_int_equal(comps_take(c, comp, 4), 1);
 	assert_int_equal(comp[0].cookie, 0xe1);
@@ -2032,11 +2055,8 @@ test_done_without_slot_result(void **state)
 	/* The slot again, and its XFER_DONE dropped by a full ring: one
 	 * stays due for good, so on this slot an entry alone is never taken
 	 * as final (it could be an older batch's): the slot says. */
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    0xe2, &b), 0);
-	assert_true(xfer_take(1, &p));
-	while (deliver(1, "nodeb", "B", "fill", "x") == 0)
-		;
+	xfer_write_taken(c, &x, 0xe2, &b, &p);
+	deliver_ring_fill(1);
 	assert_false(xfer_final(1, p.e.slot, 0xe2, 0, 64, 0, true));
 	assert_int_equal(comps_take(c, comp, 4), 1);
 	assert_int_equal(comp[0].status, 0);
@@ -2050,20 +2070,15 @@ test_done_without_slot_result(void **state)
 		assert_int_equal(rn_client_poll(c, got, RN_CLIENT_POLL_MAX),
 				 0);
 	}
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    0xe3, &b), 0);
-	assert_true(xfer_take(1, &p));
-	assert_int_equal(lcore_put(1, (struct rn_client_entry){
-		.type = RN_CLIENT_ENTRY_XFER_DONE,
-		.ep_index = (uint16_t)p.e.slot, .status = -ENOMEM,
-		.cookie = 0xe3 }, NULL, 0), 0);
+	xfer_write_taken(c, &x, 0xe3, &b, &p);
+	assert_int_equal(xfer_done_put(1, p.e.slot, 0xe3, -ENOMEM), 0);
 	assert_int_equal(comps_take(c, comp, 4), 0);
 	assert_int_equal(rn_client_batch_status(b, NULL, NULL), -EINPROGRESS);
 	xfer_final(1, p.e.slot, 0xe3, -EACCES, 0, 0, false);
 	assert_int_equal(comps_take(c, comp, 4), 1);
 	assert_int_equal(comp[0].status, -EACCES);
 	assert_int_equal(rn_client_batch_release(c, b), 0);
-	rn_client_forget(c, rem);
+	rn_client_forget(c, x.rem);
 }
 
 /* Random interleavings of submissions, the lcore's takes and final
@@ -2076,10 +2091,7 @@ test_batches_random_mix(void **state)
 {
 	struct rn_client *c = *state;
 	unsigned int seed = rn_test_seed("batches_random_mix", 18);
-	struct rn_client_mr *r;
-	uint8_t *loc = local_mem(c, 4096, &r);
-	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
-	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 8, rem };
+	struct xfer_fixture x;
 	enum { N = 4000 };
 	static int final_of[N];           /* 1: not final yet */
 	static bool reported[N];
@@ -2090,15 +2102,14 @@ test_batches_random_mix(void **state)
 	struct rn_client_completion comp[8];
 	struct rn_client_notification got[RN_CLIENT_POLL_MAX];
 
+	xfer_fixture_make(c, 8, &x);
 	srandom(seed);
 	memset(reported, 0, sizeof(reported));
 	for (unsigned int round = 0; round < 20000 && next < N; round++) {
 		int what = (int)(random() % 8), n;
 
 		if (what == 0 && n_held < SLOTS) {
-			int rc = rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1,
-						    NULL, next,
-						    &held[n_held].b);
+			int rc = xfer_write(c, &x, next, &held[n_held].b);
 
 			if (rc == -EAGAIN)
 				continue;   /* the submit ring is full */
@@ -2182,15 +2193,14 @@ test_batches_random_mix(void **state)
 	assert_int_equal(n_reports, next);
 	/* Every slot free again. */
 	for (unsigned int i = 0; i < SLOTS; i++) {
-		assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1,
-						    NULL, i, &held[i].b), 0);
+		assert_int_equal(xfer_write(c, &x, i, &held[i].b), 0);
 		while (rn_client_poll(c, got, RN_CLIENT_POLL_MAX) > 0)
 			;
 		assert_true(xfer_take(1, &taken[0]));
 	}
 	printf("# batches_random_mix: %llu batches, %llu XFER_DONE dropped\n",
 	       (unsigned long long)next, (unsigned long long)drops);
-	rn_client_forget(c, rem);
+	rn_client_forget(c, x.rem);
 }
 
 struct later {
@@ -2214,20 +2224,15 @@ static void
 test_batch_wait(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_mr *r;
-	uint8_t *loc = local_mem(c, 4096, &r);
-	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
-	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
-					  rem };
+	struct xfer_fixture x;
 	struct rn_client_notification got[4];
 	struct rn_client_batch *b;
 	struct later l = { .cookie = 3, .status = -ENOTCONN, .done = true };
 	struct played p;
 	pthread_t t;
 
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    3, &b), 0);
-	assert_true(xfer_take(1, &p));
+	xfer_fixture_make(c, 64, &x);
+	xfer_write_taken(c, &x, 3, &b, &p);
 	assert_int_equal(rn_client_batch_wait(c, b, 0), -ETIMEDOUT);
 	assert_int_equal(rn_client_batch_wait(c, b, 20), -ETIMEDOUT);
 	/* Blocks, woken by the final status. */
@@ -2239,9 +2244,7 @@ test_batch_wait(void **state)
 	/* A delivery not taken does not end the wait, and the fd stays
 	 * readable for it afterwards. */
 	assert_int_equal(deliver(0, "nodeb", "B", "k", "v"), 0);
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    4, &b), 0);
-	assert_true(xfer_take(1, &p));
+	xfer_write_taken(c, &x, 4, &b, &p);
 	assert_int_equal(rn_client_batch_wait(c, b, 30), -ETIMEDOUT);
 	l = (struct later){ .slot = p.e.slot, .cookie = 4, .status = 0,
 			    .done = false };
@@ -2251,7 +2254,7 @@ test_batch_wait(void **state)
 	assert_true(readable(rn_client_fd(c), 0));
 	assert_int_equal(rn_client_poll(c, got, 4), 1);
 	assert_int_equal(rn_client_batch_release(c, b), 0);
-	rn_client_forget(c, rem);
+	rn_client_forget(c, x.rem);
 }
 
 /* Every sched_yield() of the process, the library's included (this
@@ -2288,24 +2291,19 @@ static void
 test_waits_yield_while_they_spin(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_mr *r;
-	uint8_t *loc = local_mem(c, 4096, &r);
-	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
-	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
-					  rem };
+	struct xfer_fixture x;
 	struct rn_client_batch *b;
 	struct later l = { .cookie = 5, .status = 0, .done = true };
 	struct played p;
 	unsigned long before;
 	pthread_t t;
 
+	xfer_fixture_make(c, 64, &x);
 	before = __atomic_load_n(&yields, __ATOMIC_RELAXED);
 	assert_int_equal(rn_client_wait(c, 20), 0);
 	if (__atomic_load_n(&yields, __ATOMIC_RELAXED) == before)
 		fail_msg("rn_client_wait() spun 20 ms without a yield");
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    5, &b), 0);
-	assert_true(xfer_take(1, &p));
+	xfer_write_taken(c, &x, 5, &b, &p);
 	before = __atomic_load_n(&yields, __ATOMIC_RELAXED);
 	assert_int_equal(rn_client_batch_wait(c, b, 20), -ETIMEDOUT);
 	if (__atomic_load_n(&yields, __ATOMIC_RELAXED) == before)
@@ -2315,7 +2313,7 @@ test_waits_yield_while_they_spin(void **state)
 	assert_int_equal(rn_client_batch_wait(c, b, 5000), 0);
 	pthread_join(t, NULL);
 	assert_int_equal(rn_client_batch_release(c, b), 0);
-	rn_client_forget(c, rem);
+	rn_client_forget(c, x.rem);
 }
 
 /* The submit ring full of sends: -EAGAIN, and no slot is lost. */
@@ -2323,58 +2321,48 @@ static void
 test_submit_ring_full(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_mr *r;
-	uint8_t *loc = local_mem(c, 4096, &r);
-	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
-	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
-					  rem };
+	struct xfer_fixture x;
 	struct rn_client_batch *b[SLOTS];
 	struct rn_client_entry se;
 	uint8_t buf[BUF];
 
+	xfer_fixture_make(c, 64, &x);
 	for (unsigned int i = 0; i < RING - 1; i++)
 		assert_int_equal(rn_client_send(c, NODE_B, "b", "n", 1, "", 0,
 						i, 0), 0);
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    1, &b[0]), -EAGAIN);
+	assert_int_equal(xfer_write(c, &x, 1, &b[0]), -EAGAIN);
 	while (lcore_take(1, &se, buf))
 		;
 	for (unsigned int i = 0; i < SLOTS; i++)
-		assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1,
-						    NULL, i, &b[i]), 0);
-	rn_client_forget(c, rem);
+		assert_int_equal(xfer_write(c, &x, i, &b[i]), 0);
+	rn_client_forget(c, x.rem);
 }
 
 static void
 test_daemon_gone_with_batches(void **state)
 {
 	struct rn_client *c = *state;
-	struct rn_client_mr *r;
-	uint8_t *loc = local_mem(c, 4096, &r);
-	struct rn_client_remote *rem = import_peer(c, 0, NODE_B);
-	struct rn_client_xfer_entry e = { loc, (uintptr_t)peer_mem[0], 64,
-					  rem };
+	struct xfer_fixture x;
 	struct rn_client_batch *b, *b2;
 	uint8_t desc[RN_CLIENT_DESC_SIZE];
 	void *p;
 
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    1, &b), 0);
+	xfer_fixture_make(c, 64, &x);
+	assert_int_equal(xfer_write(c, &x, 1, &b), 0);
 	shutdown(F.conn, SHUT_RDWR);
 	assert_int_equal(rn_client_batch_wait(c, b, 1000), -ENOTCONN);
 	assert_int_equal(rn_client_batch_status(b, NULL, NULL), -ENOTCONN);
-	assert_int_equal(rn_client_transfer(c, RN_CLIENT_WRITE, &e, 1, NULL,
-					    2, &b2), -ENOTCONN);
+	assert_int_equal(xfer_write(c, &x, 2, &b2), -ENOTCONN);
 	assert_int_equal(rn_client_batch_release(c, b), 0);
-	assert_int_equal(rn_client_reg(c, loc, 4096, 0, &r), -ENOTCONN);
+	assert_int_equal(rn_client_reg(c, x.loc, 4096, 0, &x.mr), -ENOTCONN);
 	assert_int_equal(rn_client_fetch(c, NODE_B, "kv", 10, desc,
 					 sizeof(desc)), -ENOTCONN);
-	assert_int_equal(rn_client_publish(c, r, "kv"), -ENOTCONN);
+	assert_int_equal(rn_client_publish(c, x.mr, "kv"), -ENOTCONN);
 	/* Freed all the same; memory and descriptors stay usable. */
-	assert_int_equal(rn_client_dereg(c, r), -ENOTCONN);
-	assert_int_equal(rn_client_free(c, loc), 0);
+	assert_int_equal(rn_client_dereg(c, x.mr), -ENOTCONN);
+	assert_int_equal(rn_client_free(c, x.loc), 0);
 	assert_int_equal(rn_client_alloc(c, 4096, &p), 0);
-	assert_string_equal(rn_client_remote_node(rem), NODE_B);
+	assert_string_equal(rn_client_remote_node(x.rem), NODE_B);
 }
 
 static void
