@@ -81,6 +81,10 @@ int rn_py_payload_get(PyObject *obj, const char *what, Py_buffer *view,
 void rn_py_payload_release(Py_buffer *view, PyObject *tmp);
 double rn_py_monotonic_s(void);
 
+/* Ready type and add it to module m as name (a new reference); 0, or -1
+ * with the error. */
+int rn_py_module_add_type(PyObject *m, const char *name, PyTypeObject *type);
+
 /* rnotify_xfer.c: the types (ready and added to module m), and the
  * Client's methods. */
 int rn_py_xfer_init(PyObject *m);

@@ -1058,6 +1058,27 @@ static struct PyModuleDef module_def = {
 	.m_size = -1,
 };
 
+int
+rn_py_module_add_type(PyObject *m, const char *name, PyTypeObject *type)
+{
+	if (PyType_Ready(type) < 0)
+		return -1;
+	return PyModule_AddObjectRef(m, name, (PyObject *)type);
+}
+
+/* As rn_py_module_add_type(), for a struct sequence type of desc. It is
+ * built on the first import only: a type already built is not built
+ * again. */
+static int
+module_add_struct_seq(PyObject *m, const char *name, PyTypeObject *type,
+		      PyStructSequence_Desc *desc)
+{
+	if (type->tp_name == NULL &&
+	    PyStructSequence_InitType2(type, desc) < 0)
+		return -1;
+	return PyModule_AddObjectRef(m, name, (PyObject *)type);
+}
+
 PyMODINIT_FUNC PyInit__rnotify(void);
 
 PyMODINIT_FUNC
@@ -1065,16 +1086,6 @@ PyInit__rnotify(void)
 {
 	PyObject *m, *names;
 
-	if (PyType_Ready(&client_type) < 0 ||
-	    (notification_type.tp_name == NULL &&
-	     PyStructSequence_InitType2(&notification_type,
-					&notification_desc) < 0) ||
-	    (event_type.tp_name == NULL &&
-	     PyStructSequence_InitType2(&event_type, &event_desc) < 0) ||
-	    (completion_type.tp_name == NULL &&
-	     PyStructSequence_InitType2(&completion_type,
-					&completion_desc) < 0))
-		return NULL;
 	m = PyModule_Create(&module_def);
 	if (m == NULL)
 		return NULL;
@@ -1083,12 +1094,12 @@ PyInit__rnotify(void)
 		PyTuple_SET_ITEM(names, i - 1,
 				 PyUnicode_FromString(event_names[i]));
 	if (names == NULL ||
-	    PyModule_AddObjectRef(m, "Client", (PyObject *)&client_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Notification",
-				  (PyObject *)&notification_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Event", (PyObject *)&event_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Completion",
-				  (PyObject *)&completion_type) < 0 ||
+	    rn_py_module_add_type(m, "Client", &client_type) < 0 ||
+	    module_add_struct_seq(m, "Notification", &notification_type,
+				  &notification_desc) < 0 ||
+	    module_add_struct_seq(m, "Event", &event_type, &event_desc) < 0 ||
+	    module_add_struct_seq(m, "Completion", &completion_type,
+				  &completion_desc) < 0 ||
 	    rn_py_xfer_init(m) < 0 ||
 	    PyModule_AddObjectRef(m, "EVENT_TYPES", names) < 0 ||
 	    PyModule_AddIntConstant(m, "POLL_MAX", RN_CLIENT_POLL_MAX) < 0 ||

@@ -1557,13 +1557,10 @@ rn_py_client_xfer_max(struct rn_py_client *self, PyObject *args,
 int
 rn_py_xfer_init(PyObject *m)
 {
-	if (PyType_Ready(&buffer_type) < 0 || PyType_Ready(&region_type) < 0 ||
-	    PyType_Ready(&remote_type) < 0 || PyType_Ready(&batch_type) < 0)
-		return -1;
-	if (PyModule_AddObjectRef(m, "Buffer", (PyObject *)&buffer_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Region", (PyObject *)&region_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Remote", (PyObject *)&remote_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Batch", (PyObject *)&batch_type) < 0 ||
+	if (rn_py_module_add_type(m, "Buffer", &buffer_type) < 0 ||
+	    rn_py_module_add_type(m, "Region", &region_type) < 0 ||
+	    rn_py_module_add_type(m, "Remote", &remote_type) < 0 ||
+	    rn_py_module_add_type(m, "Batch", &batch_type) < 0 ||
 	    PyModule_AddIntConstant(m, "LOCAL_WRITE",
 				    RN_CLIENT_LOCAL_WRITE) < 0 ||
 	    PyModule_AddIntConstant(m, "REMOTE_WRITE",
