@@ -736,6 +736,30 @@ rn_py_monotonic_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int
+rn_py_timeout_parse(PyObject *args, PyObject *kwds, double *seconds)
+{
+	static char *kwlist[] = { "timeout", NULL };
+	PyObject *timeout = Py_None;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist,
+					 &timeout))
+		return -1;
+	*seconds = -1;
+	if (timeout == Py_None)
+		return 0;
+	*seconds = PyFloat_AsDouble(timeout);
+	if (*seconds == -1 && PyErr_Occurred())
+		return -1;
+	/* Written so that NaN fails too. */
+	if (!(*seconds >= 0) || *seconds > INT_MAX / 1000) {
+		PyErr_SetString(PyExc_ValueError,
+				"timeout must be None or 0 to 2^31 ms");
+		return -1;
+	}
+	return 0;
+}
+
 /* How long wait() lets librnotify wait, under the lock, after poll(2) woke
  * it for nothing. */
 #define SPURIOUS_WAIT_MS 10
@@ -783,26 +807,14 @@ wait_unlocked(struct rn_py_client *self, int fd, int ms, int *err)
 static PyObject *
 client_wait(struct rn_py_client *self, PyObject *args, PyObject *kwds)
 {
-	static char *kwlist[] = { "timeout", NULL };
-	PyObject *timeout = Py_None;
-	double seconds = -1, deadline = 0;
+	double seconds, deadline = 0;
 	int rc = 0, ms, err = 0;
 	bool woken = false;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist,
-					 &timeout))
+	if (rn_py_timeout_parse(args, kwds, &seconds) != 0)
 		return NULL;
-	if (timeout != Py_None) {
-		seconds = PyFloat_AsDouble(timeout);
-		if (seconds == -1 && PyErr_Occurred())
-			return NULL;
-		if (!(seconds >= 0) || seconds > INT_MAX / 1000) {
-			PyErr_SetString(PyExc_ValueError,
-					"timeout must be None or 0 to 2^31 ms");
-			return NULL;
-		}
+	if (seconds >= 0)
 		deadline = rn_py_monotonic_s() + seconds;
-	}
 	if (rn_py_client_lock(self) != 0)
 		return NULL;
 	for (;;) {

@@ -1108,23 +1108,10 @@ batch_wait_for(struct batch *self, double seconds)
 static PyObject *
 batch_wait(struct batch *self, PyObject *args, PyObject *kwds)
 {
-	static char *kwlist[] = { "timeout", NULL };
-	PyObject *timeout = Py_None;
-	double seconds = -1;
+	double seconds;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist,
-					 &timeout))
+	if (rn_py_timeout_parse(args, kwds, &seconds) != 0)
 		return NULL;
-	if (timeout != Py_None) {
-		seconds = PyFloat_AsDouble(timeout);
-		if (seconds == -1 && PyErr_Occurred())
-			return NULL;
-		if (!(seconds >= 0) || seconds > INT_MAX / 1000) {
-			PyErr_SetString(PyExc_ValueError,
-					"timeout must be None or 0 to 2^31 ms");
-			return NULL;
-		}
-	}
 	return batch_wait_for(self, seconds);
 }
 
