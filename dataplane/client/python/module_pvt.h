@@ -80,6 +80,13 @@ int rn_py_payload_get(PyObject *obj, const char *what, Py_buffer *view,
 		      PyObject **tmp);
 void rn_py_payload_release(Py_buffer *view, PyObject *tmp);
 double rn_py_monotonic_s(void);
+/* The timeout argument of the wait() methods (Client's, Batch's): None
+ * (*seconds = -1) or seconds of 0 to 2^31 ms. 0, or -1 with the error. */
+int rn_py_timeout_parse(PyObject *args, PyObject *kwds, double *seconds);
+
+/* Ready type and add it to module m as name (a new reference); 0, or -1
+ * with the error. */
+int rn_py_module_add_type(PyObject *m, const char *name, PyTypeObject *type);
 
 /* rnotify_xfer.c: the types (ready and added to module m), and the
  * Client's methods. */

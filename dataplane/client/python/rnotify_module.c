@@ -736,6 +736,30 @@ rn_py_monotonic_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int
+rn_py_timeout_parse(PyObject *args, PyObject *kwds, double *seconds)
+{
+	static char *kwlist[] = { "timeout", NULL };
+	PyObject *timeout = Py_None;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist,
+					 &timeout))
+		return -1;
+	*seconds = -1;
+	if (timeout == Py_None)
+		return 0;
+	*seconds = PyFloat_AsDouble(timeout);
+	if (*seconds == -1 && PyErr_Occurred())
+		return -1;
+	/* Written so that NaN fails too. */
+	if (!(*seconds >= 0) || *seconds > INT_MAX / 1000) {
+		PyErr_SetString(PyExc_ValueError,
+				"timeout must be None or 0 to 2^31 ms");
+		return -1;
+	}
+	return 0;
+}
+
 /* How long wait() lets librnotify wait, under the lock, after poll(2) woke
  * it for nothing. */
 #define SPURIOUS_WAIT_MS 10
@@ -783,26 +807,14 @@ wait_unlocked(struct rn_py_client *self, int fd, int ms, int *err)
 static PyObject *
 client_wait(struct rn_py_client *self, PyObject *args, PyObject *kwds)
 {
-	static char *kwlist[] = { "timeout", NULL };
-	PyObject *timeout = Py_None;
-	double seconds = -1, deadline = 0;
+	double seconds, deadline = 0;
 	int rc = 0, ms, err = 0;
 	bool woken = false;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist,
-					 &timeout))
+	if (rn_py_timeout_parse(args, kwds, &seconds) != 0)
 		return NULL;
-	if (timeout != Py_None) {
-		seconds = PyFloat_AsDouble(timeout);
-		if (seconds == -1 && PyErr_Occurred())
-			return NULL;
-		if (!(seconds >= 0) || seconds > INT_MAX / 1000) {
-			PyErr_SetString(PyExc_ValueError,
-					"timeout must be None or 0 to 2^31 ms");
-			return NULL;
-		}
+	if (seconds >= 0)
 		deadline = rn_py_monotonic_s() + seconds;
-	}
 	if (rn_py_client_lock(self) != 0)
 		return NULL;
 	for (;;) {
@@ -1058,6 +1070,27 @@ static struct PyModuleDef module_def = {
 	.m_size = -1,
 };
 
+int
+rn_py_module_add_type(PyObject *m, const char *name, PyTypeObject *type)
+{
+	if (PyType_Ready(type) < 0)
+		return -1;
+	return PyModule_AddObjectRef(m, name, (PyObject *)type);
+}
+
+/* As rn_py_module_add_type(), for a struct sequence type of desc. It is
+ * built on the first import only: a type already built is not built
+ * again. */
+static int
+module_add_struct_seq(PyObject *m, const char *name, PyTypeObject *type,
+		      PyStructSequence_Desc *desc)
+{
+	if (type->tp_name == NULL &&
+	    PyStructSequence_InitType2(type, desc) < 0)
+		return -1;
+	return PyModule_AddObjectRef(m, name, (PyObject *)type);
+}
+
 PyMODINIT_FUNC PyInit__rnotify(void);
 
 PyMODINIT_FUNC
@@ -1065,16 +1098,6 @@ PyInit__rnotify(void)
 {
 	PyObject *m, *names;
 
-	if (PyType_Ready(&client_type) < 0 ||
-	    (notification_type.tp_name == NULL &&
-	     PyStructSequence_InitType2(&notification_type,
-					&notification_desc) < 0) ||
-	    (event_type.tp_name == NULL &&
-	     PyStructSequence_InitType2(&event_type, &event_desc) < 0) ||
-	    (completion_type.tp_name == NULL &&
-	     PyStructSequence_InitType2(&completion_type,
-					&completion_desc) < 0))
-		return NULL;
 	m = PyModule_Create(&module_def);
 	if (m == NULL)
 		return NULL;
@@ -1083,12 +1106,12 @@ PyInit__rnotify(void)
 		PyTuple_SET_ITEM(names, i - 1,
 				 PyUnicode_FromString(event_names[i]));
 	if (names == NULL ||
-	    PyModule_AddObjectRef(m, "Client", (PyObject *)&client_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Notification",
-				  (PyObject *)&notification_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Event", (PyObject *)&event_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Completion",
-				  (PyObject *)&completion_type) < 0 ||
+	    rn_py_module_add_type(m, "Client", &client_type) < 0 ||
+	    module_add_struct_seq(m, "Notification", &notification_type,
+				  &notification_desc) < 0 ||
+	    module_add_struct_seq(m, "Event", &event_type, &event_desc) < 0 ||
+	    module_add_struct_seq(m, "Completion", &completion_type,
+				  &completion_desc) < 0 ||
 	    rn_py_xfer_init(m) < 0 ||
 	    PyModule_AddObjectRef(m, "EVENT_TYPES", names) < 0 ||
 	    PyModule_AddIntConstant(m, "POLL_MAX", RN_CLIENT_POLL_MAX) < 0 ||

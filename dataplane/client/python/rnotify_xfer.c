@@ -1108,23 +1108,10 @@ batch_wait_for(struct batch *self, double seconds)
 static PyObject *
 batch_wait(struct batch *self, PyObject *args, PyObject *kwds)
 {
-	static char *kwlist[] = { "timeout", NULL };
-	PyObject *timeout = Py_None;
-	double seconds = -1;
+	double seconds;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist,
-					 &timeout))
+	if (rn_py_timeout_parse(args, kwds, &seconds) != 0)
 		return NULL;
-	if (timeout != Py_None) {
-		seconds = PyFloat_AsDouble(timeout);
-		if (seconds == -1 && PyErr_Occurred())
-			return NULL;
-		if (!(seconds >= 0) || seconds > INT_MAX / 1000) {
-			PyErr_SetString(PyExc_ValueError,
-					"timeout must be None or 0 to 2^31 ms");
-			return NULL;
-		}
-	}
 	return batch_wait_for(self, seconds);
 }
 
@@ -1557,13 +1544,10 @@ rn_py_client_xfer_max(struct rn_py_client *self, PyObject *args,
 int
 rn_py_xfer_init(PyObject *m)
 {
-	if (PyType_Ready(&buffer_type) < 0 || PyType_Ready(&region_type) < 0 ||
-	    PyType_Ready(&remote_type) < 0 || PyType_Ready(&batch_type) < 0)
-		return -1;
-	if (PyModule_AddObjectRef(m, "Buffer", (PyObject *)&buffer_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Region", (PyObject *)&region_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Remote", (PyObject *)&remote_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Batch", (PyObject *)&batch_type) < 0 ||
+	if (rn_py_module_add_type(m, "Buffer", &buffer_type) < 0 ||
+	    rn_py_module_add_type(m, "Region", &region_type) < 0 ||
+	    rn_py_module_add_type(m, "Remote", &remote_type) < 0 ||
+	    rn_py_module_add_type(m, "Batch", &batch_type) < 0 ||
 	    PyModule_AddIntConstant(m, "LOCAL_WRITE",
 				    RN_CLIENT_LOCAL_WRITE) < 0 ||
 	    PyModule_AddIntConstant(m, "REMOTE_WRITE",
