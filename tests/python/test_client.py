@@ -389,6 +389,28 @@ def test_wait_times_out(clients):
     assert time.monotonic() - t0 >= 0.04
 
 
+def test_wait_refuses_a_bad_timeout(clients):
+    """A timeout that is negative, NaN or past 2^31 ms is a ValueError, one
+    that is not a number or comes twice a TypeError; None and numbers in
+    range wait."""
+    n = clients
+    b = n.attach(n.b, agent_name("timeouts"))
+    for bad in (-1, -0.001, float("nan"), float("inf"), 1e12):
+        with pytest.raises(ValueError, match="timeout must be None or 0"):
+            b.wait(bad)
+        with pytest.raises(ValueError, match="timeout must be None or 0"):
+            b.wait(timeout=bad)
+    for bad in ("1", [1]):
+        with pytest.raises(TypeError):
+            b.wait(bad)
+    with pytest.raises(TypeError):
+        b.wait(1, 2)
+    with pytest.raises(TypeError):
+        b.wait(seconds=1)
+    assert b.wait(0) is False
+    assert b.wait(timeout=0.01) is False
+
+
 def test_peers_added_and_removed_at_run_time(clients, rnotify):
     n = clients
     with lone_daemon("pyc") as name:
