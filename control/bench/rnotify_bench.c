@@ -375,6 +375,30 @@ initiate(struct rn_daemon *d, struct bench *b)
 	b->result = rc == 0 ? 0 : 1;
 }
 
+/*
+ * The responder's answer to what the initiator sent. The initiator's
+ * notification can arrive before this side's endpoint is usable (the
+ * handshake ends here a few milliseconds after it ends there), and then
+ * the answer is -ENOTCONN for that moment: retried, as reach_peer()
+ * retries, where a lost answer left the initiator waiting for ever. Any
+ * other error ends the responder.
+ */
+static int
+reply(struct rn_daemon *d, struct bench *b, const char *name,
+      const void *msg, uint32_t msg_len)
+{
+	uint64_t deadline = rn_bench_now_ns() + 60ull * 1000000000ull;
+	int rc;
+
+	while ((rc = send_all(d, b, name, msg, msg_len, 0, 0)) == -ENOTCONN &&
+	       rn_bench_now_ns() < deadline && !rn_daemon_stopping(d))
+		usleep(1000);
+	if (rc != 0)
+		fprintf(stderr, "rnotify-bench: answer \"%s\": %s\n", name,
+			strerror(-rc));
+	return rc;
+}
+
 static void
 respond(struct rn_daemon *d, struct bench *b)
 {
@@ -382,6 +406,7 @@ respond(struct rn_daemon *d, struct bench *b)
 	unsigned long bulk = 0;
 	char count[32];
 	bool quit = false;
+	int rc = 0;
 
 	while (!quit && !rn_daemon_stopping(d)) {
 		unsigned int n = rn_notify_poll(d->notify, got, RN_NOTIFY_POLL_MAX);
@@ -390,8 +415,8 @@ respond(struct rn_daemon *d, struct bench *b)
 			const char *name = (const char *)got[i].name;
 
 			if (got[i].name_len == 4 && memcmp(name, "ping", 4) == 0) {
-				send_all(d, b, "pong", got[i].msg, got[i].msg_len,
-					 0, 0);
+				rc = reply(d, b, "pong", got[i].msg,
+					   got[i].msg_len);
 			} else if (got[i].name_len == 4 &&
 				   memcmp(name, "bulk", 4) == 0) {
 				if (bulk == 0 && b->stall_ms != 0)
@@ -404,18 +429,19 @@ respond(struct rn_daemon *d, struct bench *b)
 			} else if (got[i].name_len == 4 &&
 				   memcmp(name, "done", 4) == 0) {
 				snprintf(count, sizeof(count), "%lu", bulk);
-				send_all(d, b, "seen", count, (uint32_t)strlen(count),
-					 0, 0);
+				rc = reply(d, b, "seen", count,
+					   (uint32_t)strlen(count));
 				bulk = 0;
 			} else if (got[i].name_len == 4 &&
 				   memcmp(name, "quit", 4) == 0) {
 				quit = true;
 			}
+			quit |= rc != 0;
 		}
 		if (n == 0)
 			usleep(20);   /* see wait_for() */
 	}
-	b->result = 0;
+	b->result = rc == 0 ? 0 : 1;
 }
 
 /* A transfer buffer: host memory, or GPU memory and its dma-buf. */
@@ -539,7 +565,8 @@ respond_transfer(struct rn_daemon *d, struct bench *b)
 		for (unsigned int i = 0; i < n; i++) {
 			if (got[i].name_len == 5 &&
 			    memcmp(got[i].name, "desc?", 5) == 0)
-				send_all(d, b, "desc", desc, sizeof(desc), 0, 0);
+				quit |= (rc = reply(d, b, "desc", desc,
+						    sizeof(desc))) != 0;
 			else if (got[i].name_len == 4 &&
 				 memcmp(got[i].name, "quit", 4) == 0)
 				quit = true;
@@ -548,7 +575,7 @@ respond_transfer(struct rn_daemon *d, struct bench *b)
 			usleep(20);   /* see wait_for() */
 	}
 	buffer_free(d, b, &x);
-	b->result = 0;
+	b->result = rc == 0 ? 0 : 1;
 }
 
 /* One batch of one block, submitted and polled to its final status. */
