@@ -719,46 +719,38 @@ send_fast(struct rn_lcore *lc, const struct lcore_client *c,
 	  const struct rn_client_entry *e, uint32_t pos)
 {
 	const uint8_t *buf = send_buf(c, pos);
-	const struct rn_client_send_hdr *h = (const void *)buf;
-	uint32_t ep_tag, flags, name_len, msg_len;
+	/* Once: the client may write it meanwhile. */
+	struct rn_client_send_hdr h = send_hdr_read(buf);
+	uint64_t body = (uint64_t)h.name_len + h.msg_len;
 	struct rn_lcore_agent_out a;
 	struct rn_lcore_ep *ep;
-	uint64_t body, len;
-	uint8_t dst_len;
+	uint64_t len;
 
-	/* Once, into locals, field by field (a copy of the whole header
-	 * went to the stack): the client may write them meanwhile. */
-	ep_tag = client_u32(&h->ep_tag);
-	flags = client_u32(&h->flags);
-	name_len = client_u32(&h->name_len);
-	msg_len = client_u32(&h->msg_len);
-	dst_len = __atomic_load_n(&h->agent_len, __ATOMIC_RELAXED);
-	body = (uint64_t)name_len + msg_len;
 	if (unlikely(e->type != RN_CLIENT_ENTRY_SEND ||
 		     e->ep_index >= RN_MAX_ENDPOINTS))
 		return NULL;
 	ep = lc->by_index[e->ep_index];
-	len = sizeof(struct rn_notify_agent_hdr) + (uint64_t)dst_len +
+	len = sizeof(struct rn_notify_agent_hdr) + (uint64_t)h.agent_len +
 	      c->agent_len + body;
 	/* Inline when its name and msg would be, in a node-level frame.
 	 * Within client_inline, it fits the peer's slot and its client's
 	 * receive buffer there, and its buffer here lies within c's send
 	 * buffer (client_shape(): not smaller than a slot). */
-	if (unlikely(ep == NULL || ep->req->peer_tag != ep_tag ||
+	if (unlikely(ep == NULL || ep->req->peer_tag != h.ep_tag ||
 		     ep->n.state != RN_CHANNEL_NATIVE ||
-		     (uint8_t)(dst_len - 1) >= RN_CLIENT_AGENT_MAX ||
-		     (flags & ~RN_CLIENT_WANT_COMPLETION) != 0 ||
+		     (uint8_t)(h.agent_len - 1) >= RN_CLIENT_AGENT_MAX ||
+		     (h.flags & ~RN_CLIENT_WANT_COMPLETION) != 0 ||
 		     RN_NOTIFY_OVERHEAD + body > lc->max_inline ||
 		     len > ep->n.client_inline || !entry_and_credit(ep)))
 		return NULL;
 	a = (struct rn_lcore_agent_out){
-		.kind = RN_NOTIFY_KIND_AGENT, .dst_len = dst_len,
+		.kind = RN_NOTIFY_KIND_AGENT, .dst_len = h.agent_len,
 		.src_len = c->agent_len, .client = c->slot,
-		.want = flags != 0, .client_id = c->id,
+		.want = h.flags != 0, .client_id = c->id,
 		.inline_max = ep->n.agent_inline,
-		.name_len = name_len, .msg_len = msg_len,
-		.cookie = e->cookie, .dst = buf + sizeof(*h), .src = c->agent,
-		.body = buf + sizeof(*h) + dst_len,
+		.name_len = h.name_len, .msg_len = h.msg_len,
+		.cookie = e->cookie, .dst = buf + sizeof(h), .src = c->agent,
+		.body = buf + sizeof(h) + h.agent_len,
 	};
 	if (unlikely(!post_inline(ep, NULL, &a, a.want, rn_notify_imm(0),
 				  len)))
