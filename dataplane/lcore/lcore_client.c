@@ -310,10 +310,27 @@ rn_lcore_client_xfer_done(struct rn_lcore *lc, uint32_t slot, uint32_t id,
 /* ---- receiving ---- */
 
 /*
- * Hand the agent frame v (validated) from ep to c: the sender's node and
- * agent, name and msg, one copy into the receive buffer. False when the
- * deliver ring is full.
+ * A delivery from ep into the receive buffer buf: the sender's node, then
+ * its agent src, name and msg, which follow src in the frame as in the
+ * buffer (one copy). Field by field: a header struct went to the stack.
  */
+static __rte_always_inline void
+delivery_write(uint8_t *buf, const struct rn_lcore_ep *ep,
+	       const uint8_t *src, uint8_t src_len, uint32_t name_len,
+	       uint32_t msg_len)
+{
+	struct rn_client_recv_hdr *r = (struct rn_client_recv_hdr *)buf;
+
+	memcpy(r->node, ep->req->remote.name, sizeof(r->node));
+	r->name_len = name_len;
+	r->msg_len = msg_len;
+	r->agent_len = src_len;
+	memset(r->pad, 0, sizeof(r->pad));
+	copy_body(buf + sizeof(*r), src, src_len + name_len + msg_len);
+}
+
+/* Hand the agent frame v (validated) from ep to c. False when the
+ * deliver ring is full. */
 static bool
 deliver_frame(struct rn_lcore *lc, struct lcore_client *c,
 	      const struct rn_lcore_ep *ep,
@@ -321,20 +338,11 @@ deliver_frame(struct rn_lcore *lc, struct lcore_client *c,
 {
 	struct rn_client_entry e = { .type = RN_CLIENT_ENTRY_DELIVERY,
 				     .ep_index = (uint16_t)ep->req->ep_index };
-	struct rn_client_recv_hdr h;
 	uint8_t *buf = deliver_start(c);
 
 	if (buf == NULL)
 		return false;
-	memcpy(h.node, ep->req->remote.name, sizeof(h.node));
-	h.name_len = v->name_len;
-	h.msg_len = v->msg_len;
-	h.agent_len = v->src_len;
-	memset(h.pad, 0, sizeof(h.pad));
-	memcpy(buf, &h, sizeof(h));
-	/* Agent, name and msg lie one after the other in both. */
-	rn_notify_copy(buf + sizeof(h), v->src,
-		       v->src_len + v->name_len + v->msg_len);
+	delivery_write(buf, ep, v->src, v->src_len, v->name_len, v->msg_len);
 	deliver_finish(lc->clients, c, &e);
 	rn_lcore_count(&lc->stats.client_delivered, 1);
 	return true;
@@ -536,7 +544,6 @@ deliver_fast(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
 {
 	const struct rn_notify_agent_hdr *h = (const void *)frame;
 	uint32_t name_len, msg_len;
-	struct rn_client_recv_hdr *r;
 	uint8_t dst_len, src_len;
 	struct lcore_client *c;
 	uint64_t body, head;
@@ -564,20 +571,14 @@ deliver_fast(struct rn_lcore *lc, const struct rn_lcore_ep *ep,
 		return NULL;
 	c = agent_lookup(lc->clients, frame + sizeof(*h), dst_len);
 	if (unlikely(c == NULL || c->held_head != HELD_NONE ||
-		     sizeof(*r) + src_len + body > c->buf_size))
+		     sizeof(struct rn_client_recv_hdr) + src_len + body >
+		     c->buf_size))
 		return NULL;
 	buf = deliver_start(c);
 	if (unlikely(buf == NULL))
 		return NULL;
-	r = (struct rn_client_recv_hdr *)buf;
-	memcpy(r->node, ep->req->remote.name, sizeof(r->node));
-	r->name_len = name_len;
-	r->msg_len = msg_len;
-	r->agent_len = src_len;
-	memset(r->pad, 0, sizeof(r->pad));
-	/* Agent, name and msg lie one after the other in both. */
-	copy_body(buf + sizeof(*r), frame + sizeof(*h) + dst_len,
-		  src_len + (uint32_t)body);
+	delivery_write(buf, ep, frame + sizeof(*h) + dst_len, src_len,
+		       name_len, msg_len);
 	return c;
 }
 
