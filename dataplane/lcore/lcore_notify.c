@@ -678,14 +678,9 @@ rn_lcore_notify_poll(struct rn_lcore *lc)
 		n = rte_ring_sc_dequeue_burst_elem(lc->notify_releases, d,
 						   sizeof(d[0]), RN_LCORE_BURST,
 						   NULL);
-		for (unsigned int i = 0; i < n; i++) {
-			struct rn_lcore_ep *ep = d[i].owner;
-
-			ep->n.held--;
-			if (!ep->closing && !ep->failed &&
-			    ep->n.state != RN_CHANNEL_DRAINING)
-				rn_lcore_repost(lc, ep, d[i].index);
-		}
+		for (unsigned int i = 0; i < n; i++)
+			rn_lcore_notify_repost(lc, d[i].owner, d[i].index,
+					       true);
 		work += n;
 	} while (n == RN_LCORE_BURST);
 	return work;
