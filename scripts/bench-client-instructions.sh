@@ -24,7 +24,7 @@
 #           (rn_lcore_notify_completion, less the receives it dispatches),
 #           received() and rn_lcore_repost() at the other end; not the
 #           request and release rings
-#   client  client_sends(), from the read of the submit ring to the
+#   client  client_send_one(), from the read of the submit ring to the
 #           doorbell (the SEND checked, its agent frame written, posted,
 #           the entry finished), the same completions, and received_send():
 #           from the CQE to the DELIVERY enqueued in the destination
@@ -67,7 +67,7 @@ read -r _ node_send < <(count "$work/node.cg" send_one)
 read -r _ node_cqe < <(count "$work/node.cg" rn_lcore_notify_completion)
 read -r node_n node_recv < <(count "$work/node.cg" received)
 read -r _ node_repost < <(count "$work/node.cg" rn_lcore_repost)
-read -r _ client_send < <(count "$work/client.cg" client_sends)
+read -r _ client_send < <(count "$work/client.cg" client_send_one)
 read -r _ client_cqe < <(count "$work/client.cg" rn_lcore_notify_completion)
 read -r client_n client_recv < <(count "$work/client.cg" received_send)
 read -r polls client_poll < <(count "$work/client.cg" rn_lcore_client_poll)

@@ -38,6 +38,8 @@ _Static_assert(offsetof(struct rn_notify_agent_hdr, dst_len) == 4 &&
 	       offsetof(struct rn_notify_agent_hdr, reason) == 6,
 	       "deliver_fast() reads them in the first word");
 _Static_assert(RN_LCORE_MAX_CLIENTS <= 64, "to_wake is a 64-bit mask");
+_Static_assert(RN_LCORE_MAX_CLIENTS == 1u << RN_CLIENT_SLOT_BITS,
+	       "an attachment id holds its slot");
 _Static_assert(sizeof(struct rn_client_send_hdr) ==
 	       sizeof(struct rn_notify_agent_hdr),
 	       "a send buffer is no longer than its agent frame, less src");
@@ -76,15 +78,27 @@ struct lcore_client {
 	uint8_t *send_bufs;
 	uint8_t *recv_bufs;
 	uint32_t buf_size;
-	uint32_t id;                   /* new at each CLIENT_ADD here; not 0 */
-	uint32_t hash;                 /* of its agent name */
+	uint32_t id;                   /* new at each CLIENT_ADD here, its
+					* slot in c[] in the low bits
+					* (client_slot()); not 0 */
 	uint32_t held_head, held_tail; /* its held frames, oldest first */
 	uint32_t n_held;               /* how many: lc->client_hold_max at
 					 * most */
-	uint8_t slot;                  /* its place in c[] */
 	uint8_t agent_len;
 	const uint8_t *agent;          /* the link's: the daemon's memory */
+	uint64_t agent_word;           /* its agent frames' first header
+					* word, less dst_len */
 };
+
+/* Its place in c[]. */
+static inline uint32_t
+client_slot(const struct lcore_client *c)
+{
+	return c->id & (RN_LCORE_MAX_CLIENTS - 1);
+}
+
+/* A client's hot fields, in two cache lines. */
+_Static_assert(sizeof(struct lcore_client) <= 128, "two cache lines");
 
 struct rn_lcore_clients {
 	uint64_t to_wake;              /* slots enqueued for this turn */
@@ -201,12 +215,14 @@ agent_table_build(struct rn_lcore_clients *cs)
 	memset(cs->bucket, 0, sizeof(cs->bucket));
 	for (uint32_t i = 0; i < cs->n_active; i++) {
 		uint32_t slot = cs->active[i];
-		uint32_t b = cs->c[slot].hash % AGENT_BUCKETS;
+		const struct lcore_client *c = &cs->c[slot];
+		uint32_t h = agent_hash(c->agent, c->agent_len);
+		uint32_t b = h % AGENT_BUCKETS;
 
 		while (cs->bucket[b] != 0)
 			b = (b + 1) % AGENT_BUCKETS;
 		cs->bucket[b] = (uint8_t)(slot + 1);
-		cs->bucket_hash[b] = cs->c[slot].hash;
+		cs->bucket_hash[b] = h;
 	}
 }
 
@@ -229,7 +245,7 @@ copy_body(uint8_t *dst, const uint8_t *src, uint32_t len)
 static inline void
 wake_later(struct rn_lcore_clients *cs, const struct lcore_client *c)
 {
-	cs->to_wake |= 1ull << c->slot;
+	cs->to_wake |= 1ull << client_slot(c);
 }
 
 /*
@@ -278,9 +294,9 @@ rn_lcore_client_report(struct rn_lcore *lc, const struct rn_client_sent *s,
 	struct rn_lcore_clients *cs = lc->clients;
 	struct lcore_client *c;
 
-	if (cs == NULL || s->client >= RN_LCORE_MAX_CLIENTS)
+	if (cs == NULL)
 		return;
-	c = &cs->c[s->client];
+	c = &cs->c[s->id & (RN_LCORE_MAX_CLIENTS - 1)];
 	if (c->link == NULL || c->id != s->id)
 		return;      /* removed meanwhile: nobody to tell */
 	if (!complete(cs, c, s->cookie, status))
@@ -442,8 +458,9 @@ unhold(struct rn_lcore *lc, struct lcore_client *c)
 	cs->held_free = i;
 }
 
-/* c's held frames, oldest first, while its deliver ring takes them. */
-static unsigned int
+/* c's held frames, oldest first, while its deliver ring takes them. Out
+ * of line: the poll of clients that hold none keeps a small frame. */
+static __rte_noinline unsigned int
 retry_held(struct rn_lcore *lc, struct lcore_client *c)
 {
 	unsigned int n = 0;
@@ -667,18 +684,14 @@ send_buf(const struct lcore_client *c, uint32_t pos)
 }
 
 /*
- * What the client writes, each word read once. The client may write it
- * while it is read, so the reads are relaxed atomic loads: plain ones the
- * compiler may repeat, and did (send_fast() wrote a frame's lengths from
- * a second read of them, not the one its checks and its size took, and
- * the peer rejected the frame and counted it in the embedded API's send
- * order). They cost what plain loads do.
+ * What the client writes (entry_read(), send_hdr_read()), each word read
+ * once. The client may write it while it is read, so the reads are
+ * relaxed atomic loads: plain ones the compiler may repeat, and did
+ * (send_fast() wrote a frame's lengths from a second read of them, not
+ * the one its checks and its size took, and the peer rejected the frame
+ * and counted it in the embedded API's send order). They cost what plain
+ * loads do.
  */
-static __rte_always_inline uint32_t
-client_u32(const uint32_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
 
 /* The submit entry at (16-byte aligned, as rte_ring lays them out). */
 static __rte_always_inline struct rn_client_entry
@@ -693,20 +706,29 @@ entry_read(const void *at)
 	return e;
 }
 
-/* The header of the send buffer buf (64-byte aligned). */
+/* The header of the send buffer buf (64-byte aligned): its two pairs of
+ * 32-bit fields in one load each. */
 static __rte_always_inline struct rn_client_send_hdr
 send_hdr_read(const uint8_t *buf)
 {
 	const struct rn_client_send_hdr *h = (const void *)buf;
-
-	return (struct rn_client_send_hdr){
-		.ep_tag = client_u32(&h->ep_tag),
-		.flags = client_u32(&h->flags),
-		.name_len = client_u32(&h->name_len),
-		.msg_len = client_u32(&h->msg_len),
+	uint64_t tag_flags = __atomic_load_n((const uint64_t *)&h->ep_tag,
+					     __ATOMIC_RELAXED);
+	uint64_t lens = __atomic_load_n((const uint64_t *)&h->name_len,
+					__ATOMIC_RELAXED);
+	struct rn_client_send_hdr r = {
 		.agent_len = __atomic_load_n(&h->agent_len, __ATOMIC_RELAXED),
 	};
+
+	memcpy(&r.ep_tag, &tag_flags, sizeof(tag_flags));
+	memcpy(&r.name_len, &lens, sizeof(lens));
+	return r;
 }
+_Static_assert(offsetof(struct rn_client_send_hdr, ep_tag) == 0 &&
+	       offsetof(struct rn_client_send_hdr, flags) == 4 &&
+	       offsetof(struct rn_client_send_hdr, name_len) == 8 &&
+	       offsetof(struct rn_client_send_hdr, msg_len) == 12,
+	       "send_hdr_read() reads the pairs as words");
 
 /*
  * The common SEND e at submit position pos of c: to a native channel,
@@ -723,8 +745,9 @@ send_fast(struct rn_lcore *lc, const struct lcore_client *c,
 	/* Once: the client may write it meanwhile. */
 	struct rn_client_send_hdr h = send_hdr_read(buf);
 	uint64_t body = (uint64_t)h.name_len + h.msg_len;
-	struct rn_lcore_agent_out a;
 	struct rn_lcore_ep *ep;
+	struct rn_sq_place at;
+	struct send_head head;
 	uint64_t len;
 
 	if (unlikely(e->type != RN_CLIENT_ENTRY_SEND ||
@@ -734,28 +757,32 @@ send_fast(struct rn_lcore *lc, const struct lcore_client *c,
 	len = sizeof(struct rn_notify_agent_hdr) + (uint64_t)h.agent_len +
 	      c->agent_len + body;
 	/* Inline when its name and msg would be, in a node-level frame.
-	 * Within client_inline, it fits the peer's slot and its client's
-	 * receive buffer there, and its buffer here lies within c's send
-	 * buffer (client_shape(): not smaller than a slot). */
+	 * Within client_inline (within agent_inline, what the SQ takes), it
+	 * fits the peer's slot and its client's receive buffer there, and
+	 * its buffer here lies within c's send buffer (client_shape(): not
+	 * smaller than a slot). */
 	if (unlikely(ep == NULL || ep->req->peer_tag != h.ep_tag ||
 		     ep->n.state != RN_CHANNEL_NATIVE ||
 		     (uint8_t)(h.agent_len - 1) >= RN_CLIENT_AGENT_MAX ||
 		     (h.flags & ~RN_CLIENT_WANT_COMPLETION) != 0 ||
 		     RN_NOTIFY_OVERHEAD + body > lc->max_inline ||
-		     len > ep->n.client_inline || !entry_and_credit(ep)))
+		     len > ep->n.client_inline || !entry_and_credit(ep) ||
+		     !rn_sq_send_inline_place(&ep->n.qp->sq, (uint32_t)len,
+					      &at)))
 		return NULL;
-	a = (struct rn_lcore_agent_out){
-		.kind = RN_NOTIFY_KIND_AGENT, .dst_len = h.agent_len,
-		.src_len = c->agent_len, .client = c->slot,
-		.want = h.flags != 0, .client_id = c->id,
-		.inline_max = ep->n.agent_inline,
-		.name_len = h.name_len, .msg_len = h.msg_len,
-		.cookie = e->cookie, .dst = buf + sizeof(h), .src = c->agent,
-		.body = buf + sizeof(h) + h.agent_len,
-	};
-	if (unlikely(!post_inline(ep, NULL, &a, a.want, rn_notify_imm(0),
-				  len)))
-		return NULL;
+	/* The WQE and the window entry first, then the frame: the copies'
+	 * stores may alias anything, to the compiler, and the other order
+	 * kept more of the SEND's values on the stack across them. */
+	head = post_placed(&ep->n, &at, (uint32_t)len, RN_WR_SEND,
+			   rn_notify_imm(0), h.flags != 0);
+	push_client(&ep->n, e->cookie, c->id, head.want);
+	rn_notify_agent_frame_put(at.data,
+				  c->agent_word | (uint64_t)h.agent_len << 32,
+				  rn_notify_agent_lens(h.name_len, h.msg_len),
+				  e->cookie, buf + sizeof(h), h.agent_len,
+				  c->agent, c->agent_len,
+				  buf + sizeof(h) + h.agent_len,
+				  (uint32_t)body);
 	return ep;
 }
 
@@ -803,7 +830,6 @@ send_entry(struct rn_lcore *lc, const struct lcore_client *c,
 	a = (struct rn_lcore_agent_out){
 		.kind = RN_NOTIFY_KIND_AGENT, .dst_len = h.agent_len,
 		.src_len = c->agent_len,
-		.client = c->slot,
 		.want = (h.flags & RN_CLIENT_WANT_COMPLETION) != 0,
 		.client_id = c->id, .name_len = h.name_len,
 		/* Inline when its name and msg would be, in a node-level
@@ -834,7 +860,7 @@ send_other(struct rn_lcore *lc, struct lcore_client *c, uint32_t pos,
 					     sizeof(e)));
 	*cookie = e.cookie;
 	if (e.type == RN_CLIENT_ENTRY_XFER) {
-		rn_lcore_client_xfer(lc, c->link, c->slot, c->id, &e);
+		rn_lcore_client_xfer(lc, c->link, client_slot(c), c->id, &e);
 		return 0;
 	}
 	return send_entry(lc, c, &e, pos, out);
@@ -885,37 +911,30 @@ send_burst(struct rn_lcore *lc, struct lcore_client *c, unsigned int n)
 		rn_sq_ring_doorbell_posted(&bell->n.qp->sq);
 	/* Only what was taken: the rest stays at the head. */
 	rn_client_ring_end_take(&c->submit, done);
-	if (sent != 0) {
-		rn_lcore_count(&lc->stats.notify_sent, sent);
+	if (sent != 0)
 		rn_lcore_count(&lc->stats.client_sent, sent);
-	}
 	return done;
 }
 
 /*
- * c's submit ring. One SEND, the common case while a client waits for
- * each answer, goes straight through, without the loop's state to keep in
- * registers; anything else is send_burst()'s. Out of line, as the
- * embedded API's send_one() is, for the instruction bench
+ * The one entry in c's submit ring, the common case while a client waits
+ * for each answer: a SEND goes straight through, without the loop's state
+ * to keep in registers; anything else is send_burst()'s. Out of line, as
+ * the embedded API's send_one() is, for the instruction bench
  * (scripts/bench-client-instructions.sh).
  */
 static __rte_noinline unsigned int
-client_sends(struct rn_lcore *lc, struct lcore_client *c)
+client_send_one(struct rn_lcore *lc, struct lcore_client *c)
 {
-	unsigned int n = RTE_MIN(rn_client_ring_end_count(&c->submit),
-				 (uint32_t)RN_LCORE_BURST);
 	struct rn_client_entry e;
 	struct rn_lcore_ep *ep;
 
-	if (n != 1)
-		return send_burst(lc, c, n);
 	e = entry_read(rn_client_ring_end_at(&c->submit, 0, sizeof(e)));
 	ep = send_fast(lc, c, &e, c->submit.pos);
 	if (unlikely(ep == NULL))
 		return send_burst(lc, c, 1);
 	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);
 	rn_client_ring_end_take(&c->submit, 1);
-	rn_lcore_count(&lc->stats.notify_sent, 1);
 	rn_lcore_count(&lc->stats.client_sent, 1);
 	return 1;
 }
@@ -928,12 +947,17 @@ rn_lcore_client_poll(struct rn_lcore *lc)
 
 	for (uint32_t i = 0; i < cs->n_active; i++) {
 		struct lcore_client *c = &cs->c[cs->active[i]];
+		uint32_t n;
 
 		if (unlikely(c->held_head != HELD_NONE))
 			work += retry_held(lc, c);
 		/* An idle client costs a look at its ring, not a call. */
-		if (rn_client_ring_end_count(&c->submit) != 0)
-			work += client_sends(lc, c);
+		n = rn_client_ring_end_count(&c->submit);
+		if (n == 1)
+			work += client_send_one(lc, c);
+		else if (n != 0)
+			work += send_burst(lc, c,
+					   RTE_MIN(n, (uint32_t)RN_LCORE_BURST));
 	}
 	/* One look at each client enqueued for, not one per entry. */
 	while (cs->to_wake != 0) {
@@ -1032,7 +1056,10 @@ client_add(struct rn_lcore *lc, struct rn_client_link *link, uint32_t i)
 	struct lcore_client c = { .link = link, .held_head = HELD_NONE,
 				  .held_tail = HELD_NONE,
 				  .agent_len = link->agent_len,
-				  .agent = (const uint8_t *)link->agent };
+				  .agent = (const uint8_t *)link->agent,
+				  .agent_word = rn_notify_agent_word(
+					RN_NOTIFY_KIND_AGENT, 0,
+					link->agent_len, 0) };
 	const char *why = client_shape(&c, link, i, lc->notify.slot_size);
 	struct rn_lcore_clients *cs;
 	uint32_t slot;
@@ -1058,11 +1085,10 @@ client_add(struct rn_lcore *lc, struct rn_client_link *link, uint32_t i)
 	}
 	for (slot = 0; cs->c[slot].link != NULL; slot++)
 		;
-	c.hash = agent_hash(c.agent, c.agent_len);
-	c.slot = (uint8_t)slot;
-	if (++cs->next_id == 0)
+	/* Not 0 (none): the count runs from 1, and wraps to 1. */
+	if (++cs->next_id == 1u << (32 - RN_CLIENT_SLOT_BITS))
 		cs->next_id = 1;
-	c.id = cs->next_id;
+	c.id = cs->next_id << RN_CLIENT_SLOT_BITS | slot;
 	cs->c[slot] = c;
 	cs->active[cs->n_active++] = (uint8_t)slot;
 	agent_table_build(cs);

@@ -86,6 +86,22 @@ frame_opcode(const struct rn_lcore_agent_out *a)
 }
 
 /*
+ * The window entry of a client's SEND just posted, its report to the
+ * client attached as id: its success (want), and its failure in any case.
+ */
+static __rte_always_inline void
+push_client(struct ep_notify *n, uint64_t cookie, uint32_t id, bool want)
+{
+	n->client_sent[rn_send_window_next(&n->sends)] =
+		(struct rn_client_sent){
+			.cookie = cookie, .seq = n->sends.posted, .id = id,
+		};
+	n->agent_posted++;
+	rn_send_window_push(&n->sends, cookie,
+			    want ? RN_SEND_REPORT_CLIENT : 0);
+}
+
+/*
  * The window entry of the SEND just posted: o's report (want), or the
  * client a's SEND is for, whose fate is reported to it in any case.
  */
@@ -95,17 +111,28 @@ push(struct ep_notify *n, const struct rn_notify_out *o,
 {
 	if (a == NULL) {
 		rn_send_window_push(&n->sends, o->cookie, want);
-		return;
+	} else if (a->client_id != 0) {
+		push_client(n, a->cookie, a->client_id, a->want);
+	} else {
+		n->agent_posted++;     /* a refusal: nobody to tell */
+		rn_send_window_push(&n->sends, a->cookie, 0);
 	}
-	if (a->client_id != 0)
-		n->client_sent[rn_send_window_next(&n->sends)] =
-			(struct rn_client_sent){
-				.cookie = a->cookie, .seq = n->sends.posted,
-				.id = a->client_id, .client = a->client,
-			};
-	n->agent_posted++;
-	rn_send_window_push(&n->sends, a->cookie,
-			    a->want ? RN_SEND_REPORT_CLIENT : 0);
+}
+
+/*
+ * Post the SEND whose len bytes of frame are written at at: its WQE, with
+ * its window entry's wr_id, signalled when want or the window says so.
+ * Returns what the entry is to hold.
+ */
+static __rte_always_inline struct send_head
+post_placed(struct ep_notify *n, const struct rn_sq_place *at, uint32_t len,
+	    enum rn_wr_opcode opcode, __be32 imm, bool want)
+{
+	struct send_head h = next_send(n, want);
+
+	rn_sq_post_send_inline_placed(&n->qp->sq, at, len, opcode, imm,
+				      h.flags | RN_WR_PACED, h.wr_id);
+	return h;
 }
 
 /*
@@ -128,10 +155,7 @@ post_inline(struct rn_lcore_ep *ep, const struct rn_notify_out *o,
 		     !rn_sq_send_inline_place(&n->qp->sq, (uint32_t)len, &at)))
 		return false;
 	frame_write(at.data, o, a);
-	h = next_send(n, want);
-	rn_sq_post_send_inline_placed(&n->qp->sq, &at, (uint32_t)len,
-				      frame_opcode(a), imm,
-				      h.flags | RN_WR_PACED, h.wr_id);
+	h = post_placed(n, &at, (uint32_t)len, frame_opcode(a), imm, want);
 	push(n, o, a, h.want);
 	return true;
 }

@@ -87,9 +87,13 @@ bool rn_channel_can_enter(unsigned int from, unsigned int to);
 struct rn_client_sent {
 	uint64_t cookie;
 	uint32_t seq;             /* sends.posted when it went */
-	uint32_t id;              /* the client's attachment here (0: none) */
-	uint8_t client;           /* its slot in lc->clients */
+	uint32_t id;              /* the client's attachment here (0: none),
+				   * its slot in the low bits (below) */
 };
+
+/* A client's attachment id on an lcore holds its slot in lc->clients in
+ * these low bits: a record then names both in one word. */
+#define RN_CLIENT_SLOT_BITS 6
 
 /* What a client's receive buffer header takes over an agent frame's. */
 #define RN_CLIENT_RECV_EXTRA \
@@ -351,9 +355,9 @@ struct rn_lcore_agent_out {
 	uint16_t reason;          /* a refusal's: enum rn_notify_refusal */
 	uint8_t dst_len;
 	uint8_t src_len;
-	uint8_t client;           /* the sender's slot in lc->clients */
 	bool want;                /* it wants its success reported */
-	uint32_t client_id;       /* its attachment; 0: a refusal */
+	uint32_t client_id;       /* its attachment (and slot); 0: a
+				   * refusal */
 	uint32_t inline_max;      /* it goes inline up to this length */
 	uint32_t name_len;
 	uint32_t msg_len;

@@ -314,4 +314,5 @@ rn_lcore_stats_read(const struct rn_lcore *lc, struct rn_lcore_stats *out)
 	/* Every field is a single-writer uint64_t counter. */
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+	out->notify_sent += out->client_sent;
 }

@@ -122,7 +122,9 @@ struct rn_lcore_stats {
 	uint64_t stale_cqes;    /* CQEs of QPs already destroyed */
 	uint64_t qps;           /* QPs alive now */
 	uint64_t endpoints;     /* endpoint incarnations alive now */
-	uint64_t notify_sent;   /* native SENDs posted */
+	uint64_t notify_sent;   /* native SENDs posted; here, less
+				 * client_sent, which rn_lcore_stats_read()
+				 * adds: one count on a client's send */
 	uint64_t notify_received;
 	uint64_t notify_rejected;/* frames whose lengths did not add up */
 	uint64_t notify_stale;  /* completions of another generation */
@@ -132,7 +134,8 @@ struct rn_lcore_stats {
 	uint64_t cq_reserved;   /* CQEs reserved by live endpoints, all CQs */
 	uint64_t no_cq_room;    /* endpoints or native channels refused */
 	/* Client processes (lcore_client.c): */
-	uint64_t client_sent;   /* their SENDs posted (in notify_sent too) */
+	uint64_t client_sent;   /* their SENDs posted (in notify_sent too,
+				 * as read) */
 	uint64_t client_delivered;/* agent frames handed to their clients */
 	uint64_t client_held;   /* agent frames that found the client's
 				 * deliver ring full: held, retried */

@@ -187,6 +187,12 @@ struct rn_notify_agent_hdr {
 	uint64_t cookie;
 };
 _Static_assert(sizeof(struct rn_notify_agent_hdr) == 24, "wire header");
+_Static_assert(offsetof(struct rn_notify_agent_hdr, dst_len) == 4 &&
+	       offsetof(struct rn_notify_agent_hdr, src_len) == 5 &&
+	       offsetof(struct rn_notify_agent_hdr, reason) == 6 &&
+	       offsetof(struct rn_notify_agent_hdr, name_len) == 8 &&
+	       offsetof(struct rn_notify_agent_hdr, msg_len) == 12,
+	       "rn_notify_agent_word() and _lens() lay the header out");
 
 /* Bytes the agent frame takes; a refusal's with name_len = msg_len = 0. */
 static inline uint64_t
@@ -198,11 +204,53 @@ rn_notify_agent_frame_size(uint32_t dst_len, uint32_t src_len,
 }
 
 /*
- * Write an agent frame (or a refusal: kind, its reason, name_len and
- * msg_len 0) into dst, room for rn_notify_agent_frame_size() bytes: the
- * header, the agents, then name and msg, as they lie one after the other
- * in the sender's buffer.
+ * The agent header's first 8 bytes (kind, dst_len, src_len, reason) as
+ * one word, in the CPU's order: a sender that keeps it at hand, less the
+ * one length that changes, writes it in one store.
  */
+static inline uint64_t
+rn_notify_agent_word(uint32_t kind, uint8_t dst_len, uint8_t src_len,
+		     uint16_t reason)
+{
+	return kind | (uint64_t)dst_len << 32 | (uint64_t)src_len << 40 |
+	       (uint64_t)reason << 48;
+}
+
+/* The agent header's name_len and msg_len as one word, likewise. */
+static inline uint64_t
+rn_notify_agent_lens(uint32_t name_len, uint32_t msg_len)
+{
+	return name_len | (uint64_t)msg_len << 32;
+}
+
+/*
+ * Write an agent frame (or a refusal: name and msg empty) into dst, room
+ * for rn_notify_agent_frame_size() bytes: the header from its words
+ * (rn_notify_agent_word(), rn_notify_agent_lens()) and the cookie, the
+ * agents, then name and msg (body_len bytes), as they lie one after the
+ * other in the sender's buffer. The last copy first: the compiler then
+ * keeps fewer of the addresses in registers, or on the stack.
+ */
+static inline void
+rn_notify_agent_frame_put(uint8_t *dst, uint64_t word, uint64_t lens,
+			  uint64_t cookie, const void *dst_agent,
+			  uint8_t dst_len, const void *src_agent,
+			  uint8_t src_len, const void *body, uint32_t body_len)
+{
+	uint64_t w = rte_cpu_to_le_64(word);
+	uint64_t l = rte_cpu_to_le_64(lens);
+	uint64_t c = rte_cpu_to_le_64(cookie);
+
+	memcpy(dst, &w, 8);
+	memcpy(dst + 8, &l, 8);
+	memcpy(dst + 16, &c, 8);
+	dst += sizeof(struct rn_notify_agent_hdr);
+	rn_notify_copy(dst + dst_len + src_len, body, body_len);
+	rn_notify_copy(dst + dst_len, src_agent, src_len);
+	rn_notify_copy(dst, dst_agent, dst_len);
+}
+
+/* rn_notify_agent_frame_put(), from each of the header's fields. */
 static inline void
 rn_notify_agent_frame_write(uint8_t *dst, uint32_t kind, uint16_t reason,
 			    uint64_t cookie,
@@ -211,24 +259,12 @@ rn_notify_agent_frame_write(uint8_t *dst, uint32_t kind, uint16_t reason,
 			    uint32_t name_len, uint32_t msg_len,
 			    const void *body)
 {
-	uint32_t k = rte_cpu_to_le_32(kind);
-	uint16_t r = rte_cpu_to_le_16(reason);
-	uint32_t n = rte_cpu_to_le_32(name_len);
-	uint32_t m = rte_cpu_to_le_32(msg_len);
-	uint64_t c = rte_cpu_to_le_64(cookie);
-
-	/* Field by field: a header struct went through the stack. */
-	memcpy(dst + offsetof(struct rn_notify_agent_hdr, kind), &k, 4);
-	dst[offsetof(struct rn_notify_agent_hdr, dst_len)] = dst_len;
-	dst[offsetof(struct rn_notify_agent_hdr, src_len)] = src_len;
-	memcpy(dst + offsetof(struct rn_notify_agent_hdr, reason), &r, 2);
-	memcpy(dst + offsetof(struct rn_notify_agent_hdr, name_len), &n, 4);
-	memcpy(dst + offsetof(struct rn_notify_agent_hdr, msg_len), &m, 4);
-	memcpy(dst + offsetof(struct rn_notify_agent_hdr, cookie), &c, 8);
-	dst += sizeof(struct rn_notify_agent_hdr);
-	rn_notify_copy(dst, dst_agent, dst_len);
-	rn_notify_copy(dst + dst_len, src_agent, src_len);
-	rn_notify_copy(dst + dst_len + src_len, body, name_len + msg_len);
+	rn_notify_agent_frame_put(dst,
+				  rn_notify_agent_word(kind, dst_len, src_len,
+						       reason),
+				  rn_notify_agent_lens(name_len, msg_len),
+				  cookie, dst_agent, dst_len, src_agent,
+				  src_len, body, name_len + msg_len);
 }
 
 struct rn_notify_agent_view {

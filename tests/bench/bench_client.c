@@ -9,7 +9,7 @@
  * each: send_one(), then received() and repost() at the other end); mode
  * `client` sends the same notifications (name "bulk", msg to make BYTES)
  * from a client process's submit ring to an agent at the other end
- * (client_sends(), then received() with the one copy into the receive
+ * (client_send_one(), then received() with the one copy into the receive
  * buffer and the repost). One notification per turn of each loop, so
  * nothing is batched that a one-at-a-time sender would not batch. The
  * script reads the lcore's functions by name from callgrind's output.
