@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define RN_PROTO_MAGIC 0x524e5450u        /* "RNTP" */
-#define RN_PROTO_VERSION 7
+#define RN_PROTO_VERSION 8
 #define RN_PROTO_HEADER_SIZE 12
 #define RN_PROTO_MAX_PAYLOAD (65536 + 64) /* a whole notification fits */
 #define RN_PROTO_NOTIFY_HEAD 4            /* native_before, then the frame */

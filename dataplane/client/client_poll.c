@@ -72,13 +72,12 @@ read_delivery(const struct rn_client *c, uint32_t lcore, uint32_t pos,
 		return false;
 	memcpy(out->node, hdr->node, sizeof(hdr->node));
 	out->node[RN_CLIENT_NODE_MAX] = '\0';
-	memcpy(out->agent, p, agent_len);
-	out->agent[agent_len] = '\0';
-	p += agent_len;
 	out->name = p;
 	out->name_len = name_len;
 	out->msg = p + name_len;
 	out->msg_len = msg_len;
+	memcpy(out->agent, p + name_len + msg_len, agent_len);
+	out->agent[agent_len] = '\0';
 	return true;
 }
 

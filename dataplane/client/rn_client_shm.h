@@ -64,7 +64,7 @@
 #include "rn_client.h"
 
 #define RN_CLIENT_SHM_MAGIC 0x524e4352u    /* "RNCR" */
-#define RN_CLIENT_SHM_VERSION 2u
+#define RN_CLIENT_SHM_VERSION 3u
 #define RN_CLIENT_STATUS_MAGIC 0x524e5350u /* "RNSP" */
 /* Lcores a client can talk to: the daemon refuses to start with more
  * workers than this while [client] is enabled. */
@@ -118,8 +118,9 @@ struct rn_client_send_hdr {
 };
 _Static_assert(sizeof(struct rn_client_send_hdr) == 24, "packed header");
 
-/* A receive buffer: this header, then agent (the sender's), name and msg,
- * packed. The lcore writes the sender's node name from its endpoint. */
+/* A receive buffer: this header, then name, msg and agent (the
+ * sender's), packed, as they lie in the agent frame (one copy). The lcore
+ * writes the sender's node name from its endpoint. */
 struct rn_client_recv_hdr {
 	char node[RN_CLIENT_NODE_MAX + 1];
 	uint32_t name_len;

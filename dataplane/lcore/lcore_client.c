@@ -226,20 +226,6 @@ agent_table_build(struct rn_lcore_clients *cs)
 	}
 }
 
-/* rn_notify_copy() with 65 to 128 bytes inline too: an agent frame's
- * agent, name and msg often take that many. Apart, as the embedded API's
- * send path paid for the larger copy in spills. */
-static __rte_always_inline void
-copy_body(uint8_t *dst, const uint8_t *src, uint32_t len)
-{
-	if (len > 64 && len <= 128) {
-		rte_mov64(dst, src);
-		rte_mov64(dst + len - 64, src + len - 64);
-	} else {
-		rn_notify_copy(dst, src, len);
-	}
-}
-
 /* ---- the deliver ring ---- */
 
 static inline void
@@ -327,12 +313,13 @@ rn_lcore_client_xfer_done(struct rn_lcore *lc, uint32_t slot, uint32_t id,
 
 /*
  * A delivery from ep into the receive buffer buf: the sender's node, then
- * its agent src, name and msg, which follow src in the frame as in the
- * buffer (one copy). Field by field: a header struct went to the stack.
+ * name, msg and its agent (src_len bytes), which follow one another from
+ * name on in the frame as in the buffer (one copy). Field by field: a
+ * header struct went to the stack.
  */
 static __rte_always_inline void
 delivery_write(uint8_t *buf, const struct rn_lcore_ep *ep,
-	       const uint8_t *src, uint8_t src_len, uint32_t name_len,
+	       const uint8_t *name, uint8_t src_len, uint32_t name_len,
 	       uint32_t msg_len)
 {
 	struct rn_client_recv_hdr *r = (struct rn_client_recv_hdr *)buf;
@@ -342,7 +329,8 @@ delivery_write(uint8_t *buf, const struct rn_lcore_ep *ep,
 	r->msg_len = msg_len;
 	r->agent_len = src_len;
 	memset(r->pad, 0, sizeof(r->pad));
-	copy_body(buf + sizeof(*r), src, src_len + name_len + msg_len);
+	rn_notify_copy_long(buf + sizeof(*r), name,
+			    name_len + msg_len + src_len);
 }
 
 /* Hand the agent frame v (validated) from ep to c. False when the
@@ -358,7 +346,7 @@ deliver_frame(struct rn_lcore *lc, struct lcore_client *c,
 
 	if (buf == NULL)
 		return false;
-	delivery_write(buf, ep, v->src, v->src_len, v->name_len, v->msg_len);
+	delivery_write(buf, ep, v->name, v->src_len, v->name_len, v->msg_len);
 	deliver_finish(lc->clients, c, &e);
 	rn_lcore_count(&lc->stats.client_delivered, 1);
 	return true;
@@ -779,10 +767,9 @@ send_fast(struct rn_lcore *lc, const struct lcore_client *c,
 	rn_notify_agent_frame_put(at.data,
 				  c->agent_word | (uint64_t)h.agent_len << 32,
 				  rn_notify_agent_lens(h.name_len, h.msg_len),
-				  e->cookie, buf + sizeof(h), h.agent_len,
-				  c->agent, c->agent_len,
-				  buf + sizeof(h) + h.agent_len,
-				  (uint32_t)body);
+				  e->cookie, buf + sizeof(h),
+				  h.agent_len + (uint32_t)body, c->agent,
+				  c->agent_len);
 	return ep;
 }
 

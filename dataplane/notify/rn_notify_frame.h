@@ -176,7 +176,13 @@ enum rn_notify_refusal {
 					* frames it has not taken */
 };
 
-/* The 24 bytes before an agent frame's (or a refusal's) agents. */
+/*
+ * The 24 bytes that begin an agent frame (or a refusal). Then the
+ * destination agent, name, msg, and the source agent last: the sender
+ * holds the first three one after the other in its buffer (a client's
+ * send buffer), and a receiving client's buffer takes the last three so
+ * (struct rn_client_recv_hdr), one copy each way.
+ */
 struct rn_notify_agent_hdr {
 	uint32_t kind;            /* enum rn_notify_kind */
 	uint8_t dst_len;
@@ -223,19 +229,25 @@ rn_notify_agent_lens(uint32_t name_len, uint32_t msg_len)
 	return name_len | (uint64_t)msg_len << 32;
 }
 
-/*
- * Write an agent frame (or a refusal: name and msg empty) into dst, room
- * for rn_notify_agent_frame_size() bytes: the header from its words
- * (rn_notify_agent_word(), rn_notify_agent_lens()) and the cookie, the
- * agents, then name and msg (body_len bytes), as they lie one after the
- * other in the sender's buffer. The last copy first: the compiler then
- * keeps fewer of the addresses in registers, or on the stack.
- */
+/* rn_notify_copy() with 65 to 128 bytes inline too: an agent frame's
+ * agent, name and msg often take that many. Apart, as the embedded API's
+ * send path paid for the larger copy in spills. */
+static __rte_always_inline void
+rn_notify_copy_long(uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+	if (len > 64 && len <= 128) {
+		rte_mov64(dst, src);
+		rte_mov64(dst + len - 64, src + len - 64);
+	} else {
+		rn_notify_copy(dst, src, len);
+	}
+}
+
+/* An agent frame's header from its words (rn_notify_agent_word(),
+ * rn_notify_agent_lens()) and the cookie. */
 static inline void
-rn_notify_agent_frame_put(uint8_t *dst, uint64_t word, uint64_t lens,
-			  uint64_t cookie, const void *dst_agent,
-			  uint8_t dst_len, const void *src_agent,
-			  uint8_t src_len, const void *body, uint32_t body_len)
+rn_notify_agent_hdr_put(uint8_t *dst, uint64_t word, uint64_t lens,
+			uint64_t cookie)
 {
 	uint64_t w = rte_cpu_to_le_64(word);
 	uint64_t l = rte_cpu_to_le_64(lens);
@@ -244,13 +256,27 @@ rn_notify_agent_frame_put(uint8_t *dst, uint64_t word, uint64_t lens,
 	memcpy(dst, &w, 8);
 	memcpy(dst + 8, &l, 8);
 	memcpy(dst + 16, &c, 8);
-	dst += sizeof(struct rn_notify_agent_hdr);
-	rn_notify_copy(dst + dst_len + src_len, body, body_len);
-	rn_notify_copy(dst + dst_len, src_agent, src_len);
-	rn_notify_copy(dst, dst_agent, dst_len);
 }
 
-/* rn_notify_agent_frame_put(), from each of the header's fields. */
+/*
+ * Write an agent frame into dst, room for rn_notify_agent_frame_size()
+ * bytes, from what a sender holds as a client's send buffer does: the
+ * destination agent, name and msg one after the other (lead, lead_len
+ * bytes), the source agent apart.
+ */
+static inline void
+rn_notify_agent_frame_put(uint8_t *dst, uint64_t word, uint64_t lens,
+			  uint64_t cookie, const void *lead, uint32_t lead_len,
+			  const void *src_agent, uint8_t src_len)
+{
+	rn_notify_agent_hdr_put(dst, word, lens, cookie);
+	dst += sizeof(struct rn_notify_agent_hdr);
+	rn_notify_copy_long(dst, lead, lead_len);
+	rn_notify_copy(dst + lead_len, src_agent, src_len);
+}
+
+/* Write an agent frame (or a refusal: name and msg empty) into dst, room
+ * for rn_notify_agent_frame_size() bytes, from each of its parts. */
 static inline void
 rn_notify_agent_frame_write(uint8_t *dst, uint32_t kind, uint16_t reason,
 			    uint64_t cookie,
@@ -259,12 +285,15 @@ rn_notify_agent_frame_write(uint8_t *dst, uint32_t kind, uint16_t reason,
 			    uint32_t name_len, uint32_t msg_len,
 			    const void *body)
 {
-	rn_notify_agent_frame_put(dst,
-				  rn_notify_agent_word(kind, dst_len, src_len,
-						       reason),
-				  rn_notify_agent_lens(name_len, msg_len),
-				  cookie, dst_agent, dst_len, src_agent,
-				  src_len, body, name_len + msg_len);
+	uint32_t body_len = name_len + msg_len;
+
+	rn_notify_agent_hdr_put(dst, rn_notify_agent_word(kind, dst_len,
+							  src_len, reason),
+				rn_notify_agent_lens(name_len, msg_len), cookie);
+	dst += sizeof(struct rn_notify_agent_hdr);
+	rn_notify_copy(dst, dst_agent, dst_len);
+	rn_notify_copy(dst + dst_len, body, body_len);
+	rn_notify_copy(dst + dst_len + body_len, src_agent, src_len);
 }
 
 struct rn_notify_agent_view {
@@ -275,7 +304,9 @@ struct rn_notify_agent_view {
 	uint32_t name_len;
 	uint32_t msg_len;
 	uint64_t cookie;
-	const uint8_t *dst;       /* then src, name, msg, one after the other */
+	const uint8_t *dst;       /* then name, msg, src, one after the
+				   * other */
+	const uint8_t *name;      /* then msg, src */
 	const uint8_t *src;
 };
 
@@ -311,7 +342,8 @@ rn_notify_agent_frame_read(const uint8_t *src, uint32_t len,
 	out->src_len = h.src_len;
 	out->cookie = rte_le_to_cpu_64(h.cookie);
 	out->dst = src + sizeof(h);
-	out->src = out->dst + h.dst_len;
+	out->name = out->dst + h.dst_len;
+	out->src = out->name + out->name_len + out->msg_len;
 	return 0;
 }
 

@@ -563,9 +563,9 @@ deliver(uint32_t lcore, const char *node, const char *agent,
 
 	snprintf(h.node, sizeof(h.node), "%s", node);
 	memcpy(buf, &h, sizeof(h));
-	memcpy(p, agent, h.agent_len);
-	memcpy(p + h.agent_len, name, h.name_len);
-	memcpy(p + h.agent_len + h.name_len, msg, h.msg_len);
+	memcpy(p, name, h.name_len);
+	memcpy(p + h.name_len, msg, h.msg_len);
+	memcpy(p + h.name_len + h.msg_len, agent, h.agent_len);
 	return lcore_put(lcore, (struct rn_client_entry){
 		.type = RN_CLIENT_ENTRY_DELIVERY },
 		buf, sizeof(h) + h.agent_len + h.name_len + h.msg_len);

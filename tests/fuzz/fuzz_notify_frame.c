@@ -28,7 +28,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rn_notify_frame_read(data, (uint32_t)size, &v) != 0) {
 		if (rn_notify_agent_frame_read(data, (uint32_t)size, &a) != 0)
 			return 0;   /* refused: counted and reposted */
-		if (a.dst != data + 24 || a.src != a.dst + a.dst_len ||
+		if (a.dst != data + 24 || a.name != a.dst + a.dst_len ||
+		    a.src != a.name + a.name_len + a.msg_len ||
 		    rn_notify_agent_frame_size(a.dst_len, a.src_len,
 					       a.name_len, a.msg_len) != size)
 			abort();
@@ -38,8 +39,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rn_notify_agent_frame_write(again, a.kind, a.reason, a.cookie,
 					    a.dst,
 					    a.dst_len, a.src, a.src_len,
-					    a.name_len, a.msg_len,
-					    a.src + a.src_len);
+					    a.name_len, a.msg_len, a.name);
 		if (memcmp(again, data, size) != 0)
 			abort();
 		free(again);

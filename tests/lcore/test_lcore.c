@@ -1140,14 +1140,15 @@ client_take(struct tclient *t, struct taken *out, unsigned int max)
 			assert_true(sizeof(h) + h.agent_len + h.name_len +
 				    h.msg_len <= SLOT_SIZE);
 			memcpy(k->node, h.node, sizeof(k->node));
-			memcpy(k->agent, buf + sizeof(h), h.agent_len);
 			k->agent_len = h.agent_len;
 			k->name_len = h.name_len;
 			k->msg_len = h.msg_len;
-			memcpy(k->name, buf + sizeof(h) + h.agent_len,
-			       h.name_len);
-			memcpy(k->msg, buf + sizeof(h) + h.agent_len +
-			       h.name_len, h.msg_len);
+			/* Name, msg, then the sender's agent. */
+			memcpy(k->name, buf + sizeof(h), h.name_len);
+			memcpy(k->msg, buf + sizeof(h) + h.name_len,
+			       h.msg_len);
+			memcpy(k->agent, buf + sizeof(h) + h.name_len +
+			       h.msg_len, h.agent_len);
 		} else if (k->type == RN_CLIENT_ENTRY_REFUSED) {
 			memcpy(&k->ev, buf, sizeof(k->ev));
 		}
@@ -1289,7 +1290,7 @@ test_client_frames_by_either_opcode(void **state)
 	open_pair(true, true);
 	beta = client_up(&B, "beta", CLIENT_RING);
 	memcpy(frame, &h, sizeof(h));
-	memcpy(frame + sizeof(h), "betaalphanmmsg", 14);
+	memcpy(frame + sizeof(h), "betanmmsgalpha", 14);
 	post_raw(&A, frame, sizeof(h) + 14, RN_WR_SEND_IMM);
 	client_wait(beta, &k, 1);
 	assert_delivery(&k, "a", "alpha", "nm", 2, "msg", 3);
@@ -1552,10 +1553,9 @@ fz_drain(unsigned int seed, uint32_t frame, struct tclient *beta,
 			assert_memory_equal(k.agent, v.src, v.src_len);
 			assert_int_equal(k.name_len, v.name_len);
 			assert_int_equal(k.msg_len, v.msg_len);
-			assert_memory_equal(k.name, v.src + v.src_len,
-					    v.name_len);
-			assert_memory_equal(k.msg, v.src + v.src_len +
-					    v.name_len, v.msg_len);
+			assert_memory_equal(k.name, v.name, v.name_len);
+			assert_memory_equal(k.msg, v.name + v.name_len,
+					    v.msg_len);
 		} else {
 			if (k.type != RN_CLIENT_ENTRY_REFUSED)
 				fail_msg("seed %u: entry of type %u for a "

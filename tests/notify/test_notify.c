@@ -99,8 +99,8 @@ test_agent_frame_round_trip(void **state)
 		0x01, 0xff, 0xff, 0xff, 4, 5, 0, 0,     /* kind, dst, src, 0 */
 		2, 0, 0, 0, 3, 0, 0, 0,                 /* name_len, msg_len */
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* cookie */
-		'b', 'e', 't', 'a', 'a', 'l', 'p', 'h', 'a',
-		'n', 'm', 0, 0xff, 'z',
+		'b', 'e', 't', 'a', 'n', 'm', 0, 0xff, 'z',
+		'a', 'l', 'p', 'h', 'a',
 	};
 	struct rn_notify_agent_view a;
 	struct rn_notify_view v;
@@ -112,13 +112,23 @@ test_agent_frame_round_trip(void **state)
 				    0x0102030405060708ull, "beta", 4, "alpha",
 				    5, 2, 3, "nm\0\xffz");
 	assert_memory_equal(buf, want, sizeof(want));
+	/* The same bytes from what a client's send buffer holds in a row. */
+	memset(buf, 0xee, sizeof(buf));
+	rn_notify_agent_frame_put(buf,
+				  rn_notify_agent_word(RN_NOTIFY_KIND_AGENT, 4,
+						       5, 0),
+				  rn_notify_agent_lens(2, 3),
+				  0x0102030405060708ull, "betanm\0\xffz", 9,
+				  "alpha", 5);
+	assert_memory_equal(buf, want, sizeof(want));
 	assert_int_equal(rn_notify_frame_read(buf, sizeof(want), &v), -EBADMSG);
 	assert_int_equal(rn_notify_agent_frame_read(buf, sizeof(want), &a), 0);
 	assert_int_equal(a.kind, RN_NOTIFY_KIND_AGENT);
 	assert_int_equal(a.cookie, 0x0102030405060708ull);
 	assert_ptr_equal(a.dst, buf + 24);
 	assert_int_equal(a.dst_len, 4);
-	assert_ptr_equal(a.src, buf + 28);
+	assert_ptr_equal(a.name, buf + 28);
+	assert_ptr_equal(a.src, buf + 33);
 	assert_int_equal(a.src_len, 5);
 	assert_int_equal(a.name_len, 2);
 	assert_int_equal(a.msg_len, 3);
@@ -131,6 +141,7 @@ test_agent_frame_round_trip(void **state)
 	assert_int_equal(rn_notify_agent_frame_read(buf, 35, &a), 0);
 	assert_int_equal(a.kind, RN_NOTIFY_KIND_REFUSAL);
 	assert_int_equal(a.reason, RN_NOTIFY_REFUSED_BUSY);
+	assert_memory_equal(a.dst, "alpha", 5);
 	assert_memory_equal(a.src, "nobody", 6);
 	assert_int_equal(rn_notify_frame_read(buf, 35, &v), -EBADMSG);
 }

@@ -50,7 +50,7 @@ HUGE = 2 << 20
 MFD_HUGETLB = 4
 # rn_client_shm.h: the region's header (offsets from its start) and the
 # status page's.
-SHM_MAGIC, STATUS_MAGIC, SHM_VERSION = 0x524E4352, 0x524E5350, 2
+SHM_MAGIC, STATUS_MAGIC, SHM_VERSION = 0x524E4352, 0x524E5350, 3
 MAX_LCORES = 16
 REGION_HEAD = struct.Struct("<IIQIIII")  # magic, version, size, n_lcores,
 #                                          ring_size, buf_size, pad0

@@ -267,11 +267,11 @@ def test_bad_frames_close_only_their_connection():
         cases = [
             (b"GET / HTTP/1.0\r\n\r\n", "wrong magic 0x47455420", None),
             (rnproto.frame(rnproto.HELLO, b"", version=4),
-             "protocol version 4; this side speaks 7", 1),
+             "protocol version 4; this side speaks 8", 1),
             (rnproto.frame(14, b""), "unknown frame type 14", None),
             (rnproto.ready(1), "READY out of order", None),
             (rnproto.hello("x", 1, 1, []), "hello: 0 QPs", None),
-            (b"RNTP\x07\x01\x00\x00\x7f\x00\x00\x00",
+            (b"RNTP\x08\x01\x00\x00\x7f\x00\x00\x00",
              "frame of 2130706432 bytes", None),
         ]
         for data, reason, refusal in cases:

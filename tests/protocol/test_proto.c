@@ -65,7 +65,7 @@ test_hello_round_trip(void **state)
 	n = rn_proto_encode_hello(buf, sizeof(buf), RN_PROTO_ACCEPT, &h);
 	assert_int_equal(n, RN_PROTO_HEADER_SIZE + 1 + 6 + 48 + 3 * 24);
 	/* Header bytes as docs/protocol.md gives them. */
-	assert_memory_equal(buf, "RNTP\x07\x02\x00\x00", 8);
+	assert_memory_equal(buf, "RNTP\x08\x02\x00\x00", 8);
 	assert_int_equal(decode(buf, n, &f, &used, why), 1);
 	assert_int_equal(used, n);
 	assert_int_equal(f.type, RN_PROTO_ACCEPT);
@@ -186,7 +186,7 @@ struct mutation {
 static const struct mutation mutations[] = {
 	{ "wrong magic", 0, 'X', -EPROTO, "wrong magic 0x584e5450" },
 	{ "other version", 4, 3, -EPROTONOSUPPORT,
-	  "protocol version 3; this side speaks 7" },
+	  "protocol version 3; this side speaks 8" },
 	{ "unknown type", 5, 14, -EPROTO, "unknown frame type 14" },
 	{ "flags set", 7, 1, -EPROTO, "unknown flags 0x0001" },
 	{ "oversized length", 8, 0x7f, -EPROTO,
@@ -435,7 +435,7 @@ test_auth_bad_name(void **state)
 /*
  * Known answers, computed independently of this code with
  *   python3 -c 'import hmac, hashlib, struct; print(hmac.new(
- *     b"0123456789abcdef0123456789abcdef", b"RNTP\x07" + ROLE +
+ *     b"0123456789abcdef0123456789abcdef", b"RNTP\x08" + ROLE +
  *     b"\x06node-a\x06node-b" + struct.pack(">QQ", 0x0123456789abcdef,
  *     0xfedcba9876543210) + bytes(range(32)) + bytes(range(32, 64)),
  *     hashlib.sha256).hexdigest())'
@@ -449,16 +449,16 @@ test_proof_known_answers(void **state)
 {
 	static const uint8_t key[] = "0123456789abcdef0123456789abcdef";
 	static const uint8_t caller_mac[RN_PROTO_MAC_SIZE] =
-		"\xbf\xf9\x3b\x50\xdb\xda\x85\x28\xee\xfb\x9a\x2a\xea\x48"
-		"\x77\x5c\xa0\x43\xb7\x93\x0e\x0d\x87\x7d\xd8\x6b\xd9\x3d"
-		"\x08\x64\x86\x72";
+		"\x16\x82\xda\xfe\xef\x2e\x38\xfc\x6a\xba\xa7\xbb\x21\xe8"
+		"\x8f\xea\x0e\xaf\x3d\x2c\x9b\x55\x0d\x29\x3b\x08\xe1\x7f"
+		"\x5a\x40\x7f\xf5";
 	static const uint8_t callee_mac[RN_PROTO_MAC_SIZE] =
-		"\xbc\x2f\x2e\xd9\x13\x41\x32\x73\xe5\x88\xb1\xb2\x77\x31"
-		"\xea\x90\xcc\xc9\xca\x9a\xea\xb1\x05\xc8\x5f\xf3\x71\x35"
-		"\x99\xd7\x90\x28";
+		"\x4f\x48\xc4\x2e\x5a\x49\x60\x8a\x0f\x06\x40\x93\x72\x7d"
+		"\x59\xd0\x36\x4c\x64\x6e\x96\x82\x62\x29\xb4\x4e\x91\x12"
+		"\x69\x49\xa6\xad";
 	static const uint8_t wire_token[RN_PROTO_TOKEN_SIZE] =
-		"\xf0\xc6\xea\x50\xdb\x10\xd0\x7c\xd3\x1a\x79\x6f\xf1\x83"
-		"\xb1\xb2";
+		"\x36\xa8\x7e\xfc\x6a\x3d\x1d\xa7\xa5\x3b\xa9\x7c\x2e\x61"
+		"\xe3\x20";
 	uint8_t token[RN_PROTO_TOKEN_SIZE];
 	uint8_t nc[RN_PROTO_NONCE_SIZE], ns[RN_PROTO_NONCE_SIZE];
 	uint8_t mac[RN_PROTO_MAC_SIZE], other[RN_PROTO_MAC_SIZE];

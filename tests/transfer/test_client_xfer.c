@@ -304,10 +304,10 @@ take(struct tclient *t, struct taken *k)
 		assert_true(h.name_len < sizeof(k->name) &&
 			    h.msg_len < sizeof(k->msg));
 		memcpy(k->node, h.node, sizeof(k->node));
-		memcpy(k->agent, buf + sizeof(h), h.agent_len);
-		memcpy(k->name, buf + sizeof(h) + h.agent_len, h.name_len);
-		memcpy(k->msg, buf + sizeof(h) + h.agent_len + h.name_len,
-		       h.msg_len);
+		memcpy(k->name, buf + sizeof(h), h.name_len);
+		memcpy(k->msg, buf + sizeof(h) + h.name_len, h.msg_len);
+		memcpy(k->agent, buf + sizeof(h) + h.name_len + h.msg_len,
+		       h.agent_len);
 	}
 	rte_ring_dequeue_elem_finish(r, 1);
 	return true;
