@@ -64,6 +64,7 @@ free_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	if (ep->probe_mr.priv != NULL)
 		lc->nic->ops->mr_dereg(lc->nic, &ep->probe_mr);
 	rte_free(ep->probe);
+	rte_free(ep->early);
 	rte_free(ep);
 }
 
@@ -129,6 +130,7 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	ep->req = req;
 	ep->lc = lc;
 	ep->bay = -1;
+	ep->delivering = !req->defer_deliveries;
 	ep->probe = rte_zmalloc("rn_ep_probe",
 				RN_EP_PROBE_PARTS * RN_EP_PROBE_SIZE,
 				RN_EP_PROBE_SIZE);
@@ -156,6 +158,14 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	 * it, the endpoint opens all the same. */
 	if (rc == 0 && channel)
 		(void)rn_lcore_channel_open(lc, ep);
+	/* Only this channel can receive before EP_DELIVER: one is added to
+	 * a connected endpoint only, after it. */
+	if (rc == 0 && !ep->delivering && ep->n.state == RN_CHANNEL_OPEN) {
+		ep->early = rte_malloc("rn_ep_early", lc->notify.slots *
+				       sizeof(*ep->early), 0);
+		if (ep->early == NULL)
+			rc = -ENOMEM;
+	}
 	if (rc == 0)
 		rc = lc->nic->ops->query_addr(lc->nic, &req->local.addr);
 	if (rc != 0)
@@ -372,6 +382,12 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 			rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
 		else
 			close_ep(lc, req);
+		return;
+	case RN_LCORE_CMD_EP_DELIVER:
+		/* Failed (not closed) since: what it received is still the
+		 * application's, as on any failing endpoint. */
+		if (req->ep != NULL && !req->ep->closing)
+			rn_lcore_notify_deliver(lc, req->ep);
 		return;
 	/* A native channel added to a connected endpoint: the same steps as
 	 * one made with it, each on the control thread's word. */

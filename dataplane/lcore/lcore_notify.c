@@ -607,6 +607,49 @@ report_sent(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t entry,
 	retry_credits(lc, ep);
 }
 
+/*
+ * Early receives: the handshake ends on the callee one control frame
+ * (READY) after it ends on the caller, which may send natively at once.
+ * Delivered then, a notification could be answered before this node
+ * takes a send to the peer (-ENOTCONN); so it waits, in its slot, for
+ * RN_LCORE_CMD_EP_DELIVER, which the control thread sends once the
+ * endpoint is connected. Holding the delivery back is simpler than
+ * taking sends earlier, and safe where that is not: only READY says that
+ * the peer's QPs are connected, and a SEND to a QP that is not would be
+ * lost to its retries.
+ */
+static __rte_noinline __rte_cold void
+keep_early(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
+{
+	/* Never full (lcore_pvt.h), and early is there with a channel that
+	 * defers; delivered at once otherwise, as before deferring. */
+	if (unlikely(ep->early == NULL || ep->n_early == lc->notify.slots)) {
+		if (wc->opcode == RN_WC_RECV_IMM)
+			received(lc, ep, wc);
+		else
+			received_send(lc, ep, wc);
+		return;
+	}
+	ep->early[ep->n_early++] = *wc;
+	rn_lcore_count(&lc->stats.notify_early, 1);
+}
+
+void
+rn_lcore_notify_deliver(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	uint32_t n = ep->n_early;
+
+	ep->delivering = true;
+	ep->n_early = 0;
+	/* A channel that retired took its slots: it cannot have been
+	 * replaced, as channels are added to connected endpoints only. */
+	if (ep->n.state != RN_CHANNEL_NATIVE &&
+	    ep->n.state != RN_CHANNEL_DRAINING)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		rn_lcore_notify_completion(lc, ep, &ep->early[i]);
+}
+
 void
 rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			   const struct rn_wc *wc)
@@ -619,7 +662,9 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		return;
 	}
 	if (kind == RN_EP_WR_RECV) {
-		if (likely(wc->opcode == RN_WC_RECV_IMM))
+		if (unlikely(!ep->delivering))
+			keep_early(lc, ep, wc);
+		else if (likely(wc->opcode == RN_WC_RECV_IMM))
 			received(lc, ep, wc);
 		else
 			received_send(lc, ep, wc);

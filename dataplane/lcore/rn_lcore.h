@@ -32,6 +32,10 @@ enum rn_lcore_cmd_type {
 	RN_LCORE_CMD_EP_CONNECT,/* RTR, RTS toward req->remote: EP_CONNECTED */
 	RN_LCORE_CMD_EP_PROBE,  /* RDMA READ the peer's probe: EP_PROBED */
 	RN_LCORE_CMD_EP_CLOSE,  /* ERR, drain, destroy: EP_CLOSED */
+	RN_LCORE_CMD_EP_DELIVER,/* the endpoint is connected on the control
+				 * thread too: deliver what its native
+				 * channel receives, its early receives
+				 * first (req->defer_deliveries) */
 	/* A native channel added to a connected endpoint (a bay freed); each
 	 * is a transition of the channel's state (lcore_pvt.h): */
 	RN_LCORE_CMD_NOTIFY_OPEN,    /* none -> open: take a bay, notify QP
@@ -126,6 +130,8 @@ struct rn_lcore_stats {
 	uint64_t notify_received;
 	uint64_t notify_rejected;/* frames whose lengths did not add up */
 	uint64_t notify_stale;  /* completions of another generation */
+	uint64_t notify_early;  /* receives kept until their endpoint was
+				 * connected on the control thread */
 	uint64_t credit_writes; /* credit-only RDMA WRITEs */
 	uint64_t reports_dropped;/* send fates lost: completions ring full */
 	uint64_t cqs;           /* CQs in use */

@@ -708,6 +708,86 @@ test_held_delivery_delays_retirement(void **state)
 	assert_int_equal(ep_of(&B)->n.held, 0);
 }
 
+/* Turn the loops until s's lcore kept want early receives. */
+static void
+wait_early(const struct side *s, uint64_t want)
+{
+	uint64_t until = now_ms() + WAIT_MS;
+
+	while (s->lc->stats.notify_early < want && now_ms() < until)
+		turn_both();
+	if (s->lc->stats.notify_early != want)
+		fail_msg("early receives %" PRIu64 ", want %" PRIu64
+			 " (received %" PRIu64 ")", s->lc->stats.notify_early,
+			 want, s->lc->stats.notify_received);
+}
+
+/*
+ * An endpoint that defers its deliveries (the control thread's, until the
+ * handshake ended on its side too) delivers nothing until EP_DELIVER,
+ * then its early receives, in the order they came, and what comes after
+ * at once. The callee of a handshake: it must take a send back to the
+ * peer before it hands the application anything of the peer's.
+ */
+static void
+test_early_receives_wait_for_deliver(void **state)
+{
+	struct rn_notify_delivery d[4], back[1];
+	char msgs[4][16] = { "one", "two", "three", "four" };
+	char answer[1][16] = { "back" };
+
+	(void)state;
+	B.req.defer_deliveries = true;
+	open_pair(true, true);
+	assert_state(&B, RN_CHANNEL_NATIVE);
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(send_note(&A, 0, 0, msgs[i]), 1);
+	wait_early(&B, 3);
+	for (unsigned int i = 0; i < 20; i++)
+		turn_both();
+	assert_int_equal(rte_ring_count(B.lc->notify_deliveries), 0);
+	assert_int_equal(B.lc->stats.notify_received, 0);
+	assert_int_equal(ep_of(&B)->n.held, 0);
+	command(&B, RN_LCORE_CMD_EP_DELIVER);
+	receive_notes(&B, d, 3, msgs);
+	assert_int_equal(B.lc->stats.notify_received, 3);
+	/* Their places in send order are those they arrived in. */
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(d[i].pos, i);
+	assert_int_equal(send_note(&A, 0, 0, msgs[3]), 1);
+	receive_notes(&B, &d[3], 1, &msgs[3]);
+	assert_int_equal(d[3].pos, 3);
+	assert_int_equal(B.lc->stats.notify_early, 3);
+	/* A's, which never deferred, kept none. */
+	assert_int_equal(send_note(&B, 0, 0, answer[0]), 1);
+	receive_notes(&A, back, 1, answer);
+	assert_int_equal(A.lc->stats.notify_early, 0);
+	release(&A, &back[0]);
+	for (unsigned int i = 0; i < 4; i++)
+		release(&B, &d[i]);
+}
+
+/* An endpoint closed before EP_DELIVER: its early receives go with it,
+ * never delivered, and it is reaped as any other. */
+static void
+test_early_receives_go_with_a_closed_endpoint(void **state)
+{
+	(void)state;
+	B.req.defer_deliveries = true;
+	open_pair(true, true);
+	assert_int_equal(send_note(&A, 0, 0, "lost"), 1);
+	wait_early(&B, 1);
+	command(&B, RN_LCORE_CMD_EP_CLOSE);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &B.req), 0);
+	assert_null(B.req.ep);
+	/* Closed: nothing to deliver to. */
+	command(&B, RN_LCORE_CMD_EP_DELIVER);
+	for (unsigned int i = 0; i < 20; i++)
+		turn_both();
+	assert_int_equal(rte_ring_count(B.lc->notify_deliveries), 0);
+	assert_int_equal(B.lc->stats.notify_received, 0);
+}
+
 /* The error classes of a notify QP's CQE (rn_lcore_channel_error()). */
 static void
 test_error_completions(void **state)
@@ -2781,6 +2861,8 @@ main(int argc, char **argv)
 		T(test_peer_closed_when_native),
 		T(test_local_fault_retires_and_a_new_channel_starts_afresh),
 		T(test_held_delivery_delays_retirement),
+		T(test_early_receives_wait_for_deliver),
+		T(test_early_receives_go_with_a_closed_endpoint),
 		T(test_error_completions),
 		T(test_credits_bound_the_sender),
 		T(test_window_entries_wait_for_completions),
