@@ -9,9 +9,13 @@ Usage: test_clients.py RNOTIFYD   (RN_CLIENT_TOOL names the client tool)"""
 import contextlib
 import os
 import signal
+import socket
+import struct
 import subprocess
+import threading
 import time
 
+import rnproto
 import rntest
 from rntest import Pair, note, run_tests, seeded_random, wait_until
 
@@ -178,6 +182,138 @@ def test_unknown_node_and_absent_agent():
         assert rc == 1 and lines == [f"got {p.a} a1 n hello"], lines
         assert b1.ask("recv 1 200") == ([], 0)
         stop_clean(p, tools)
+
+
+class ReadyHolder:
+    """A TCP relay between a caller and its callee's control port that
+    holds the caller's READY (and whatever follows it) until release():
+    the callee's handshake then ends as late as the test says, while the
+    caller's has ended. Frames are relayed whole and unchanged, so the
+    secret's proofs and the sim wire (which runs beside, not through it)
+    are the daemons' own."""
+
+    def __init__(self, to_port):
+        self.to_port = to_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.held = threading.Event()      # a READY is waiting here
+        self.go = threading.Event()        # let it through
+        self.socks = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        with contextlib.suppress(OSError):
+            while True:
+                caller, _ = self.listener.accept()
+                callee = socket.create_connection(("127.0.0.1", self.to_port))
+                self.socks += [caller, callee]
+                threading.Thread(target=self._caller_to_callee,
+                                 args=(caller, callee), daemon=True).start()
+                threading.Thread(target=self._pipe, args=(callee, caller),
+                                 daemon=True).start()
+
+    def _caller_to_callee(self, src, dst):
+        with contextlib.suppress(OSError, ConnectionError):
+            while True:
+                head = rnproto._read_exact(src, 12)
+                (length,) = struct.unpack(">I", head[8:])
+                body = rnproto._read_exact(src, length)
+                if head[5] == rnproto.READY and not self.go.is_set():
+                    self.held.set()
+                    self.go.wait()
+                dst.sendall(head + body)
+
+    @staticmethod
+    def _pipe(src, dst):
+        with contextlib.suppress(OSError):
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+
+    def release(self):
+        self.go.set()
+
+    def close(self):
+        self.go.set()
+        self.listener.close()
+        for s in self.socks:
+            with contextlib.suppress(OSError):
+                s.close()
+
+
+class HeldReadyPair(ClientPair):
+    """a calls b (on demand) through a ReadyHolder; b calls a eagerly at a
+    port where nothing listens, so that b's endpoint to a is
+    reconnecting when a's call comes, as with daemons started before
+    their peers listen (rnotify-bench's). A generous handshake timeout:
+    b waits for the held READY."""
+
+    def __init__(self, tag):
+        self.dead_port = rntest.free_port()
+        self.holder = None
+        super().__init__(tag, connect_timeout=20000,
+                         sides=({"connect": "on_demand"}, {}))
+
+    def text(self, i):
+        if self.holder is None:
+            self.holder = ReadyHolder(self.ports[1])
+        port = self.holder.port if i == 0 else self.dead_port
+        return rntest.node_text(
+            self.names[i], self.ports[i],
+            [(self.names[1 - i], "127.0.0.1", port)], **self.node[i]) + \
+            f"[client]\nsocket = {socket_of(self.names[i])}\n"
+
+
+def arrived(node):
+    """Whether node's lcores took a notification for a client: handed to
+    it (client_delivered), or kept for later (notify_early)."""
+    s = rntest.status(node)
+    return sum(s["client_delivered"]) + sum(s.get("notify_early", [0])) > 0
+
+
+def test_answer_to_a_first_notification_goes():
+    """A client that answers the first notification it gets, at once, on
+    the node whose handshake ends last: the answer goes (rc 0), never
+    -ENOTCONN nor -EAGAIN. b's handshake is held open (a's READY held
+    back) while a, connected, sends natively; whatever b's client is
+    handed by then, and after, it can answer."""
+    p = HeldReadyPair("hr")
+    tools = []
+    try:
+        a1, b1 = Tool(p.a, "a1"), Tool(p.b, "b1")
+        tools += [a1, b1]
+        assert a1.ask(f"sendwait {p.b} b1 n ping 1") == ([], 0)
+        assert p.holder.held.is_set(), "a sent before its READY went"
+        answered = 0
+        # With b's handshake still open, once b's lcore has the ping
+        # (handed to b1, or kept until b's endpoint is connected): a
+        # delivery that came is answered at once.
+        wait_until(f"{p.b}'s lcore has the ping", lambda: arrived(p.b))
+        lines, rc = b1.ask("recv 1 500")
+        note(f"delivered before b's handshake ended: {rc}")
+        if rc == 1:
+            assert lines == [f"got {p.a} a1 n ping"], lines
+            answer = b1.ask(f"send {p.a} a1 n pong 2 0")
+            assert answer == ([], 0), \
+                f"b1's answer while b's handshake was open: {answer}"
+            answered = 1
+        p.holder.release()
+        if not answered:
+            lines, rc = b1.ask("recv 1 10000")
+            assert rc == 1 and lines == [f"got {p.a} a1 n ping"], lines
+            answer = b1.ask(f"send {p.a} a1 n pong 2 0")
+            assert answer == ([], 0), f"b1's answer: {answer}"
+        lines, rc = a1.ask("recv 1 10000")
+        assert rc == 1 and lines == [f"got {p.b} b1 n pong"], lines
+        stop_clean(p, tools)
+    finally:
+        for t in tools:
+            t.kill()
+        for d in p.d:
+            d.kill()
+        p.holder.close()
 
 
 def daemon_usage(daemon):
