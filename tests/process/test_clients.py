@@ -9,13 +9,9 @@ Usage: test_clients.py RNOTIFYD   (RN_CLIENT_TOOL names the client tool)"""
 import contextlib
 import os
 import signal
-import socket
-import struct
 import subprocess
-import threading
 import time
 
-import rnproto
 import rntest
 from rntest import Pair, note, run_tests, seeded_random, wait_until
 
@@ -184,86 +180,8 @@ def test_unknown_node_and_absent_agent():
         stop_clean(p, tools)
 
 
-class ReadyHolder:
-    """A TCP relay between a caller and its callee's control port that
-    holds the caller's READY (and whatever follows it) until release():
-    the callee's handshake then ends as late as the test says, while the
-    caller's has ended. Frames are relayed whole and unchanged, so the
-    secret's proofs and the sim wire (which runs beside, not through it)
-    are the daemons' own."""
-
-    def __init__(self, to_port):
-        self.to_port = to_port
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.held = threading.Event()      # a READY is waiting here
-        self.go = threading.Event()        # let it through
-        self.socks = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        with contextlib.suppress(OSError):
-            while True:
-                caller, _ = self.listener.accept()
-                callee = socket.create_connection(("127.0.0.1", self.to_port))
-                self.socks += [caller, callee]
-                threading.Thread(target=self._caller_to_callee,
-                                 args=(caller, callee), daemon=True).start()
-                threading.Thread(target=self._pipe, args=(callee, caller),
-                                 daemon=True).start()
-
-    def _caller_to_callee(self, src, dst):
-        with contextlib.suppress(OSError, ConnectionError):
-            while True:
-                head = rnproto._read_exact(src, 12)
-                (length,) = struct.unpack(">I", head[8:])
-                body = rnproto._read_exact(src, length)
-                if head[5] == rnproto.READY and not self.go.is_set():
-                    self.held.set()
-                    self.go.wait()
-                dst.sendall(head + body)
-
-    @staticmethod
-    def _pipe(src, dst):
-        with contextlib.suppress(OSError):
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-
-    def release(self):
-        self.go.set()
-
-    def close(self):
-        self.go.set()
-        self.listener.close()
-        for s in self.socks:
-            with contextlib.suppress(OSError):
-                s.close()
-
-
-class HeldReadyPair(ClientPair):
-    """a calls b (on demand) through a ReadyHolder; b calls a eagerly at a
-    port where nothing listens, so that b's endpoint to a is
-    reconnecting when a's call comes, as with daemons started before
-    their peers listen (rnotify-bench's). A generous handshake timeout:
-    b waits for the held READY."""
-
-    def __init__(self, tag):
-        self.dead_port = rntest.free_port()
-        self.holder = None
-        super().__init__(tag, connect_timeout=20000,
-                         sides=({"connect": "on_demand"}, {}))
-
-    def text(self, i):
-        if self.holder is None:
-            self.holder = ReadyHolder(self.ports[1])
-        port = self.holder.port if i == 0 else self.dead_port
-        return rntest.node_text(
-            self.names[i], self.ports[i],
-            [(self.names[1 - i], "127.0.0.1", port)], **self.node[i]) + \
-            f"[client]\nsocket = {socket_of(self.names[i])}\n"
+class HeldReadyClientPair(ClientPair, rntest.HeldReadyPair):
+    """rntest.HeldReadyPair, its daemons serving clients."""
 
 
 def arrived(node):
@@ -279,7 +197,7 @@ def test_answer_to_a_first_notification_goes():
     -ENOTCONN nor -EAGAIN. b's handshake is held open (a's READY held
     back) while a, connected, sends natively; whatever b's client is
     handed by then, and after, it can answer."""
-    p = HeldReadyPair("hr")
+    p = HeldReadyClientPair("hr")
     tools = []
     try:
         a1, b1 = Tool(p.a, "a1"), Tool(p.b, "b1")
@@ -311,9 +229,7 @@ def test_answer_to_a_first_notification_goes():
     finally:
         for t in tools:
             t.kill()
-        for d in p.d:
-            d.kill()
-        p.holder.close()
+        p.kill()
 
 
 def daemon_usage(daemon):
