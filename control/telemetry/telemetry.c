@@ -43,6 +43,8 @@ static const struct {
 	{ "notify_rejected", offsetof(struct rn_lcore_stats, notify_rejected) },
 	{ "notify_stale", offsetof(struct rn_lcore_stats, notify_stale) },
 	{ "notify_early", offsetof(struct rn_lcore_stats, notify_early) },
+	{ "notify_early_lost",
+	  offsetof(struct rn_lcore_stats, notify_early_lost) },
 	{ "credit_writes", offsetof(struct rn_lcore_stats, credit_writes) },
 	{ "reports_dropped", offsetof(struct rn_lcore_stats, reports_dropped) },
 	{ "cqs", offsetof(struct rn_lcore_stats, cqs) },

@@ -271,6 +271,12 @@ close_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	/* ERR flushes every outstanding WQE: their CQEs drain below. */
 	for (uint32_t i = 0; i < ep->n_qps; i++)
 		rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_ERR, NULL);
+	/* Closed before EP_DELIVER (a handshake that failed): its early
+	 * receives are the application's all the same. Their slots are not
+	 * on the RQ, which ERR flushes; the deliveries hold the endpoint,
+	 * slots and all, until they are given back (rn_lcore_ep_reap()). */
+	if (!ep->delivering)
+		rn_lcore_notify_deliver(lc, ep);
 	ep->drain_deadline = rte_get_tsc_cycles() +
 			     RN_LCORE_DRAIN_MAX_S * lc->tsc_hz;
 	ep->next = lc->closing;
@@ -384,9 +390,8 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 			close_ep(lc, req);
 		return;
 	case RN_LCORE_CMD_EP_DELIVER:
-		/* Failed (not closed) since: what it received is still the
-		 * application's, as on any failing endpoint. */
-		if (req->ep != NULL && !req->ep->closing)
+		/* Failed or closing since: its early receives went then. */
+		if (rn_lcore_ep_live(req) != NULL)
 			rn_lcore_notify_deliver(lc, req->ep);
 		return;
 	/* A native channel added to a connected endpoint: the same steps as
@@ -567,6 +572,12 @@ ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 		return;
 	ep->failed = true;
 	unlist(lc, ep);
+	/* Failed before EP_DELIVER: no send back will ever be taken, and
+	 * what it received is the application's, as on any endpoint that
+	 * fails. Now, so that receives completed after the error follow
+	 * them. */
+	if (!ep->delivering)
+		rn_lcore_notify_deliver(lc, ep);
 	if (wc->qp != ep->n.qp && ep->n.state == RN_CHANNEL_NATIVE &&
 	    !peer_unreachable(wc->status))
 		start_failing(lc, ep, wc->status);

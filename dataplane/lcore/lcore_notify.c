@@ -616,7 +616,10 @@ report_sent(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t entry,
  * endpoint is connected. Holding the delivery back is simpler than
  * taking sends earlier, and safe where that is not: only READY says that
  * the peer's QPs are connected, and a SEND to a QP that is not would be
- * lost to its retries.
+ * lost to its retries. An endpoint that fails or closes first delivers
+ * them then (lcore_endpoint.c): the peer's NIC acknowledged them, so its
+ * application counts them as arrived; an answer fails (-ENOTCONN), as to
+ * any endpoint that failed or is closing.
  */
 static __rte_noinline __rte_cold void
 keep_early(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
@@ -634,6 +637,26 @@ keep_early(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 	rn_lcore_count(&lc->stats.notify_early, 1);
 }
 
+/*
+ * n early receives of ep whose slots are gone: the peer's NIC
+ * acknowledged them, its application counts them as arrived. Counted,
+ * and said once per worker: it takes a bug to come here.
+ */
+static __rte_cold void
+early_lost(struct rn_lcore *lc, const struct rn_lcore_ep *ep, uint32_t n)
+{
+	rn_lcore_count(&lc->stats.notify_early_lost, n);
+	if (lc->early_lost_said)
+		return;
+	lc->early_lost_said = true;
+	RN_LCORE_LOG(WARNING, "lcore %u: %u notifications from %s lost: "
+		     "received before endpoint %u was connected, and its "
+		     "native channel (%s) no longer has their slots (said once "
+		     "per worker; notify_early_lost counts them all)",
+		     lc->lcore_id, n, ep->req->remote.name, ep->req->ep_index,
+		     rn_channel_state_name(ep->n.state));
+}
+
 void
 rn_lcore_notify_deliver(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 {
@@ -641,11 +664,15 @@ rn_lcore_notify_deliver(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 
 	ep->delivering = true;
 	ep->n_early = 0;
-	/* A channel that retired took its slots: it cannot have been
+	/* Their slots stay the channel's: it retires only once they are
+	 * delivered (rn_lcore_channel_reap()), and goes otherwise with the
+	 * endpoint, after this (close_ep()); and it cannot have been
 	 * replaced, as channels are added to connected endpoints only. */
-	if (ep->n.state != RN_CHANNEL_NATIVE &&
-	    ep->n.state != RN_CHANNEL_DRAINING)
+	if (unlikely(n != 0 && ep->n.state != RN_CHANNEL_NATIVE &&
+		     ep->n.state != RN_CHANNEL_DRAINING)) {
+		early_lost(lc, ep, n);
 		return;
+	}
 	for (uint32_t i = 0; i < n; i++)
 		rn_lcore_notify_completion(lc, ep, &ep->early[i]);
 }

@@ -131,7 +131,10 @@ struct rn_lcore_stats {
 	uint64_t notify_rejected;/* frames whose lengths did not add up */
 	uint64_t notify_stale;  /* completions of another generation */
 	uint64_t notify_early;  /* receives kept until their endpoint was
-				 * connected on the control thread */
+				 * connected on the control thread (or
+				 * failed, or closed) */
+	uint64_t notify_early_lost;/* of those, lost: their slots were gone
+				 * when they were to be delivered (a bug) */
 	uint64_t credit_writes; /* credit-only RDMA WRITEs */
 	uint64_t reports_dropped;/* send fates lost: completions ring full */
 	uint64_t cqs;           /* CQs in use */
@@ -247,6 +250,8 @@ struct rn_lcore {
 	/* A notify QP the device refused: said once, as the same caps fail
 	 * the same way for every endpoint. */
 	bool notify_qp_refused_said;
+	/* Early receives lost (lcore_notify.c): said once, counted always. */
+	bool early_lost_said;
 	uint64_t channel_reap_tsc;      /* failed channels looked at next */
 	struct rn_lcore_xfer *xfer;     /* transfers (rn_lcore_xfer.h) */
 	struct rn_lcore_cxfer *cxfer;   /* client processes' transfers
