@@ -103,6 +103,10 @@ rn_ep_open_qps(struct rn_plane *pl, struct rn_endpoint *ep, bool notify)
 	req->qp_retry_cnt = (uint8_t)cfg->nic.qp_retry_cnt;
 	/* Half the handshake step's budget: the peer must not give up. */
 	req->bay_wait_ms = cfg->control.connect_timeout_ms / 2;
+	/* The peer may send as soon as its handshake ends, before ours
+	 * does: what it sends waits until a send back is taken
+	 * (rn_ep_established()). */
+	req->defer_deliveries = true;
 	snprintf(req->local.name, sizeof(req->local.name), "%s",
 		 cfg->dataplane.name);
 	req->local.session_id = pl->session_id;
@@ -266,5 +270,9 @@ rn_ep_established(struct rn_plane *pl, struct rn_endpoint *ep)
 	ep->next_probe_ms = now;   /* prove the RDMA path right away */
 	ep->info.last_error[0] = '\0';
 	rn_ep_publish(pl, ep);
+	/* Sends to the peer are taken now (published above, before the
+	 * command ring's release): the lcore may deliver what it received. */
+	if (ep->req != NULL)
+		rn_ep_send_command(pl, ep, RN_LCORE_CMD_EP_DELIVER, ep->req);
 }
 

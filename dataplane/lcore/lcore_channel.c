@@ -282,7 +282,8 @@ rn_lcore_channel_error(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 /*
  * A stopped channel retires once its QP drained (ERR flushed every WQE;
  * one that does not drain goes after RN_LCORE_DRAIN_MAX_S, its CQEs
- * scrubbed) and the application released every slot delivered from it:
+ * scrubbed) and the application released every slot delivered from it,
+ * early receives (lcore_notify.c) delivered first:
  * the QP goes, its bay and CQ room with it, and the endpoint is one without
  * a native channel (the fallback rules apply) until the control thread adds
  * a new one, which the bay coming back prompts (channel_add.c). What the
@@ -321,8 +322,11 @@ rn_lcore_channel_reap(struct rn_lcore *lc)
 		if (ep->n.state != RN_CHANNEL_DRAINING || ep->closing ||
 		    ep->failed)
 			continue;
-		if (ep->n.held != 0 || (!rn_lcore_qp_drained(ep->n.qp) &&
-					now < ep->drain_deadline)) {
+		/* Early receives are in its slots too, to be delivered on
+		 * EP_DELIVER, or as the endpoint fails or closes. */
+		if (ep->n.held != 0 || ep->n_early != 0 ||
+		    (!rn_lcore_qp_drained(ep->n.qp) &&
+		     now < ep->drain_deadline)) {
 			waiting++;
 			continue;
 		}

@@ -487,7 +487,10 @@ refuse(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 
 	rn_lcore_count(reason == RN_NOTIFY_REFUSED_BUSY ?
 		       &lc->stats.client_busy : &lc->stats.client_refused, 1);
-	if (ep->n.state == RN_CHANNEL_NATIVE && len <= ep->n.max_frame &&
+	/* A closing endpoint's QP is in ERR: the refusal would be flushed
+	 * (its early receives are delivered as it closes). */
+	if (!ep->closing && ep->n.state == RN_CHANNEL_NATIVE &&
+	    len <= ep->n.max_frame &&
 	    rn_lcore_notify_post_agent(lc, ep, &a, len) == 0) {
 		rn_lcore_notify_ring(ep);
 		rn_lcore_count(&lc->stats.notify_sent, 1);

@@ -64,6 +64,7 @@ free_ep(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	if (ep->probe_mr.priv != NULL)
 		lc->nic->ops->mr_dereg(lc->nic, &ep->probe_mr);
 	rte_free(ep->probe);
+	rte_free(ep->early);
 	rte_free(ep);
 }
 
@@ -129,6 +130,7 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	ep->req = req;
 	ep->lc = lc;
 	ep->bay = -1;
+	ep->delivering = !req->defer_deliveries;
 	ep->probe = rte_zmalloc("rn_ep_probe",
 				RN_EP_PROBE_PARTS * RN_EP_PROBE_SIZE,
 				RN_EP_PROBE_SIZE);
@@ -156,6 +158,14 @@ open_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	 * it, the endpoint opens all the same. */
 	if (rc == 0 && channel)
 		(void)rn_lcore_channel_open(lc, ep);
+	/* Only this channel can receive before EP_DELIVER: one is added to
+	 * a connected endpoint only, after it. */
+	if (rc == 0 && !ep->delivering && ep->n.state == RN_CHANNEL_OPEN) {
+		ep->early = rte_malloc("rn_ep_early", lc->notify.slots *
+				       sizeof(*ep->early), 0);
+		if (ep->early == NULL)
+			rc = -ENOMEM;
+	}
 	if (rc == 0)
 		rc = lc->nic->ops->query_addr(lc->nic, &req->local.addr);
 	if (rc != 0)
@@ -261,6 +271,12 @@ close_ep(struct rn_lcore *lc, struct rn_ep_request *req)
 	/* ERR flushes every outstanding WQE: their CQEs drain below. */
 	for (uint32_t i = 0; i < ep->n_qps; i++)
 		rn_nic_qp_modify(lc->nic, &ep->qps[i], RN_QP_ERR, NULL);
+	/* Closed before EP_DELIVER (a handshake that failed): its early
+	 * receives are the application's all the same. Their slots are not
+	 * on the RQ, which ERR flushes; the deliveries hold the endpoint,
+	 * slots and all, until they are given back (rn_lcore_ep_reap()). */
+	if (!ep->delivering)
+		rn_lcore_notify_deliver(lc, ep);
 	ep->drain_deadline = rte_get_tsc_cycles() +
 			     RN_LCORE_DRAIN_MAX_S * lc->tsc_hz;
 	ep->next = lc->closing;
@@ -372,6 +388,11 @@ rn_lcore_ep_command(struct rn_lcore *lc, const struct rn_lcore_cmd *cmd)
 			rn_lcore_ep_post(lc, RN_LCORE_EVENT_EP_CLOSED, 0, req);
 		else
 			close_ep(lc, req);
+		return;
+	case RN_LCORE_CMD_EP_DELIVER:
+		/* Failed or closing since: its early receives went then. */
+		if (rn_lcore_ep_live(req) != NULL)
+			rn_lcore_notify_deliver(lc, req->ep);
 		return;
 	/* A native channel added to a connected endpoint: the same steps as
 	 * one made with it, each on the control thread's word. */
@@ -551,6 +572,12 @@ ep_failed(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
 		return;
 	ep->failed = true;
 	unlist(lc, ep);
+	/* Failed before EP_DELIVER: no send back will ever be taken, and
+	 * what it received is the application's, as on any endpoint that
+	 * fails. Now, so that receives completed after the error follow
+	 * them. */
+	if (!ep->delivering)
+		rn_lcore_notify_deliver(lc, ep);
 	if (wc->qp != ep->n.qp && ep->n.state == RN_CHANNEL_NATIVE &&
 	    !peer_unreachable(wc->status))
 		start_failing(lc, ep, wc->status);

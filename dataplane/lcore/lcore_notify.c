@@ -607,6 +607,76 @@ report_sent(struct rn_lcore *lc, struct rn_lcore_ep *ep, uint32_t entry,
 	retry_credits(lc, ep);
 }
 
+/*
+ * Early receives: the handshake ends on the callee one control frame
+ * (READY) after it ends on the caller, which may send natively at once.
+ * Delivered then, a notification could be answered before this node
+ * takes a send to the peer (-ENOTCONN); so it waits, in its slot, for
+ * RN_LCORE_CMD_EP_DELIVER, which the control thread sends once the
+ * endpoint is connected. Holding the delivery back is simpler than
+ * taking sends earlier, and safe where that is not: only READY says that
+ * the peer's QPs are connected, and a SEND to a QP that is not would be
+ * lost to its retries. An endpoint that fails or closes first delivers
+ * them then (lcore_endpoint.c): the peer's NIC acknowledged them, so its
+ * application counts them as arrived; an answer fails (-ENOTCONN), as to
+ * any endpoint that failed or is closing.
+ */
+static __rte_noinline __rte_cold void
+keep_early(struct rn_lcore *lc, struct rn_lcore_ep *ep, const struct rn_wc *wc)
+{
+	/* Never full (lcore_pvt.h), and early is there with a channel that
+	 * defers; delivered at once otherwise, as before deferring. */
+	if (unlikely(ep->early == NULL || ep->n_early == lc->notify.slots)) {
+		if (wc->opcode == RN_WC_RECV_IMM)
+			received(lc, ep, wc);
+		else
+			received_send(lc, ep, wc);
+		return;
+	}
+	ep->early[ep->n_early++] = *wc;
+	rn_lcore_count(&lc->stats.notify_early, 1);
+}
+
+/*
+ * n early receives of ep whose slots are gone: the peer's NIC
+ * acknowledged them, its application counts them as arrived. Counted,
+ * and said once per worker: it takes a bug to come here.
+ */
+static __rte_cold void
+early_lost(struct rn_lcore *lc, const struct rn_lcore_ep *ep, uint32_t n)
+{
+	rn_lcore_count(&lc->stats.notify_early_lost, n);
+	if (lc->early_lost_said)
+		return;
+	lc->early_lost_said = true;
+	RN_LCORE_LOG(WARNING, "lcore %u: %u notifications from %s lost: "
+		     "received before endpoint %u was connected, and its "
+		     "native channel (%s) no longer has their slots (said once "
+		     "per worker; notify_early_lost counts them all)",
+		     lc->lcore_id, n, ep->req->remote.name, ep->req->ep_index,
+		     rn_channel_state_name(ep->n.state));
+}
+
+void
+rn_lcore_notify_deliver(struct rn_lcore *lc, struct rn_lcore_ep *ep)
+{
+	uint32_t n = ep->n_early;
+
+	ep->delivering = true;
+	ep->n_early = 0;
+	/* Their slots stay the channel's: it retires only once they are
+	 * delivered (rn_lcore_channel_reap()), and goes otherwise with the
+	 * endpoint, after this (close_ep()); and it cannot have been
+	 * replaced, as channels are added to connected endpoints only. */
+	if (unlikely(n != 0 && ep->n.state != RN_CHANNEL_NATIVE &&
+		     ep->n.state != RN_CHANNEL_DRAINING)) {
+		early_lost(lc, ep, n);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		rn_lcore_notify_completion(lc, ep, &ep->early[i]);
+}
+
 void
 rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 			   const struct rn_wc *wc)
@@ -619,7 +689,9 @@ rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 		return;
 	}
 	if (kind == RN_EP_WR_RECV) {
-		if (likely(wc->opcode == RN_WC_RECV_IMM))
+		if (unlikely(!ep->delivering))
+			keep_early(lc, ep, wc);
+		else if (likely(wc->opcode == RN_WC_RECV_IMM))
 			received(lc, ep, wc);
 		else
 			received_send(lc, ep, wc);

@@ -56,9 +56,9 @@ enum ep_probe_part {
  * or NOTIFY_ENABLE. drop: the peer has no notify QP, refused or did not
  * answer the offer. stop: a local fault of its QP (NOTIFY_FAILED to the
  * control thread), or the peer's failed (NOTIFY_CLOSE). retire: drained,
- * every delivery released; the bay coming back is announced. A channel
- * of an endpoint that fails or closes is not moved: it goes with the
- * endpoint, whatever its state.
+ * every early receive delivered and every delivery released; the bay
+ * coming back is announced. A channel of an endpoint that fails or closes
+ * is not moved: it goes with the endpoint, whatever its state.
  */
 enum rn_channel_state {
 	RN_CHANNEL_NONE = 0,     /* no notify QP: the TCP rules apply */
@@ -143,6 +143,15 @@ struct ep_notify {
 struct rn_lcore_ep {
 	struct rn_ep_request *req;
 	uint32_t n_qps;
+	/* Receives are delivered: the control thread said the endpoint is
+	 * connected (RN_LCORE_CMD_EP_DELIVER), or its request did not defer
+	 * them, or it failed or is closing. Until then they are early
+	 * receives, kept in early[] (room for every slot: each took one
+	 * posted receive, none is reposted before it is delivered), so that
+	 * nothing of the peer's reaches the application before a send back
+	 * is taken (lcore_notify.c); their slots keep the channel from
+	 * retiring. */
+	bool delivering;
 	struct rn_qp qps[RN_EP_MAX_QPS];
 	struct rn_mr probe_mr;
 	struct ep_probe *probe;     /* see enum ep_probe_part */
@@ -176,6 +185,9 @@ struct rn_lcore_ep {
 				     * UINT32_MAX */
 	struct rn_lcore_ep *next;   /* lc->closing */
 	struct rn_lcore_ep *prev_all, *next_all;   /* lc->eps */
+	struct rn_wc *early;        /* early receives, in arrival order; NULL
+				     * when delivering from the start */
+	uint32_t n_early;
 };
 
 /* A single-writer counter that other threads read with relaxed loads. */
@@ -332,6 +344,11 @@ void rn_lcore_notify_fini(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 /* A completion with status 0 of ep's notify QP. */
 void rn_lcore_notify_completion(struct rn_lcore *lc, struct rn_lcore_ep *ep,
 				const struct rn_wc *wc);
+/* RN_LCORE_CMD_EP_DELIVER, or ep failing or closing before it: ep
+ * delivers from now on, its early receives first, in the order they came;
+ * those whose slots are gone are counted in notify_early_lost (owning
+ * lcore). */
+void rn_lcore_notify_deliver(struct rn_lcore *lc, struct rn_lcore_ep *ep);
 /* Drain the app's send requests and buffer releases. */
 unsigned int rn_lcore_notify_poll(struct rn_lcore *lc);
 

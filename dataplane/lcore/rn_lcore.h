@@ -32,6 +32,10 @@ enum rn_lcore_cmd_type {
 	RN_LCORE_CMD_EP_CONNECT,/* RTR, RTS toward req->remote: EP_CONNECTED */
 	RN_LCORE_CMD_EP_PROBE,  /* RDMA READ the peer's probe: EP_PROBED */
 	RN_LCORE_CMD_EP_CLOSE,  /* ERR, drain, destroy: EP_CLOSED */
+	RN_LCORE_CMD_EP_DELIVER,/* the endpoint is connected on the control
+				 * thread too: deliver what its native
+				 * channel receives, its early receives
+				 * first (req->defer_deliveries) */
 	/* A native channel added to a connected endpoint (a bay freed); each
 	 * is a transition of the channel's state (lcore_pvt.h): */
 	RN_LCORE_CMD_NOTIFY_OPEN,    /* none -> open: take a bay, notify QP
@@ -128,6 +132,11 @@ struct rn_lcore_stats {
 	uint64_t notify_received;
 	uint64_t notify_rejected;/* frames whose lengths did not add up */
 	uint64_t notify_stale;  /* completions of another generation */
+	uint64_t notify_early;  /* receives kept until their endpoint was
+				 * connected on the control thread (or
+				 * failed, or closed) */
+	uint64_t notify_early_lost;/* of those, lost: their slots were gone
+				 * when they were to be delivered (a bug) */
 	uint64_t credit_writes; /* credit-only RDMA WRITEs */
 	uint64_t reports_dropped;/* send fates lost: completions ring full */
 	uint64_t cqs;           /* CQs in use */
@@ -244,6 +253,8 @@ struct rn_lcore {
 	/* A notify QP the device refused: said once, as the same caps fail
 	 * the same way for every endpoint. */
 	bool notify_qp_refused_said;
+	/* Early receives lost (lcore_notify.c): said once, counted always. */
+	bool early_lost_said;
 	uint64_t channel_reap_tsc;      /* failed channels looked at next */
 	struct rn_lcore_xfer *xfer;     /* transfers (rn_lcore_xfer.h) */
 	struct rn_lcore_cxfer *cxfer;   /* client processes' transfers

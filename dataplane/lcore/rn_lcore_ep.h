@@ -82,6 +82,9 @@ struct rn_ep_request {
 	uint8_t qp_retry_cnt;
 	uint32_t bay_wait_ms;     /* how long OPEN may wait for a bay that a
 				   * closing endpoint still holds */
+	bool defer_deliveries;    /* keep what the native channel receives
+				   * (early receives) until
+				   * RN_LCORE_CMD_EP_DELIVER */
 	struct rn_ep_side local;  /* name, session_id, generation set; the
 				   * lcore fills the rest on OPEN */
 	/* Set by the control thread before RN_LCORE_CMD_EP_CONNECT. */

@@ -708,6 +708,98 @@ test_held_delivery_delays_retirement(void **state)
 	assert_int_equal(ep_of(&B)->n.held, 0);
 }
 
+/* Turn the loops until s's lcore kept want early receives. */
+static void
+wait_early(const struct side *s, uint64_t want)
+{
+	uint64_t until = now_ms() + WAIT_MS;
+
+	while (s->lc->stats.notify_early < want && now_ms() < until)
+		turn_both();
+	if (s->lc->stats.notify_early != want)
+		fail_msg("early receives %" PRIu64 ", want %" PRIu64
+			 " (received %" PRIu64 ")", s->lc->stats.notify_early,
+			 want, s->lc->stats.notify_received);
+}
+
+/*
+ * An endpoint that defers its deliveries (the control thread's, until the
+ * handshake ended on its side too) delivers nothing until EP_DELIVER,
+ * then its early receives, in the order they came, and what comes after
+ * at once. The callee of a handshake: it must take a send back to the
+ * peer before it hands the application anything of the peer's.
+ */
+static void
+test_early_receives_wait_for_deliver(void **state)
+{
+	struct rn_notify_delivery d[4], back[1];
+	char msgs[4][16] = { "one", "two", "three", "four" };
+	char answer[1][16] = { "back" };
+
+	(void)state;
+	B.req.defer_deliveries = true;
+	open_pair(true, true);
+	assert_state(&B, RN_CHANNEL_NATIVE);
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(send_note(&A, 0, 0, msgs[i]), 1);
+	wait_early(&B, 3);
+	for (unsigned int i = 0; i < 20; i++)
+		turn_both();
+	assert_int_equal(rte_ring_count(B.lc->notify_deliveries), 0);
+	assert_int_equal(B.lc->stats.notify_received, 0);
+	assert_int_equal(ep_of(&B)->n.held, 0);
+	command(&B, RN_LCORE_CMD_EP_DELIVER);
+	receive_notes(&B, d, 3, msgs);
+	assert_int_equal(B.lc->stats.notify_received, 3);
+	/* Their places in send order are those they arrived in. */
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(d[i].pos, i);
+	assert_int_equal(send_note(&A, 0, 0, msgs[3]), 1);
+	receive_notes(&B, &d[3], 1, &msgs[3]);
+	assert_int_equal(d[3].pos, 3);
+	assert_int_equal(B.lc->stats.notify_early, 3);
+	/* A's, which never deferred, kept none. */
+	assert_int_equal(send_note(&B, 0, 0, answer[0]), 1);
+	receive_notes(&A, back, 1, answer);
+	assert_int_equal(A.lc->stats.notify_early, 0);
+	release(&A, &back[0]);
+	for (unsigned int i = 0; i < 4; i++)
+		release(&B, &d[i]);
+}
+
+/*
+ * A channel that stops before EP_DELIVER (a local fault of its QP) keeps
+ * its early receives' slots: it retires only once they were delivered and
+ * given back.
+ */
+static void
+test_early_receives_outlive_a_stopped_channel(void **state)
+{
+	struct rn_notify_delivery d[1];
+	char msgs[1][16] = { "kept" };
+	uint64_t until;
+
+	(void)state;
+	B.req.defer_deliveries = true;
+	open_pair(true, true);
+	assert_int_equal(send_note(&A, 0, 0, msgs[0]), 1);
+	wait_early(&B, 1);
+	assert_int_equal(make_fault(&B, RN_NOTIFY_FAULT_LOCAL), 1);
+	(void)wait_event(RN_LCORE_EVENT_NOTIFY_FAILED, &B.req);
+	/* Drained at once, reaped once a millisecond: it would have gone. */
+	until = now_ms() + 50;
+	while (now_ms() < until)
+		turn_both();
+	assert_state(&B, RN_CHANNEL_DRAINING);
+	assert_int_equal(rte_ring_count(B.lc->notify_deliveries), 0);
+	command(&B, RN_LCORE_CMD_EP_DELIVER);
+	receive_notes(&B, d, 1, msgs);
+	assert_int_equal(B.lc->stats.notify_early_lost, 0);
+	release(&B, &d[0]);
+	wait_state(&B, RN_CHANNEL_NONE);
+	assert_int_equal(ep_of(&B)->n.held, 0);
+}
+
 /* The error classes of a notify QP's CQE (rn_lcore_channel_error()). */
 static void
 test_error_completions(void **state)
@@ -1252,6 +1344,111 @@ test_client_delivery_is_exact(void **state)
 	receive_notes(&B, d, 1, msgs);
 	assert_int_equal(d[0].pos, 0);
 	assert_int_equal(B.lc->stats.notify_received, 1);
+}
+
+/* ---- early receives of an endpoint that ends before EP_DELIVER ---- */
+
+/* How it ends: the handshake fails before READY (closed), or a QP fails
+ * first (the control thread closes it once told). */
+enum early_end {
+	EARLY_END_CLOSE,
+	EARLY_END_FAIL,
+};
+
+/* A data QP of s's endpoint fails: the peer cannot be reached. */
+static void
+fail_data_qp(struct side *s)
+{
+	struct rn_wc wc = { .qp = &ep_of(s)->qps[0],
+			    .wr_id = RN_EP_WR_ID(0, RN_EP_WR_PROBE, 0),
+			    .status = MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR };
+
+	rn_lcore_ep_completion(s->lc, &wc);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_FAILED, &s->req),
+			 MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+}
+
+/*
+ * The peer's NIC acknowledged B's early receives, so its application
+ * counts them as arrived: an endpoint that ends before EP_DELIVER
+ * delivers them all the same, in the order they came, to the embedded API
+ * and to clients alike; an answer is refused (-ENOTCONN) as by any
+ * endpoint that failed or is closing. The deliveries hold the endpoint
+ * until given back, then it is freed with nothing left of it.
+ */
+static void
+early_receives_reach_the_application(enum early_end end)
+{
+	static const uint8_t to_beta[] = { 't', 'w', 'o' };
+	char msgs[2][16] = { "one", "three" };
+	struct rn_notify_delivery d[2];
+	struct tclient *alpha, *beta;
+	struct taken k;
+
+	B.req.defer_deliveries = true;
+	open_pair(true, true);
+	alpha = client_up(&A, "alpha", CLIENT_RING);
+	beta = client_up(&B, "beta", CLIENT_RING);
+	/* One at a time, so that they arrive in this order. */
+	assert_int_equal(send_note(&A, 0, 0, msgs[0]), 1);
+	wait_early(&B, 1);
+	assert_int_equal(client_send(alpha, "beta", "nm", 2, to_beta,
+				     sizeof(to_beta), 1, 0), 0);
+	wait_early(&B, 2);
+	assert_int_equal(send_note(&A, 0, 0, msgs[1]), 1);
+	wait_early(&B, 3);
+	client_none(beta);
+	assert_int_equal(rte_ring_count(B.lc->notify_deliveries), 0);
+
+	if (end == EARLY_END_FAIL)
+		fail_data_qp(&B);
+	else
+		command(&B, RN_LCORE_CMD_EP_CLOSE);
+	receive_notes(&B, d, 2, msgs);
+	for (unsigned int i = 0; i < 2; i++)
+		assert_int_equal(d[i].pos, i);
+	client_wait(beta, &k, 1);
+	assert_delivery(&k, "a", "alpha", "nm", 2, to_beta, sizeof(to_beta));
+	assert_int_equal(send_note(&B, 0, 0, "back"), -ENOTCONN);
+	if (end == EARLY_END_FAIL)
+		command(&B, RN_LCORE_CMD_EP_CLOSE);
+
+	for (unsigned int i = 0; i < 20; i++)
+		turn_both();
+	assert_false(has_event(RN_LCORE_EVENT_EP_CLOSED));
+	assert_non_null(B.req.ep);
+	assert_int_equal(ep_of(&B)->n.held, 2);
+	release(&B, &d[0]);
+	release(&B, &d[1]);
+	assert_int_equal(wait_event(RN_LCORE_EVENT_EP_CLOSED, &B.req), 0);
+	assert_null(B.req.ep);
+	/* Closed: nothing more to deliver, nothing delivered twice. */
+	command(&B, RN_LCORE_CMD_EP_DELIVER);
+	client_none(beta);
+	assert_int_equal(rte_ring_count(B.lc->notify_deliveries), 0);
+	assert_int_equal(B.lc->stats.notify_early, 3);
+	assert_int_equal(B.lc->stats.notify_received, 2);
+	assert_int_equal(B.lc->stats.client_delivered, 1);
+	assert_int_equal(B.lc->stats.notify_early_lost, 0);
+	/* Nothing left of it: QPs, CQ room, bay. */
+	assert_int_equal(B.lc->stats.endpoints, 0);
+	assert_int_equal(B.lc->stats.qps, 0);
+	assert_int_equal(B.lc->stats.cq_reserved, 0);
+	assert_true(rn_notify_bay_available(&B.lc->notify));
+}
+
+static void
+test_early_receives_delivered_when_the_endpoint_closes(void **state)
+{
+	(void)state;
+	early_receives_reach_the_application(EARLY_END_CLOSE);
+}
+
+static void
+test_early_receives_delivered_when_the_endpoint_fails(void **state)
+{
+	(void)state;
+	early_receives_reach_the_application(EARLY_END_FAIL);
 }
 
 /* Post frame as one inline SEND of opcode on s's notify QP, past its
@@ -2781,11 +2978,15 @@ main(int argc, char **argv)
 		T(test_peer_closed_when_native),
 		T(test_local_fault_retires_and_a_new_channel_starts_afresh),
 		T(test_held_delivery_delays_retirement),
+		T(test_early_receives_wait_for_deliver),
+		T(test_early_receives_outlive_a_stopped_channel),
 		T(test_error_completions),
 		T(test_credits_bound_the_sender),
 		T(test_window_entries_wait_for_completions),
 		T(test_completion_reports),
 		T(test_client_delivery_is_exact),
+		T(test_early_receives_delivered_when_the_endpoint_closes),
+		T(test_early_receives_delivered_when_the_endpoint_fails),
 		T(test_client_frames_by_either_opcode),
 		T(test_client_frames_fuzzed),
 		T(test_client_order_per_sender),

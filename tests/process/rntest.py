@@ -13,11 +13,15 @@ import secrets
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
+
+import rnproto
 
 RNOTIFYD = os.path.abspath(sys.argv[1])
 TMP = tempfile.mkdtemp(prefix="rn-process-test-")
@@ -371,6 +375,93 @@ class Pair:
 
     def stop(self):
         stop_all(self.d)
+
+
+class ReadyHolder:
+    """A TCP relay between a caller and its callee's control port that
+    holds the caller's READY (and whatever follows it) until release():
+    the callee's handshake then ends as late as the test says, while the
+    caller's has ended. Frames are relayed whole and unchanged, so the
+    secret's proofs and the sim wire (which runs beside, not through it)
+    are the daemons' own."""
+
+    def __init__(self, to_port):
+        self.to_port = to_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.held = threading.Event()      # a READY is waiting here
+        self.go = threading.Event()        # let it through
+        self.socks = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        with contextlib.suppress(OSError):
+            while True:
+                caller, _ = self.listener.accept()
+                callee = socket.create_connection(("127.0.0.1", self.to_port))
+                self.socks += [caller, callee]
+                threading.Thread(target=self._caller_to_callee,
+                                 args=(caller, callee), daemon=True).start()
+                threading.Thread(target=self._pipe, args=(callee, caller),
+                                 daemon=True).start()
+
+    def _caller_to_callee(self, src, dst):
+        with contextlib.suppress(OSError, ConnectionError):
+            while True:
+                head = rnproto._read_exact(src, 12)
+                (length,) = struct.unpack(">I", head[8:])
+                body = rnproto._read_exact(src, length)
+                if head[5] == rnproto.READY and not self.go.is_set():
+                    self.held.set()
+                    self.go.wait()
+                dst.sendall(head + body)
+
+    @staticmethod
+    def _pipe(src, dst):
+        with contextlib.suppress(OSError):
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+
+    def release(self):
+        self.go.set()
+
+    def close(self):
+        self.go.set()
+        self.listener.close()
+        for s in self.socks:
+            with contextlib.suppress(OSError):
+                s.close()
+
+
+class HeldReadyPair(Pair):
+    """a calls b (on demand) through a ReadyHolder (self.holder); b calls a
+    eagerly at a port where nothing listens, so that b's endpoint to a is
+    reconnecting when a's call comes, as with daemons started before
+    their peers listen (rnotify-bench's). A generous handshake timeout:
+    b waits for the held READY."""
+
+    def __init__(self, tag, **node):
+        self.dead_port = free_port()
+        self.holder = None
+        node.setdefault("connect_timeout", 20000)
+        super().__init__(tag, sides=({"connect": "on_demand"}, {}), **node)
+
+    def text(self, i):
+        if self.holder is None:
+            self.holder = ReadyHolder(self.ports[1])
+        port = self.holder.port if i == 0 else self.dead_port
+        return node_text(self.names[i], self.ports[i],
+                         [(self.names[1 - i], self.addrs[1 - i], port)],
+                         listen=self.addrs[i], **self.node[i])
+
+    def kill(self):
+        """Kill both daemons (a failed test's way out) and the relay."""
+        for d in self.d:
+            d.kill()
+        self.holder.close()
 
 
 def rdma_devices():

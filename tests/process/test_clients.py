@@ -180,6 +180,58 @@ def test_unknown_node_and_absent_agent():
         stop_clean(p, tools)
 
 
+class HeldReadyClientPair(ClientPair, rntest.HeldReadyPair):
+    """rntest.HeldReadyPair, its daemons serving clients."""
+
+
+def arrived(node):
+    """Whether node's lcores took a notification for a client: handed to
+    it (client_delivered), or kept for later (notify_early)."""
+    s = rntest.status(node)
+    return sum(s["client_delivered"]) + sum(s.get("notify_early", [0])) > 0
+
+
+def test_answer_to_a_first_notification_goes():
+    """A client that answers the first notification it gets, at once, on
+    the node whose handshake ends last: the answer goes (rc 0), never
+    -ENOTCONN nor -EAGAIN. b's handshake is held open (a's READY held
+    back) while a, connected, sends natively; whatever b's client is
+    handed by then, and after, it can answer."""
+    p = HeldReadyClientPair("hr")
+    tools = []
+    try:
+        a1, b1 = Tool(p.a, "a1"), Tool(p.b, "b1")
+        tools += [a1, b1]
+        assert a1.ask(f"sendwait {p.b} b1 n ping 1") == ([], 0)
+        assert p.holder.held.is_set(), "a sent before its READY went"
+        answered = 0
+        # With b's handshake still open, once b's lcore has the ping
+        # (handed to b1, or kept until b's endpoint is connected): a
+        # delivery that came is answered at once.
+        wait_until(f"{p.b}'s lcore has the ping", lambda: arrived(p.b))
+        lines, rc = b1.ask("recv 1 500")
+        note(f"delivered before b's handshake ended: {rc}")
+        if rc == 1:
+            assert lines == [f"got {p.a} a1 n ping"], lines
+            answer = b1.ask(f"send {p.a} a1 n pong 2 0")
+            assert answer == ([], 0), \
+                f"b1's answer while b's handshake was open: {answer}"
+            answered = 1
+        p.holder.release()
+        if not answered:
+            lines, rc = b1.ask("recv 1 10000")
+            assert rc == 1 and lines == [f"got {p.a} a1 n ping"], lines
+            answer = b1.ask(f"send {p.a} a1 n pong 2 0")
+            assert answer == ([], 0), f"b1's answer: {answer}"
+        lines, rc = a1.ask("recv 1 10000")
+        assert rc == 1 and lines == [f"got {p.b} b1 n pong"], lines
+        stop_clean(p, tools)
+    finally:
+        for t in tools:
+            t.kill()
+        p.kill()
+
+
 def daemon_usage(daemon):
     """(RSS in KiB, open descriptors, mappings of client regions, KiB of
     hugepages mapped) of a daemon process. Regions on hugepages are not in

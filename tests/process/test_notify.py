@@ -20,11 +20,11 @@ import threading
 import time
 
 import rnproto
-from rntest import (FAKE_PEER_DEAD_AFTER_MS, SLOW_QPS, Daemon, Pair,
-                    endpoint, endpoints, free_port, lcore_counters,
-                    node_text, run_tests, seeded_random, status, stop_all,
-                    telemetry, threads_of, unique, wait_connected,
-                    wait_until)
+from rntest import (FAKE_PEER_DEAD_AFTER_MS, SLOW_QPS, Daemon, HeldReadyPair,
+                    Pair, endpoint, endpoints, free_port, lcore_counters,
+                    node_text, note, run_tests, seeded_random, status,
+                    stop_all, telemetry, threads_of, unique,
+                    wait_connected, wait_until)
 
 SLOTS = 16
 SLOT_SIZE = 4096
@@ -135,6 +135,40 @@ def test_simultaneous_first_send_both_ways():
         assert poll(p.a) == [] and poll(p.b) == []
     finally:
         p.stop()
+
+
+def test_answer_to_a_first_notification_goes():
+    """The application of the node whose handshake ends last answers the
+    first notification it polls, at once: the answer goes (0), never
+    -ENOTCONN nor -EAGAIN (test_clients.py has the same for a client).
+    b's handshake is held open (a's READY held back) while a, connected,
+    sends natively; whatever b's poll gets by then, and after, b can
+    answer."""
+    p = HeldReadyPair("hr")
+    try:
+        assert first_send(p.a, p.b, "n", "ping") == 0
+        assert p.holder.held.is_set(), "a sent before its READY went"
+        # b's lcore has the ping: delivered, or kept until b's endpoint
+        # is connected.
+        wait_until(f"{p.b}'s lcore has the ping", lambda: sum(
+            sum(status(p.b).get(k, [0])) for k in ("notify_received",
+                                                   "notify_early")) > 0)
+        got = poll(p.b)
+        note(f"polled before b's handshake ended: {got}")
+        if got:
+            assert got == [(p.a, "n", "ping")], got
+            r = send(p.b, p.a, "n", "pong")
+            assert r == 0, f"b's answer while its handshake was open: {r}"
+        p.holder.release()
+        if not got:
+            got = poll_all(p.b, 1)
+            assert got == [(p.a, "n", "ping")], got
+            r = send(p.b, p.a, "n", "pong")
+            assert r == 0, f"b's answer: {r}"
+        assert poll_all(p.a, 1) == [(p.b, "n", "pong")]
+        p.stop()
+    finally:
+        p.kill()
 
 
 def test_slow_receiver_gets_backpressure_not_rnr():
