@@ -740,11 +740,67 @@ _Static_assert(offsetof(struct rn_client_send_hdr, ep_tag) == 0 &&
 	       "send_hdr_read() reads the pairs as words");
 
 /*
- * The common SEND e at submit position pos of c: to a native channel,
- * inline, a window entry and a credit at hand, checked and written
- * straight into its WQE on the endpoint it returns. NULL, with nothing
- * posted, for send_entry() to take it with every check and every way to
- * post; the buffer is then read again, and checked again.
+ * The SEND e at submit position pos of c that send_fast() did not post,
+ * when it does not go inline: checked, written into the send buffer of
+ * its window entry (the daemon's memory, which the NIC reads) and posted
+ * by a data segment, as the embedded API's post_from_buf() does, on the
+ * endpoint it returns. Within client_frame, it fits the peer's slot and
+ * its client's receive buffer there, and its bytes here lie within c's
+ * send buffer (client_shape(): not smaller than a slot). NULL, with
+ * nothing posted, for send_entry(). Apart from send_fast(), which then
+ * keeps its registers: the buffer is read again, and checked again.
+ */
+static __rte_noinline struct rn_lcore_ep *
+send_from_buf(struct rn_lcore *lc, const struct lcore_client *c,
+	      const struct rn_client_entry *e, uint32_t pos)
+{
+	const uint8_t *buf = send_buf(c, pos);
+	/* Once: the client may write it meanwhile. */
+	struct rn_client_send_hdr h = send_hdr_read(buf);
+	uint64_t body = (uint64_t)h.name_len + h.msg_len;
+	struct rn_lcore_ep *ep;
+	struct send_head head;
+	struct rn_sge sge;
+	uint8_t *frame;
+	uint64_t len;
+
+	if (e->type != RN_CLIENT_ENTRY_SEND || e->ep_index >= RN_MAX_ENDPOINTS)
+		return NULL;
+	ep = lc->by_index[e->ep_index];
+	len = sizeof(struct rn_notify_agent_hdr) + (uint64_t)h.agent_len +
+	      c->agent_len + body;
+	if (ep == NULL || ep->req->peer_tag != h.ep_tag ||
+	    ep->n.state != RN_CHANNEL_NATIVE ||
+	    (uint8_t)(h.agent_len - 1) >= RN_CLIENT_AGENT_MAX ||
+	    (h.flags & ~RN_CLIENT_WANT_COMPLETION) != 0 ||
+	    len > ep->n.client_frame || !entry_and_credit(ep))
+		return NULL;
+	frame = rn_notify_send_buf(&lc->notify, (uint32_t)ep->bay,
+				   rn_send_window_next(&ep->n.sends));
+	rn_notify_agent_frame_put(frame,
+				  c->agent_word | (uint64_t)h.agent_len << 32,
+				  rn_notify_agent_lens(h.name_len, h.msg_len),
+				  e->cookie, buf + sizeof(h),
+				  h.agent_len + (uint32_t)body, c->agent,
+				  c->agent_len);
+	head = next_send(&ep->n, h.flags != 0);
+	sge = (struct rn_sge){ (uintptr_t)frame, (uint32_t)len,
+			       lc->notify.mr.lkey };
+	if (rn_sq_post_send_sge(&ep->n.qp->sq, &sge, RN_WR_SEND,
+				rn_notify_imm(0), head.flags,
+				head.wr_id) != 0)
+		return NULL;
+	push_client(&ep->n, e->cookie, c->id, head.want);
+	return ep;
+}
+
+/*
+ * The common SEND e at submit position pos of c: to a native channel, a
+ * window entry and a credit at hand, checked and written straight into
+ * its WQE when it goes inline, else by send_from_buf(), on the endpoint
+ * it returns. NULL, with nothing posted, for send_entry() to take it with
+ * every check and every way to post; the buffer is then read again, and
+ * checked again.
  */
 static __rte_always_inline struct rn_lcore_ep *
 send_fast(struct rn_lcore *lc, const struct lcore_client *c,
@@ -876,7 +932,7 @@ send_other(struct rn_lcore *lc, struct lcore_client *c, uint32_t pos,
 
 /* The n entries at the head of c's submit ring, in order, as many as go
  * now, one doorbell per run of SENDs to one endpoint. tried: send_fast()
- * did not take the first already. */
+ * and send_from_buf() did not take the first already. */
 static __rte_noinline unsigned int
 send_burst(struct rn_lcore *lc, struct lcore_client *c, unsigned int n,
 	   bool tried)
@@ -894,8 +950,12 @@ send_burst(struct rn_lcore *lc, struct lcore_client *c, unsigned int n,
 
 		/* Once, into locals: the client may write it meanwhile. */
 		e = entry_read(at);
-		ep = done == 0 && tried ? NULL :
-		     send_fast(lc, c, &e, pos + done);
+		ep = NULL;
+		if (done != 0 || !tried) {
+			ep = send_fast(lc, c, &e, pos + done);
+			if (unlikely(ep == NULL))
+				ep = send_from_buf(lc, c, &e, pos + done);
+		}
 		if (unlikely(ep == NULL)) {
 			uint64_t cookie;
 			int rc = send_other(lc, c, pos + done, &ep, &cookie);
@@ -942,6 +1002,8 @@ client_send_one(struct rn_lcore *lc, struct lcore_client *c)
 
 	e = entry_read(rn_client_ring_end_at(&c->submit, 0, sizeof(e)));
 	ep = send_fast(lc, c, &e, c->submit.pos);
+	if (unlikely(ep == NULL))
+		ep = send_from_buf(lc, c, &e, c->submit.pos);
 	if (unlikely(ep == NULL))
 		return send_burst(lc, c, 1, true);
 	rn_sq_ring_doorbell_posted(&ep->n.qp->sq);

@@ -90,6 +90,9 @@ rn_lcore_notify_enable(struct rn_lcore *lc, struct rn_lcore_ep *ep)
 	n->client_inline = n->peer_slot_size > RN_CLIENT_RECV_EXTRA ?
 		RTE_MIN(n->agent_inline,
 			n->peer_slot_size - RN_CLIENT_RECV_EXTRA) : 0;
+	n->client_frame = n->peer_slot_size > RN_CLIENT_RECV_EXTRA ?
+		RTE_MIN(n->max_frame,
+			n->peer_slot_size - RN_CLIENT_RECV_EXTRA) : 0;
 	/* Slots released before now (the peer may send first) are credits
 	 * the peer waits for. */
 	if (rn_credit_update_due(&n->rx))
@@ -103,6 +106,7 @@ rn_lcore_notify_stop(struct rn_lcore_ep *ep)
 	ep->n.max_inline = 0;
 	ep->n.agent_inline = 0;
 	ep->n.client_inline = 0;
+	ep->n.client_frame = 0;
 }
 
 /* A send's fate, to the application; counted when its ring is full. */

@@ -120,6 +120,9 @@ struct ep_notify {
 				  * client's SEND within it fits the peer's
 				  * receive buffers too (lcore_client.c); 0
 				  * like max_frame */
+	uint32_t client_frame;   /* the same for a client's SEND from a send
+				  * buffer: max_frame, less
+				  * RN_CLIENT_RECV_EXTRA; 0 like max_frame */
 	uint32_t peer_slot_size; /* from its QP record; 0 before CONNECTED */
 	uint64_t send_wr_id;     /* RN_EP_WR_ID(generation, SEND, 0) */
 	uint64_t credit_raddr;   /* the peer's EP_PROBE_CREDITS word */
