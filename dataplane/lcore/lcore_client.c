@@ -740,6 +740,31 @@ _Static_assert(offsetof(struct rn_client_send_hdr, ep_tag) == 0 &&
 	       "send_hdr_read() reads the pairs as words");
 
 /*
+ * The endpoint of the SEND e whose header h (read once) passes the checks
+ * both ways of posting it make: a SEND entry, an endpoint of this lcore
+ * with the tag the client looked up and a native channel, an agent of 1
+ * to RN_CLIENT_AGENT_MAX bytes, no flag but WANT_COMPLETION. NULL
+ * otherwise, for send_entry() to say why.
+ */
+static __rte_always_inline struct rn_lcore_ep *
+send_endpoint(const struct rn_lcore *lc, const struct rn_client_entry *e,
+	      const struct rn_client_send_hdr *h)
+{
+	struct rn_lcore_ep *ep;
+
+	if (unlikely(e->type != RN_CLIENT_ENTRY_SEND ||
+		     e->ep_index >= RN_MAX_ENDPOINTS))
+		return NULL;
+	ep = lc->by_index[e->ep_index];
+	if (unlikely(ep == NULL || ep->req->peer_tag != h->ep_tag ||
+		     ep->n.state != RN_CHANNEL_NATIVE ||
+		     (uint8_t)(h->agent_len - 1) >= RN_CLIENT_AGENT_MAX ||
+		     (h->flags & ~RN_CLIENT_WANT_COMPLETION) != 0))
+		return NULL;
+	return ep;
+}
+
+/*
  * The SEND e at submit position pos of c that send_fast() did not post,
  * when it does not go inline: checked, written into the send buffer of
  * its window entry (the daemon's memory, which the NIC reads) and posted
@@ -764,16 +789,10 @@ send_from_buf(struct rn_lcore *lc, const struct lcore_client *c,
 	uint8_t *frame;
 	uint64_t len;
 
-	if (e->type != RN_CLIENT_ENTRY_SEND || e->ep_index >= RN_MAX_ENDPOINTS)
-		return NULL;
-	ep = lc->by_index[e->ep_index];
+	ep = send_endpoint(lc, e, &h);
 	len = sizeof(struct rn_notify_agent_hdr) + (uint64_t)h.agent_len +
 	      c->agent_len + body;
-	if (ep == NULL || ep->req->peer_tag != h.ep_tag ||
-	    ep->n.state != RN_CHANNEL_NATIVE ||
-	    (uint8_t)(h.agent_len - 1) >= RN_CLIENT_AGENT_MAX ||
-	    (h.flags & ~RN_CLIENT_WANT_COMPLETION) != 0 ||
-	    len > ep->n.client_frame || !entry_and_credit(ep))
+	if (ep == NULL || len > ep->n.client_frame || !entry_and_credit(ep))
 		return NULL;
 	frame = rn_notify_send_buf(&lc->notify, (uint32_t)ep->bay,
 				   rn_send_window_next(&ep->n.sends));
@@ -795,12 +814,11 @@ send_from_buf(struct rn_lcore *lc, const struct lcore_client *c,
 }
 
 /*
- * The common SEND e at submit position pos of c: to a native channel, a
- * window entry and a credit at hand, checked and written straight into
- * its WQE when it goes inline, else by send_from_buf(), on the endpoint
- * it returns. NULL, with nothing posted, for send_entry() to take it with
- * every check and every way to post; the buffer is then read again, and
- * checked again.
+ * The common SEND e at submit position pos of c: to a native channel,
+ * inline, a window entry and a credit at hand, checked and written
+ * straight into its WQE on the endpoint it returns. NULL, with nothing
+ * posted, for send_from_buf() or send_entry() to take it; the buffer is
+ * then read again, and checked again.
  */
 static __rte_always_inline struct rn_lcore_ep *
 send_fast(struct rn_lcore *lc, const struct lcore_client *c,
@@ -815,10 +833,7 @@ send_fast(struct rn_lcore *lc, const struct lcore_client *c,
 	struct send_head head;
 	uint64_t len;
 
-	if (unlikely(e->type != RN_CLIENT_ENTRY_SEND ||
-		     e->ep_index >= RN_MAX_ENDPOINTS))
-		return NULL;
-	ep = lc->by_index[e->ep_index];
+	ep = send_endpoint(lc, e, &h);
 	len = sizeof(struct rn_notify_agent_hdr) + (uint64_t)h.agent_len +
 	      c->agent_len + body;
 	/* Inline when its name and msg would be, in a node-level frame.
@@ -826,10 +841,7 @@ send_fast(struct rn_lcore *lc, const struct lcore_client *c,
 	 * fits the peer's slot and its client's receive buffer there, and
 	 * its buffer here lies within c's send buffer (client_shape(): not
 	 * smaller than a slot). */
-	if (unlikely(ep == NULL || ep->req->peer_tag != h.ep_tag ||
-		     ep->n.state != RN_CHANNEL_NATIVE ||
-		     (uint8_t)(h.agent_len - 1) >= RN_CLIENT_AGENT_MAX ||
-		     (h.flags & ~RN_CLIENT_WANT_COMPLETION) != 0 ||
+	if (unlikely(ep == NULL ||
 		     RN_NOTIFY_OVERHEAD + body > lc->max_inline ||
 		     len > ep->n.client_inline || !entry_and_credit(ep) ||
 		     !rn_sq_send_inline_place(&ep->n.qp->sq, (uint32_t)len,
