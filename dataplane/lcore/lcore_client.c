@@ -849,7 +849,10 @@ send_fast(struct rn_lcore *lc, const struct lcore_client *c,
 		return NULL;
 	/* The WQE and the window entry first, then the frame: the copies'
 	 * stores may alias anything, to the compiler, and the other order
-	 * kept more of the SEND's values on the stack across them. */
+	 * kept more of the SEND's values on the stack across them. Safe as
+	 * long as the frame is written before the doorbell, which is the
+	 * caller's (rn_sq_ring_doorbell_posted()): the NIC reads a WQE only
+	 * after it. */
 	head = post_placed(&ep->n, &at, (uint32_t)len, RN_WR_SEND,
 			   rn_notify_imm(0), h.flags != 0);
 	push_client(&ep->n, e->cookie, c->id, head.want);

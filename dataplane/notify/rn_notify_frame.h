@@ -10,13 +10,13 @@
  * node-level frame, of the embedded API (rn_notify.h).
  *
  * Client processes' notifications travel natively only, as agent frames
- * in plain SENDs (protocol version 7), which a first word of
+ * in plain SENDs (protocol version 8), which a first word of
  * RN_NOTIFY_KIND_MIN or more tells apart: a node-level frame's first word
  * is its name_len, less than a slot, and the node-level reader rejects
  * such a frame by its lengths. The receiver sends plain SENDs to the
  * client path by the completion's opcode (docs/notifications.md).
  *   AGENT    u32 kind | u8 dst_len | u8 src_len | u16 0 | u32 name_len |
- *            u32 msg_len | u64 cookie | dst | src | name | msg
+ *            u32 msg_len | u64 cookie | dst | name | msg | src
  *            from agent src (the sending lcore writes it from the client's
  *            link: a client cannot forge it) to agent dst of the peer;
  *            cookie is the sender's, for a refusal to return.
