@@ -721,10 +721,10 @@ static __rte_always_inline struct rn_client_send_hdr
 send_hdr_read(const uint8_t *buf)
 {
 	const struct rn_client_send_hdr *h = (const void *)buf;
-	uint64_t tag_flags = __atomic_load_n((const uint64_t *)&h->ep_tag,
-					     __ATOMIC_RELAXED);
-	uint64_t lens = __atomic_load_n((const uint64_t *)&h->name_len,
-					__ATOMIC_RELAXED);
+	/* Its words 0 and 1 (the asserts below): buf is aligned. */
+	const uint64_t *w = __builtin_assume_aligned(buf, 8);
+	uint64_t tag_flags = __atomic_load_n(&w[0], __ATOMIC_RELAXED);
+	uint64_t lens = __atomic_load_n(&w[1], __ATOMIC_RELAXED);
 	struct rn_client_send_hdr r = {
 		.agent_len = __atomic_load_n(&h->agent_len, __ATOMIC_RELAXED),
 	};
